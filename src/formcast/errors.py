@@ -1,0 +1,123 @@
+"""Every error formcast raises, in one tree.
+
+```
+FormcastError                      base of everything below
+├── UserError                      the caller made a mistake; fix the call
+│   ├── SchemaError                not a Pydantic class, not valid JSON Schema, bad regex
+│   │   └── UnsupportedSchemaError a valid schema keyword formcast cannot enforce
+│   ├── InvalidOptionError         an option out of range (max_new_tokens too small, ...)
+│   ├── TokenNotAllowedError       Cursor.advance with a token the constraint forbids
+│   └── EmptyInputError            an empty or blank text to extract from
+└── ExtractionRuntimeError         the model or the runtime failed
+    ├── ModelLoadError             weights or tokenizer could not be loaded
+    ├── ContextLengthError         the prompt does not fit the model's context window
+    └── OutputValidationError      the model class's own validators rejected the output
+```
+
+`UserError` also derives from `ValueError` and `ExtractionRuntimeError` from
+`RuntimeError`, so code that already catches those keeps working. Messages always
+say what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ContextLengthError",
+    "EmptyInputError",
+    "ExtractionRuntimeError",
+    "FormcastError",
+    "InvalidOptionError",
+    "ModelLoadError",
+    "OutputValidationError",
+    "SchemaError",
+    "TokenNotAllowedError",
+    "UnsupportedSchemaError",
+    "UserError",
+]
+
+
+class FormcastError(Exception):
+    """Base class of every error raised by formcast."""
+
+
+class UserError(FormcastError, ValueError):
+    """The caller made a mistake: the arguments, the schema or the options are wrong."""
+
+
+class SchemaError(UserError):
+    """The output type is not something formcast can read as a constraint.
+
+    Raised for a class that is not a Pydantic model, a string that is not JSON, a
+    document that is not a valid JSON Schema, or a regular expression that does not parse.
+    """
+
+
+class UnsupportedSchemaError(SchemaError):
+    """A schema keyword (or keyword value) that formcast cannot enforce exactly.
+
+    formcast never skips or loosens a constraint silently; it refuses the schema and says
+    which keyword, where.
+
+    Attributes:
+        keyword: the JSON Schema keyword, e.g. ``"uniqueItems"``.
+        pointer: the JSON pointer of the schema object holding it, e.g. ``"/properties/tags"``.
+        reason: why it cannot be enforced.
+    """
+
+    def __init__(self, keyword: str, pointer: str, reason: str = "") -> None:
+        self.keyword = keyword
+        self.pointer = pointer or "/"
+        self.reason = reason
+        detail = f": {reason}" if reason else ""
+        super().__init__(f"unsupported schema keyword {keyword!r} at {self.pointer}{detail}")
+
+
+class InvalidOptionError(UserError):
+    """An option has a value formcast cannot use (e.g. ``max_new_tokens`` too small)."""
+
+
+class TokenNotAllowedError(UserError):
+    """A token was passed to ``Cursor.advance`` that the constraint does not allow there."""
+
+
+class EmptyInputError(UserError):
+    """The text to extract from is empty or only whitespace."""
+
+
+class ExtractionRuntimeError(FormcastError, RuntimeError):
+    """The model or the runtime failed while the call itself was valid."""
+
+
+class ModelLoadError(ExtractionRuntimeError):
+    """The model or tokenizer could not be loaded (missing package, file, or bad weights)."""
+
+
+class ContextLengthError(ExtractionRuntimeError):
+    """The prompt plus the generation budget does not fit the model's context window."""
+
+    def __init__(self, prompt_tokens: int, max_new_tokens: int, context_length: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.max_new_tokens = max_new_tokens
+        self.context_length = context_length
+        super().__init__(
+            f"expected prompt + max_new_tokens <= {context_length} tokens (the model's context "
+            f"window), found a prompt of {prompt_tokens} tokens + max_new_tokens="
+            f"{max_new_tokens}; shorten the text or lower max_new_tokens"
+        )
+
+
+class OutputValidationError(ExtractionRuntimeError):
+    """The generated JSON matched the schema but the model class's own validators rejected it.
+
+    Attributes:
+        raw_text: the text the model generated.
+        validation_error: the underlying ``pydantic.ValidationError``.
+    """
+
+    def __init__(self, raw_text: str, validation_error: Exception) -> None:
+        self.raw_text = raw_text
+        self.validation_error = validation_error
+        super().__init__(
+            f"the output matched the schema but the model's validators rejected it: "
+            f"{validation_error}\nraw output: {raw_text!r}"
+        )
