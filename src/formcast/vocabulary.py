@@ -1,0 +1,240 @@
+"""Token id -> raw bytes, for any Hugging Face tokenizer.
+
+The automaton runs over UTF-8 bytes, so every token must be known as the exact bytes
+it appends to the output. Two families of vocabularies are read:
+
+* byte-level BPE (GPT-2 style: SmolLM2, Llama 3, Qwen): each token string is written in
+  GPT-2's printable byte alphabet (``Ġ`` for a space, ``Ã©`` for the two bytes of ``é``);
+  a token may be a fragment of a multi-byte character.
+* SentencePiece style (Llama 2, Mistral, T5): ``▁`` stands for a space and ``<0xNN>``
+  tokens carry single bytes (byte fallback).
+
+Special tokens (BOS, EOS, padding, chat markers) get no bytes: they can never appear
+inside constrained output. End of sequence is handled separately through
+``eos_token_ids``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Vocabulary"]
+
+_BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+_SENTENCEPIECE_SPACE = "\u2581"
+
+
+@lru_cache(maxsize=1)
+def _gpt2_unicode_to_byte() -> dict[str, int]:
+    """Inverse of GPT-2's byte -> printable character map (bytes_to_unicode)."""
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    byte_for_char: dict[str, int] = {chr(b): b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            byte_for_char[chr(256 + extra)] = b
+            extra += 1
+    return byte_for_char
+
+
+def _byte_level_bytes(token: str) -> bytes | None:
+    table = _gpt2_unicode_to_byte()
+    try:
+        return bytes(table[ch] for ch in token)
+    except KeyError:
+        return None
+
+
+def _sentencepiece_bytes(token: str) -> bytes:
+    fallback = _BYTE_FALLBACK.match(token)
+    if fallback:
+        return bytes([int(fallback.group(1), 16)])
+    return token.replace(_SENTENCEPIECE_SPACE, " ").encode("utf-8")
+
+
+@dataclass(frozen=True, eq=False)
+class Vocabulary:
+    """The byte string of every token id, plus the ids that end a sequence.
+
+    Build it once per tokenizer with :meth:`from_tokenizer` (cost: one pass over the
+    vocabulary, ~0.1 s for 50k tokens). Immutable and picklable.
+
+    Attributes:
+        token_bytes: bytes appended by token ``i``; empty for special tokens and ids that
+            never appear in output.
+        eos_token_ids: ids that end generation (allowed only where the output is complete).
+        special_token_ids: ids that are never allowed inside constrained output.
+    """
+
+    token_bytes: tuple[bytes, ...]
+    eos_token_ids: frozenset[int]
+    special_token_ids: frozenset[int] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if not self.eos_token_ids:
+            raise ValueError("expected at least one end-of-sequence token id, found none")
+        for token_id in self.eos_token_ids:
+            if not 0 <= token_id < len(self.token_bytes):
+                raise ValueError(
+                    f"expected EOS ids within the vocabulary (0..{len(self.token_bytes) - 1}),"
+                    f" found {token_id}"
+                )
+
+    @property
+    def size(self) -> int:
+        """Number of token ids described (the tokenizer's length, not the logits width)."""
+        return len(self.token_bytes)
+
+    @classmethod
+    def from_token_bytes(
+        cls, token_bytes: Sequence[bytes], eos_token_ids: Iterable[int]
+    ) -> Vocabulary:
+        """A vocabulary from an explicit list of byte strings (tests, custom tokenizers).
+
+        Tokens listed in ``eos_token_ids`` get no bytes whatever their entry says.
+        """
+        eos = frozenset(eos_token_ids)
+        cleaned = tuple(b"" if i in eos else bytes(b) for i, b in enumerate(token_bytes))
+        return cls(cleaned, eos, eos)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> Vocabulary:
+        """Read a Hugging Face tokenizer (fast or slow).
+
+        EOS ids are the tokenizer's ``eos_token_id`` plus, when the tokenizer declares a
+        chat template, the end-of-turn token it uses (e.g. ``<|im_end|>``), so that a
+        chat model may stop the way it was trained to.
+        """
+        vocab: Mapping[str, int] = tokenizer.get_vocab()
+        size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)
+        special = _special_ids(tokenizer)
+        decode = _token_decoder(tokenizer)
+        table: list[bytes] = [b""] * size
+        for token, token_id in vocab.items():
+            if token_id in special:
+                continue
+            raw = decode(token)
+            table[token_id] = raw if raw is not None else token.encode("utf-8")
+        eos = _eos_ids(tokenizer)
+        if not eos:
+            raise ValueError(
+                "expected the tokenizer to define an end-of-sequence token "
+                "(tokenizer.eos_token_id), found None"
+            )
+        return cls(tuple(table), frozenset(eos), frozenset(special | eos))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A sha256 over every token's bytes and the EOS ids: equal vocabularies, equal keys."""
+        digest = hashlib.sha256()
+        for raw in self.token_bytes:
+            digest.update(len(raw).to_bytes(2, "little"))
+            digest.update(raw)
+        digest.update(json.dumps(sorted(self.eos_token_ids)).encode())
+        return digest.hexdigest()
+
+    @cached_property
+    def lengths(self) -> npt.NDArray[np.int32]:
+        """Byte length of every token (0 for special tokens)."""
+        return np.fromiter((len(b) for b in self.token_bytes), dtype=np.int32, count=self.size)
+
+    @cached_property
+    def byte_matrix(self) -> npt.NDArray[np.uint8]:
+        """Token bytes as a (size, max_length) matrix, zero-padded on the right."""
+        width = int(self.lengths.max(initial=0))
+        matrix = np.zeros((self.size, max(width, 1)), dtype=np.uint8)
+        for token_id, raw in enumerate(self.token_bytes):
+            if raw:
+                matrix[token_id, : len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        return matrix
+
+    @cached_property
+    def usable_token_ids(self) -> npt.NDArray[np.int32]:
+        """Ids of tokens that have bytes and so may appear inside output."""
+        return np.flatnonzero(self.lengths > 0).astype(np.int32)
+
+    @cached_property
+    def single_byte_tokens(self) -> npt.NDArray[np.int32]:
+        """``single_byte_tokens[b]`` is a token id whose bytes are exactly ``b``, or -1."""
+        table = np.full(256, -1, dtype=np.int32)
+        for token_id in np.flatnonzero(self.lengths == 1)[::-1]:
+            table[self.token_bytes[token_id][0]] = token_id
+        return table
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Derived arrays are rebuilt on demand; pickles stay small.
+        return {
+            "token_bytes": self.token_bytes,
+            "eos_token_ids": self.eos_token_ids,
+            "special_token_ids": self.special_token_ids,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+
+def _special_ids(tokenizer: Any) -> set[int]:
+    ids = {int(i) for i in getattr(tokenizer, "all_special_ids", []) if i is not None}
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    for token_id, added_token in added.items():
+        if getattr(added_token, "special", False):
+            ids.add(int(token_id))
+    return ids
+
+
+def _eos_ids(tokenizer: Any) -> set[int]:
+    ids: set[int] = set()
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(eos, int):
+        ids.add(eos)
+    elif isinstance(eos, list):
+        ids.update(int(i) for i in eos)
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, str):
+        for marker in ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"):
+            if marker in template:
+                token_id = tokenizer.convert_tokens_to_ids(marker)
+                if isinstance(token_id, int) and token_id != getattr(tokenizer, "unk_token_id", None):
+                    ids.add(token_id)
+    return ids
+
+
+def _decoder_kind(tokenizer: Any) -> str:
+    """'byte_level', 'sentencepiece' or 'unknown', read from the fast tokenizer's decoder."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return "sentencepiece" if hasattr(tokenizer, "sp_model") else "unknown"
+    decoder = json.loads(backend.to_str()).get("decoder") or {}
+    text = json.dumps(decoder)
+    if '"ByteLevel"' in text:
+        return "byte_level"
+    if '"ByteFallback"' in text or '"Metaspace"' in text or _SENTENCEPIECE_SPACE in text:
+        return "sentencepiece"
+    return "unknown"
+
+
+def _token_decoder(tokenizer: Any) -> Any:
+    kind = _decoder_kind(tokenizer)
+    if kind == "byte_level":
+        return _byte_level_bytes
+    if kind == "sentencepiece":
+        return _sentencepiece_bytes
+    raise ValueError(
+        "expected a byte-level BPE or SentencePiece tokenizer (a fast tokenizer whose decoder "
+        f"is ByteLevel, Metaspace or ByteFallback), found {type(tokenizer).__name__} with an "
+        "unrecognised decoder"
+    )
