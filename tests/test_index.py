@@ -1,0 +1,180 @@
+"""The token index and the cursor: exact agreement with a brute-force walk, masks, errors."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from formcast.errors import InvalidOptionError, TokenNotAllowedError
+from formcast.fsm import compile_regex
+from formcast.guide import Cursor
+from formcast.index import TokenIndex
+from formcast.vocabulary import Vocabulary
+
+JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+PATTERNS = [
+    r"\{\"name\":" + JSON_STRING + r",\"age\":(0|[1-9][0-9]{0,2})\}",
+    r"(yes|no|maybe)",
+    r"-?(0|[1-9][0-9]*)(\.[0-9]+)?",
+    r"[a-zé日😀]{1,6}",
+    r"\[(true|false)(,(true|false)){0,3}\]",
+]
+
+# A hand-built vocabulary: single bytes, multi-byte tokens, UTF-8 fragments, an EOS.
+HAND_TOKENS = [b"", *[bytes([b]) for b in range(256)], b'{"', b'":', b'","', b"name",
+               b"age", b"yes", b"no", b"true", b"false", b",", b"12", b"\xc3", b"\xa9",
+               "é".encode(), "日".encode(), "😀".encode()[:2], "😀".encode()[2:], b'"}', b"."]
+
+
+@pytest.fixture(scope="module")
+def hand_vocabulary() -> Vocabulary:
+    return Vocabulary.from_token_bytes(HAND_TOKENS, [0])
+
+
+def _brute_force_row(index: TokenIndex, state: int) -> dict[int, int]:
+    row = {}
+    for token_id, raw in enumerate(index.vocabulary.token_bytes):
+        if raw:
+            nxt = index.fsm.walk(raw, state)
+            if nxt >= 0:
+                row[token_id] = nxt
+    return row
+
+
+def _reachable_states(index: TokenIndex, limit: int) -> list[int]:
+    seen, frontier = {index.initial_state}, [index.initial_state]
+    while frontier and len(seen) < limit:
+        state = frontier.pop()
+        for nxt in index.row(state)[1].tolist():
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    return sorted(seen)[:limit]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_rows_match_brute_force_on_hand_vocabulary(pattern: str,
+                                                   hand_vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex(pattern), hand_vocabulary)
+    for state in _reachable_states(index, 200):
+        ids, nexts = index.row(state)
+        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == \
+            _brute_force_row(index, state)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS[:2])
+def test_rows_match_brute_force_on_real_vocabulary(pattern: str,
+                                                   vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex(pattern), vocabulary)
+    states = _reachable_states(index, 12)
+    for state in states:
+        ids, nexts = index.row(state)
+        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == \
+            _brute_force_row(index, state)
+
+
+@pytest.mark.parametrize("text", ['{"name":"José Ñúñez","age":41}', '{"name":"日本 😀","age":7}',
+                                  '{"name":"a\\"b\\u00e9","age":0}'])
+def test_real_tokenization_walks_through_cursor(text: str, vocabulary: Vocabulary,
+                                                tokenizer: object) -> None:
+    index = TokenIndex(compile_regex(PATTERNS[0]), vocabulary)
+    cursor = index.cursor()
+    for token in tokenizer.encode(text, add_special_tokens=False):  # type: ignore[attr-defined]
+        assert token in cursor.allowed_token_ids()
+        cursor.advance(token)
+    assert cursor.is_accepting()
+    eos = next(iter(vocabulary.eos_token_ids))
+    assert eos in cursor.allowed_token_ids()
+    cursor.advance(eos)
+    assert cursor.is_finished and cursor.allowed_token_ids().size == 0
+
+
+def test_forbidden_token_and_early_eos_raise(hand_vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex("(yes|no)"), hand_vocabulary)
+    cursor = index.cursor()
+    with pytest.raises(TokenNotAllowedError, match="expected a token allowed"):
+        cursor.advance(HAND_TOKENS.index(b"true"))
+    with pytest.raises(TokenNotAllowedError, match="EOS"):
+        cursor.advance(0)
+    cursor.advance(HAND_TOKENS.index(b"yes"))
+    cursor.advance(0)
+    with pytest.raises(TokenNotAllowedError, match="no more tokens"):
+        cursor.advance(HAND_TOKENS.index(b"no"))
+
+
+def test_mask_has_logits_width_and_bans_padding(hand_vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex("[a-z]+"), hand_vocabulary)
+    cursor = index.cursor()
+    cursor.advance(HAND_TOKENS.index(b"no"))
+    width = len(HAND_TOKENS) + 40
+    mask = cursor.mask(width)
+    assert mask.dtype == torch.bool and mask.shape == (width,)
+    assert not mask[len(HAND_TOKENS):].any()
+    assert set(torch.nonzero(mask).flatten().tolist()) == set(cursor.allowed_token_ids().tolist())
+    assert mask[0]  # EOS allowed: "no" is complete
+
+
+def test_bitmask_agrees_with_mask(hand_vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex(PATTERNS[0]), hand_vocabulary)
+    cursor = index.cursor()
+    width = 300
+    buffer = np.full((width + 31) // 32, 0xFFFFFFFF, dtype=np.uint32)
+    packed = cursor.bitmask(width, out=buffer)
+    assert packed is buffer
+    unpacked = np.unpackbits(packed.view(np.uint8), bitorder="little")[:width].astype(bool)
+    assert np.array_equal(unpacked, cursor.mask(width).numpy())
+    with pytest.raises(InvalidOptionError, match="uint32 buffer"):
+        cursor.bitmask(width, out=np.zeros(3, dtype=np.uint32))
+
+
+def test_width_smaller_than_vocabulary_is_rejected(hand_vocabulary: Vocabulary) -> None:
+    cursor = TokenIndex(compile_regex("a"), hand_vocabulary).cursor()
+    with pytest.raises(InvalidOptionError, match="at least the vocabulary size"):
+        cursor.mask(10)
+
+
+def test_copy_is_independent(hand_vocabulary: Vocabulary) -> None:
+    cursor = TokenIndex(compile_regex("(yes|no)"), hand_vocabulary).cursor()
+    twin = cursor.copy()
+    cursor.advance(HAND_TOKENS.index(b"yes"))
+    assert twin.state != cursor.state
+    assert HAND_TOKENS.index(b"no") in twin.allowed_token_ids()
+
+
+def test_index_pickles_with_its_rows(hand_vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex(PATTERNS[0]), hand_vocabulary)
+    index.row(index.initial_state)
+    copy = pickle.loads(pickle.dumps(index))
+    assert copy.computed_rows == 1
+    for state in _reachable_states(index, 30):
+        assert np.array_equal(copy.row(state)[0], index.row(state)[0])
+
+
+def test_forced_bytes_and_distances(hand_vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex(r'\{"name":"[a-z]{2,4}"\}'), hand_vocabulary)
+    cursor = index.cursor()
+    assert cursor.forced_bytes() == b'{"name":"'
+    assert cursor.min_tokens_to_accept() == len('{"name":"ab"}')
+    cursor.advance_bytes(b'{"name":"ab')
+    assert cursor.min_tokens_to_accept() == 2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_budget_rows_always_leave_a_way_to_finish(seed: int,
+                                                  hand_vocabulary: Vocabulary) -> None:
+    rng = random.Random(seed)
+    index = TokenIndex(compile_regex(PATTERNS[0]), hand_vocabulary)
+    budget = index.min_tokens_to_accept(index.initial_state) + rng.randrange(0, 8)
+    cursor = index.cursor()
+    for used in range(budget):
+        allowed = cursor.allowed_token_ids(tokens_left=budget - used)
+        assert allowed.size, "the budget-filtered row must never be empty"
+        token = int(rng.choice(allowed.tolist()))
+        cursor.advance(token)
+        if cursor.is_finished:
+            break
+    assert cursor.is_finished or cursor.is_accepting()

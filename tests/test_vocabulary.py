@@ -1,0 +1,110 @@
+"""Token bytes for byte-level BPE (the real SmolLM2 tokenizer) and SentencePiece vocabularies."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pytest
+
+from formcast.vocabulary import Vocabulary
+
+TEXTS = [
+    "plain ascii",
+    '{"company":"ABC","total":31.0}',
+    "José Ñúñez",
+    "Größe: 12 €",
+    "日本語のテキスト",
+    "emoji 😀🎉 and 👩‍👩‍👧",
+    "tabs\tand\nnewlines",
+    "Ελληνικά and русский",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_byte_level_tokens_concatenate_to_utf8(vocabulary: Vocabulary, tokenizer: Any,
+                                               text: str) -> None:
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    assert b"".join(vocabulary.token_bytes[i] for i in ids) == text.encode("utf-8")
+
+
+def test_fragment_tokens_exist_for_multibyte_characters(vocabulary: Vocabulary,
+                                                        tokenizer: Any) -> None:
+    ids = tokenizer.encode("😀", add_special_tokens=False)
+    pieces = [vocabulary.token_bytes[i] for i in ids]
+    assert len(pieces) > 1, "expected the emoji to be split into byte fragments"
+    assert any(not _is_utf8(p) for p in pieces)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_special_tokens_have_no_bytes(vocabulary: Vocabulary, tokenizer: Any) -> None:
+    for token_id in tokenizer.all_special_ids:
+        assert vocabulary.token_bytes[token_id] == b""
+        assert token_id in vocabulary.special_token_ids
+    assert tokenizer.convert_tokens_to_ids("<|im_end|>") in vocabulary.eos_token_ids
+
+
+def test_json_text_bytes_have_single_byte_tokens(vocabulary: Vocabulary) -> None:
+    # Budget-safe endings rely on single-byte tokens for every byte compact JSON needs:
+    # printable ASCII, continuation bytes, and the lead bytes of the BMP and plane 1.
+    needed = [*range(0x20, 0x7F), *range(0x80, 0xC0), *range(0xC2, 0xF1)]
+    missing = [b for b in needed if vocabulary.single_byte_tokens[b] < 0]
+    assert missing == []
+
+
+def test_pickle_round_trip_keeps_fingerprint(vocabulary: Vocabulary) -> None:
+    copy = pickle.loads(pickle.dumps(vocabulary))
+    assert copy.fingerprint == vocabulary.fingerprint
+    assert copy.token_bytes == vocabulary.token_bytes
+
+
+def test_fingerprint_changes_with_content() -> None:
+    a = Vocabulary.from_token_bytes([b"", b"a", b"b"], [0])
+    b = Vocabulary.from_token_bytes([b"", b"a", b"c"], [0])
+    assert a.fingerprint != b.fingerprint
+
+
+def test_missing_eos_is_an_error() -> None:
+    with pytest.raises(ValueError, match="end-of-sequence"):
+        Vocabulary.from_token_bytes([b"a"], [])
+
+
+def _sentencepiece_tokenizer() -> Any:
+    """A small SentencePiece-style fast tokenizer built in code: ▁ for spaces and
+    <0xNN> byte-fallback tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for piece in ["▁", "a", "b", "▁a", "▁ab", "ab", "é", "▁Jos", "é"]:
+        vocab.setdefault(piece, len(vocab))
+    model = models.BPE(vocab=vocab, merges=[("▁", "a"), ("▁a", "b"), ("a", "b")],
+                       unk_token="<unk>", byte_fallback=True)
+    backend = Tokenizer(model)
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>",
+                                   bos_token="<s>", eos_token="</s>")
+
+
+def test_sentencepiece_space_and_byte_fallback() -> None:
+    tokenizer = _sentencepiece_tokenizer()
+    vocabulary = Vocabulary.from_tokenizer(tokenizer)
+    token_bytes = dict(zip(tokenizer.convert_ids_to_tokens(range(len(vocabulary.token_bytes))),
+                           vocabulary.token_bytes, strict=True))
+    assert token_bytes["▁ab"] == b" ab"
+    assert token_bytes["<0xC3>"] == b"\xc3"
+    assert token_bytes["é"] == "é".encode()
+    assert vocabulary.eos_token_ids == {tokenizer.eos_token_id}
+    assert vocabulary.token_bytes[tokenizer.eos_token_id] == b""
