@@ -104,7 +104,7 @@ def test_top_p_and_seed_are_repeatable(tiny_model: Any, tokenizer: Any,
                                        receipt_index: TokenIndex) -> None:
     def run(seed: int) -> list[int]:
         return generate(tiny_model, [tokenizer.encode("p")], [receipt_index.cursor()],
-                        max_new_tokens=30,
+                        max_new_tokens=60,
                         sampling=SamplingOptions(temperature=1.0, top_p=0.9, seed=seed),
                         )[0].token_ids
 
