@@ -1,0 +1,187 @@
+"""End-to-end extraction of SROIE receipts: quality and speed, with and without formcast.
+
+For each receipt in ``../shared/data/sroie`` (default 000-039) and each mode, the same
+model and the same prompt are used:
+
+* ``free``      - unconstrained greedy generation (transformers ``generate``), then
+                  ``Receipt.model_validate_json`` on the raw text;
+* ``formcast``  - constrained decoding with jump-forward (the default);
+* ``no-jump``   - constrained decoding with jump-forward off.
+
+Printed per mode: share of outputs that validate, per-field exact match (company, date,
+address, total), median seconds per receipt, generated tokens per second, and ratios
+against free generation measured in the same run.
+
+    python benchmarks/sroie.py                       # receipts 000-039, batch size 1
+    python benchmarks/sroie.py --count 16 --batch-sizes 1 4 16 --modes formcast
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+import formcast
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sroie"
+FIELDS = ("company", "date", "address", "total")
+
+
+class Receipt(BaseModel):
+    company: str = Field(description="name of the company that issued the receipt")
+    date: str = Field(description="date of the receipt, as written on it")
+    address: str = Field(description="address of the company")
+    total: float = Field(description="total amount paid")
+
+
+@dataclass
+class Tally:
+    """Results of one mode over all receipts."""
+
+    valid: int = 0
+    exact: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FIELDS, 0))
+    seconds: list[float] = field(default_factory=list)
+    tokens: int = 0
+    count: int = 0
+
+    def add(self, value: Receipt | None, gold: dict[str, str], tokens: int) -> None:
+        self.count += 1
+        self.tokens += tokens
+        if value is None:
+            return
+        self.valid += 1
+        for name in FIELDS:
+            self.exact[name] += _matches(name, getattr(value, name), gold[name])
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _matches(name: str, predicted: Any, gold: str) -> bool:
+    if name == "total":
+        try:
+            return abs(float(predicted) - float(gold)) < 0.005
+        except ValueError:
+            return False
+    return _norm(predicted) == _norm(gold)
+
+
+def load_receipts(start: int, count: int) -> list[tuple[str, dict[str, str]]]:
+    if not DATA.is_dir():
+        sys.exit(f"SROIE data not found at {DATA}")
+    receipts = []
+    for number in range(start, start + count):
+        text = (DATA / f"{number:03d}.txt").read_text()
+        gold = json.loads((DATA / f"{number:03d}.json").read_text())
+        receipts.append((text, gold))
+    return receipts
+
+
+def run_formcast(extractor: formcast.Extractor, receipts: list[Any], batch_size: int,
+                 jump_forward: bool, max_new_tokens: int) -> Tally:
+    tally = Tally()
+    texts = [text for text, _ in receipts]
+    started = time.perf_counter()
+    batch_started = started
+    results = extractor.extract_many(Receipt, texts, batch_size=batch_size, progress=False,
+                                     jump_forward=jump_forward, max_new_tokens=max_new_tokens)
+    for position, result in enumerate(results):
+        tally.add(result.value if result.ok else None, receipts[position][1],
+                  result.completion_tokens)
+        if (position + 1) % batch_size == 0 or position + 1 == len(receipts):
+            now = time.perf_counter()
+            in_batch = (position % batch_size) + 1
+            tally.seconds.extend([(now - batch_started) / in_batch] * in_batch)
+            batch_started = now
+    return tally
+
+
+def run_free(extractor: formcast.Extractor, receipts: list[Any], max_new_tokens: int) -> Tally:
+    """Unconstrained greedy generation of the same prompt, one receipt at a time."""
+    import torch
+
+    from formcast.extractor import DEFAULT_INSTRUCTIONS, describe_fields
+
+    tally = Tally()
+    model, tokenizer = extractor.model, extractor.tokenizer
+    fields = describe_fields(Receipt.model_json_schema())
+    eos = sorted(extractor.vocabulary.eos_token_ids)
+    for text, gold in receipts:
+        messages = extractor.prompt_template.messages(
+            text=text, fields=fields, instructions=DEFAULT_INSTRUCTIONS)
+        prompt = extractor._encode(messages)
+        started = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([prompt]), max_new_tokens=max_new_tokens,
+                                 do_sample=False, eos_token_id=eos, pad_token_id=eos[0])
+        generated = out[0, len(prompt):].tolist()
+        tally.seconds.append(time.perf_counter() - started)
+        raw = tokenizer.decode(generated, skip_special_tokens=True)
+        try:
+            value: Receipt | None = Receipt.model_validate_json(raw)
+        except ValidationError:
+            value = None
+        tally.add(value, gold, len([t for t in generated if t not in eos]))
+    return tally
+
+
+def report(name: str, tally: Tally, baseline: Tally | None) -> str:
+    median = statistics.median(tally.seconds)
+    rate = tally.tokens / sum(tally.seconds)
+    exact = " ".join(f"{tally.exact[f] / tally.count:6.1%}" for f in FIELDS)
+    ratio = ""
+    if baseline is not None:
+        ratio = f"{median / statistics.median(baseline.seconds):8.2f}x"
+    return (f"{name:<16} {tally.valid / tally.count:6.1%}  {exact}  {median:8.2f}s "
+            f"{rate:8.1f} tok/s {ratio}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1])
+    parser.add_argument("--modes", nargs="+", default=["free", "formcast", "no-jump"],
+                        choices=["free", "formcast", "no-jump"])
+    parser.add_argument("--max-new-tokens", type=int, default=200)
+    args = parser.parse_args()
+
+    receipts = load_receipts(args.start, args.count)
+    extractor = formcast.get_default_extractor()
+    extractor.run(Receipt, receipts[0][0], max_new_tokens=args.max_new_tokens)  # warm-up
+    print(f"{len(receipts)} receipts {args.start:03d}-{args.start + args.count - 1:03d}, "
+          f"max_new_tokens={args.max_new_tokens}")
+    print(f"{'mode':<16} {'valid':>6}  {'company':>6} {'date':>6} {'address':>6} "
+          f"{'total':>6}  {'s/receipt':>9} {'throughput':>14} {'vs free':>8}")
+    baseline = run_free(extractor, receipts, args.max_new_tokens) if "free" in args.modes \
+        else None
+    if baseline is not None:
+        print(report("free", baseline, None), flush=True)
+    for batch_size in args.batch_sizes:
+        for mode in ("formcast", "no-jump"):
+            if mode not in args.modes:
+                continue
+            tally = run_formcast(extractor, receipts, batch_size, mode == "formcast",
+                                 args.max_new_tokens)
+            print(report(f"{mode} b={batch_size}", tally, baseline), flush=True)
+    outlines_note()
+
+
+def outlines_note() -> None:
+    try:
+        import outlines  # noqa: F401
+    except ImportError:
+        print("outlines: not installed, skipped (pip install outlines to compare)")
+
+
+if __name__ == "__main__":
+    main()
