@@ -86,17 +86,29 @@ def load_receipts(start: int, count: int) -> list[tuple[str, dict[str, str]]]:
     return receipts
 
 
-def run_formcast(extractor: formcast.Extractor, receipts: list[Any], batch_size: int,
-                 jump_forward: bool, max_new_tokens: int) -> Tally:
+def run_formcast(
+    extractor: formcast.Extractor,
+    receipts: list[Any],
+    batch_size: int,
+    jump_forward: bool,
+    max_new_tokens: int,
+) -> Tally:
     tally = Tally()
     texts = [text for text, _ in receipts]
     started = time.perf_counter()
     batch_started = started
-    results = extractor.extract_many(Receipt, texts, batch_size=batch_size, progress=False,
-                                     jump_forward=jump_forward, max_new_tokens=max_new_tokens)
+    results = extractor.extract_many(
+        Receipt,
+        texts,
+        batch_size=batch_size,
+        progress=False,
+        jump_forward=jump_forward,
+        max_new_tokens=max_new_tokens,
+    )
     for position, result in enumerate(results):
-        tally.add(result.value if result.ok else None, receipts[position][1],
-                  result.completion_tokens)
+        tally.add(
+            result.value if result.ok else None, receipts[position][1], result.completion_tokens
+        )
         if (position + 1) % batch_size == 0 or position + 1 == len(receipts):
             now = time.perf_counter()
             in_batch = (position % batch_size) + 1
@@ -117,13 +129,19 @@ def run_free(extractor: formcast.Extractor, receipts: list[Any], max_new_tokens:
     eos = sorted(extractor.vocabulary.eos_token_ids)
     for text, gold in receipts:
         messages = extractor.prompt_template.messages(
-            text=text, fields=fields, instructions=DEFAULT_INSTRUCTIONS)
+            text=text, fields=fields, instructions=DEFAULT_INSTRUCTIONS
+        )
         prompt = extractor._encode(messages)
         started = time.perf_counter()
         with torch.inference_mode():
-            out = model.generate(torch.tensor([prompt]), max_new_tokens=max_new_tokens,
-                                 do_sample=False, eos_token_id=eos, pad_token_id=eos[0])
-        generated = out[0, len(prompt):].tolist()
+            out = model.generate(
+                torch.tensor([prompt]),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=eos,
+                pad_token_id=eos[0],
+            )
+        generated = out[0, len(prompt) :].tolist()
         tally.seconds.append(time.perf_counter() - started)
         raw = tokenizer.decode(generated, skip_special_tokens=True)
         try:
@@ -141,8 +159,10 @@ def report(name: str, tally: Tally, baseline: Tally | None) -> str:
     ratio = ""
     if baseline is not None:
         ratio = f"{median / statistics.median(baseline.seconds):8.2f}x"
-    return (f"{name:<16} {tally.valid / tally.count:6.1%}  {exact}  {median:8.2f}s "
-            f"{rate:8.1f} tok/s {ratio}")
+    return (
+        f"{name:<16} {tally.valid / tally.count:6.1%}  {exact}  {median:8.2f}s "
+        f"{rate:8.1f} tok/s {ratio}"
+    )
 
 
 def main() -> None:
@@ -150,28 +170,36 @@ def main() -> None:
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1])
-    parser.add_argument("--modes", nargs="+", default=["free", "formcast", "no-jump"],
-                        choices=["free", "formcast", "no-jump"])
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["free", "formcast", "no-jump"],
+        choices=["free", "formcast", "no-jump"],
+    )
     parser.add_argument("--max-new-tokens", type=int, default=200)
     args = parser.parse_args()
 
     receipts = load_receipts(args.start, args.count)
     extractor = formcast.get_default_extractor()
     extractor.run(Receipt, receipts[0][0], max_new_tokens=args.max_new_tokens)  # warm-up
-    print(f"{len(receipts)} receipts {args.start:03d}-{args.start + args.count - 1:03d}, "
-          f"max_new_tokens={args.max_new_tokens}")
-    print(f"{'mode':<16} {'valid':>6}  {'company':>6} {'date':>6} {'address':>6} "
-          f"{'total':>6}  {'s/receipt':>9} {'throughput':>14} {'vs free':>8}")
-    baseline = run_free(extractor, receipts, args.max_new_tokens) if "free" in args.modes \
-        else None
+    print(
+        f"{len(receipts)} receipts {args.start:03d}-{args.start + args.count - 1:03d}, "
+        f"max_new_tokens={args.max_new_tokens}"
+    )
+    print(
+        f"{'mode':<16} {'valid':>6}  {'company':>6} {'date':>6} {'address':>6} "
+        f"{'total':>6}  {'s/receipt':>9} {'throughput':>14} {'vs free':>8}"
+    )
+    baseline = run_free(extractor, receipts, args.max_new_tokens) if "free" in args.modes else None
     if baseline is not None:
         print(report("free", baseline, None), flush=True)
     for batch_size in args.batch_sizes:
         for mode in ("formcast", "no-jump"):
             if mode not in args.modes:
                 continue
-            tally = run_formcast(extractor, receipts, batch_size, mode == "formcast",
-                                 args.max_new_tokens)
+            tally = run_formcast(
+                extractor, receipts, batch_size, mode == "formcast", args.max_new_tokens
+            )
             print(report(f"{mode} b={batch_size}", tally, baseline), flush=True)
     outlines_note()
 

@@ -21,8 +21,10 @@ from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
 
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-RECEIPT = (r'\{"company":' + JSON_STRING + r',"total":-?(0|[1-9][0-9]*)(\.[0-9]+)?,'
-           r'"paid":(true|false)\}')
+RECEIPT = (
+    r'\{"company":' + JSON_STRING + r',"total":-?(0|[1-9][0-9]*)(\.[0-9]+)?,'
+    r'"paid":(true|false)\}'
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,14 +39,24 @@ def _prompts(tokenizer: Any) -> list[list[int]]:
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("jump_forward", [True, False])
-def test_sampled_outputs_always_match(seed: int, jump_forward: bool, tiny_model: Any,
-                                      tokenizer: Any, vocabulary: Vocabulary,
-                                      receipt_index: TokenIndex) -> None:
+def test_sampled_outputs_always_match(
+    seed: int,
+    jump_forward: bool,
+    tiny_model: Any,
+    tokenizer: Any,
+    vocabulary: Vocabulary,
+    receipt_index: TokenIndex,
+) -> None:
     prompts = _prompts(tokenizer)
     forced = ForcedTokenizer(tokenizer, vocabulary) if jump_forward else None
-    results = generate(tiny_model, prompts, [receipt_index.cursor() for _ in prompts],
-                       max_new_tokens=48, forced_tokenizer=forced,
-                       sampling=SamplingOptions(temperature=1.0, seed=seed))
+    results = generate(
+        tiny_model,
+        prompts,
+        [receipt_index.cursor() for _ in prompts],
+        max_new_tokens=48,
+        forced_tokenizer=forced,
+        sampling=SamplingOptions(temperature=1.0, seed=seed),
+    )
     assert len(results) == len(prompts)
     for result in results:
         assert re.fullmatch(RECEIPT, result.text), result.text
@@ -53,18 +65,23 @@ def test_sampled_outputs_always_match(seed: int, jump_forward: bool, tiny_model:
         assert (result.forced_tokens > 0) == jump_forward
 
 
-def test_batch_equals_one_by_one(tiny_model: Any, tokenizer: Any,
-                                 receipt_index: TokenIndex) -> None:
+def test_batch_equals_one_by_one(
+    tiny_model: Any, tokenizer: Any, receipt_index: TokenIndex
+) -> None:
     prompts = _prompts(tokenizer)
-    alone = [generate(tiny_model, [p], [receipt_index.cursor()], max_new_tokens=40)[0].token_ids
-             for p in prompts]
-    batched = generate(tiny_model, prompts, [receipt_index.cursor() for _ in prompts],
-                       max_new_tokens=40)
+    alone = [
+        generate(tiny_model, [p], [receipt_index.cursor()], max_new_tokens=40)[0].token_ids
+        for p in prompts
+    ]
+    batched = generate(
+        tiny_model, prompts, [receipt_index.cursor() for _ in prompts], max_new_tokens=40
+    )
     assert [g.token_ids for g in batched] == alone
 
 
-def test_jump_forward_uses_the_tokenizers_own_tokens(tokenizer: Any,
-                                                     vocabulary: Vocabulary) -> None:
+def test_jump_forward_uses_the_tokenizers_own_tokens(
+    tokenizer: Any, vocabulary: Vocabulary
+) -> None:
     forced = ForcedTokenizer(tokenizer, vocabulary)
     text = '","total":'
     assert forced(text.encode()) == tokenizer.encode(text, add_special_tokens=False)
@@ -73,24 +90,31 @@ def test_jump_forward_uses_the_tokenizers_own_tokens(tokenizer: Any,
 
 
 @pytest.mark.parametrize("extra", [0, 1, 2, 5, 9, 15])
-def test_budget_safe_ending_is_still_complete(extra: int, tiny_model: Any, tokenizer: Any,
-                                              receipt_index: TokenIndex) -> None:
+def test_budget_safe_ending_is_still_complete(
+    extra: int, tiny_model: Any, tokenizer: Any, receipt_index: TokenIndex
+) -> None:
     budget = receipt_index.min_tokens_to_accept(receipt_index.initial_state) + extra
     prompts = _prompts(tokenizer)
-    results = generate(tiny_model, prompts, [receipt_index.cursor() for _ in prompts],
-                       max_new_tokens=budget,
-                       sampling=SamplingOptions(temperature=1.5, seed=budget))
+    results = generate(
+        tiny_model,
+        prompts,
+        [receipt_index.cursor() for _ in prompts],
+        max_new_tokens=budget,
+        sampling=SamplingOptions(temperature=1.5, seed=budget),
+    )
     for result in results:
         assert re.fullmatch(RECEIPT, result.text), result.text
         assert result.completion_tokens <= budget
 
 
-def test_budget_below_the_shortest_output_is_an_error(tiny_model: Any, tokenizer: Any,
-                                                      receipt_index: TokenIndex) -> None:
+def test_budget_below_the_shortest_output_is_an_error(
+    tiny_model: Any, tokenizer: Any, receipt_index: TokenIndex
+) -> None:
     needed = receipt_index.min_tokens_to_accept(receipt_index.initial_state)
     with pytest.raises(InvalidOptionError, match=f"max_new_tokens >= {needed}"):
-        generate(tiny_model, [tokenizer.encode("x")], [receipt_index.cursor()],
-                 max_new_tokens=needed - 1)
+        generate(
+            tiny_model, [tokenizer.encode("x")], [receipt_index.cursor()], max_new_tokens=needed - 1
+        )
 
 
 def test_bad_sampling_options_are_rejected() -> None:
@@ -100,27 +124,37 @@ def test_bad_sampling_options_are_rejected() -> None:
         SamplingOptions(top_p=0)
 
 
-def test_top_p_and_seed_are_repeatable(tiny_model: Any, tokenizer: Any,
-                                       receipt_index: TokenIndex) -> None:
+def test_top_p_and_seed_are_repeatable(
+    tiny_model: Any, tokenizer: Any, receipt_index: TokenIndex
+) -> None:
     def run(seed: int) -> list[int]:
-        return generate(tiny_model, [tokenizer.encode("p")], [receipt_index.cursor()],
-                        max_new_tokens=60,
-                        sampling=SamplingOptions(temperature=1.0, top_p=0.9, seed=seed),
-                        )[0].token_ids
+        return generate(
+            tiny_model,
+            [tokenizer.encode("p")],
+            [receipt_index.cursor()],
+            max_new_tokens=60,
+            sampling=SamplingOptions(temperature=1.0, top_p=0.9, seed=seed),
+        )[0].token_ids
 
     assert run(3) == run(3)
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_logits_processor_with_model_generate(seed: int, tiny_model: Any, tokenizer: Any,
-                                              receipt_index: TokenIndex) -> None:
+def test_logits_processor_with_model_generate(
+    seed: int, tiny_model: Any, tokenizer: Any, receipt_index: TokenIndex
+) -> None:
     torch.manual_seed(seed)
     prompt = torch.tensor([tokenizer.encode("receipt:")] * 2)
     processor = FormcastLogitsProcessor(receipt_index, max_new_tokens=40)
-    out = tiny_model.generate(prompt, attention_mask=torch.ones_like(prompt),
-                              logits_processor=LogitsProcessorList([processor]),
-                              max_new_tokens=40, do_sample=True, pad_token_id=2,
-                              eos_token_id=2)
-    for row in out[:, prompt.shape[1]:].tolist():
+    out = tiny_model.generate(
+        prompt,
+        attention_mask=torch.ones_like(prompt),
+        logits_processor=LogitsProcessorList([processor]),
+        max_new_tokens=40,
+        do_sample=True,
+        pad_token_id=2,
+        eos_token_id=2,
+    )
+    for row in out[:, prompt.shape[1] :].tolist():
         text = tokenizer.decode([t for t in row if t != 2])
         assert re.fullmatch(RECEIPT, text), text

@@ -22,8 +22,7 @@ DATE = r"[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{2,4}"
 
 
 class Receipt(BaseModel):
-    company: str = Field(description="name of the company that issued the receipt",
-                         max_length=80)
+    company: str = Field(description="name of the company that issued the receipt", max_length=80)
     date: str = Field(description="date of the receipt, as written", pattern=f"^{DATE}$")
     address: str = Field(description="address of the company", max_length=200)
     total: float = Field(description="total amount paid", ge=0)
@@ -59,8 +58,11 @@ def test_decorator_on_default_model(default_extractor: Extractor) -> None:
 
 def test_batch_on_default_model(default_extractor: Extractor, sroie_dir: Path) -> None:
     texts = [_receipt(sroie_dir, n) for n in range(4, 8)]
-    results = list(default_extractor.extract_many(Receipt, texts, batch_size=4,
-                                                  progress=False, max_new_tokens=160))
+    results = list(
+        default_extractor.extract_many(
+            Receipt, texts, batch_size=4, progress=False, max_new_tokens=160
+        )
+    )
     assert len(results) == 4
     for result in results:
         assert result.ok, result.error
@@ -71,16 +73,24 @@ def test_logits_processor_with_default_model(default_extractor: Extractor) -> No
     model, tokenizer = default_extractor.model, default_extractor.tokenizer
     index = default_extractor.compile(Literal["red", "green", "blue"])
     messages = [{"role": "user", "content": "Which colour is the sky? Answer in JSON."}]
-    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                           return_tensors="pt", return_dict=True)
+    prompt = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
     processor = FormcastLogitsProcessor(index, max_new_tokens=20)
-    out = model.generate(**prompt, logits_processor=LogitsProcessorList([processor]),
-                         max_new_tokens=20, do_sample=False)
-    text = tokenizer.decode(out[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True)
+    out = model.generate(
+        **prompt,
+        logits_processor=LogitsProcessorList([processor]),
+        max_new_tokens=20,
+        do_sample=False,
+    )
+    text = tokenizer.decode(out[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
     assert json.loads(text)["result"] in ("red", "green", "blue")
 
 
 def test_regex_output_on_default_model(default_extractor: Extractor, sroie_dir: Path) -> None:
-    value = default_extractor.extract(formcast.Regex(DATE), _receipt(sroie_dir, 0),
-                                      instructions="What is the date of this receipt?")
+    value = default_extractor.extract(
+        formcast.Regex(DATE),
+        _receipt(sroie_dir, 0),
+        instructions="What is the date of this receipt?",
+    )
     assert re.fullmatch(DATE, value)

@@ -88,8 +88,9 @@ def test_output_rejected_by_validators_carries_raw_text(tiny_extractor: Extracto
         (list[Item], lambda v: isinstance(v, list) and all(isinstance(i, Item) for i in v)),
     ],
 )
-def test_non_model_outputs_are_wrapped_and_unwrapped(tiny_extractor: Extractor, output: Any,
-                                                     check: Any) -> None:
+def test_non_model_outputs_are_wrapped_and_unwrapped(
+    tiny_extractor: Extractor, output: Any, check: Any
+) -> None:
     value = tiny_extractor.extract(output, "some text", max_new_tokens=80, seed=2)
     assert check(value), value
 
@@ -115,6 +116,7 @@ def test_decorator_uses_signature_docstring_and_return_type(tiny_extractor: Extr
 
 def test_decorator_without_return_annotation_is_an_error(tiny_extractor: Extractor) -> None:
     with pytest.raises(SchemaError, match="return annotation"):
+
         @tiny_extractor.function
         def nothing(text: str):  # type: ignore[no-untyped-def]
             """No return type."""
@@ -168,8 +170,11 @@ def test_invalid_json_schema_is_an_error(tiny_extractor: Extractor, schema: Any)
 
 
 def test_json_schema_dict_output(tiny_extractor: Extractor) -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1,
-                                                      "maximum": 9}}, "required": ["n"]}
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}},
+        "required": ["n"],
+    }
     value = tiny_extractor.extract(schema, "a number")
     assert isinstance(value, dict) and 1 <= value["n"] <= 9
 
@@ -195,6 +200,5 @@ def test_prompt_template_is_used(tiny_model: Any, tokenizer: Any) -> None:
 def test_module_level_functions_accept_an_extractor(tiny_extractor: Extractor) -> None:
     item = formcast.extract(Item, "one pear", model=tiny_extractor)
     assert isinstance(item, Item)
-    results = list(formcast.extract_many(Item, ["a", "b"], model=tiny_extractor,
-                                         progress=False))
+    results = list(formcast.extract_many(Item, ["a", "b"], model=tiny_extractor, progress=False))
     assert all(r.ok for r in results)

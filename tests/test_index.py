@@ -11,7 +11,6 @@ import torch
 
 from formcast.errors import InvalidOptionError, TokenNotAllowedError
 from formcast.fsm import compile_regex
-from formcast.guide import Cursor
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
 
@@ -25,9 +24,29 @@ PATTERNS = [
 ]
 
 # A hand-built vocabulary: single bytes, multi-byte tokens, UTF-8 fragments, an EOS.
-HAND_TOKENS = [b"", *[bytes([b]) for b in range(256)], b'{"', b'":', b'","', b"name",
-               b"age", b"yes", b"no", b"true", b"false", b",", b"12", b"\xc3", b"\xa9",
-               "é".encode(), "日".encode(), "😀".encode()[:2], "😀".encode()[2:], b'"}', b"."]
+HAND_TOKENS = [
+    b"",
+    *[bytes([b]) for b in range(256)],
+    b'{"',
+    b'":',
+    b'","',
+    b"name",
+    b"age",
+    b"yes",
+    b"no",
+    b"true",
+    b"false",
+    b",",
+    b"12",
+    b"\xc3",
+    b"\xa9",
+    "é".encode(),
+    "日".encode(),
+    "😀".encode()[:2],
+    "😀".encode()[2:],
+    b'"}',
+    b".",
+]
 
 
 @pytest.fixture(scope="module")
@@ -57,30 +76,39 @@ def _reachable_states(index: TokenIndex, limit: int) -> list[int]:
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_rows_match_brute_force_on_hand_vocabulary(pattern: str,
-                                                   hand_vocabulary: Vocabulary) -> None:
+def test_rows_match_brute_force_on_hand_vocabulary(
+    pattern: str, hand_vocabulary: Vocabulary
+) -> None:
     index = TokenIndex(compile_regex(pattern), hand_vocabulary)
     for state in _reachable_states(index, 200):
         ids, nexts = index.row(state)
-        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == \
-            _brute_force_row(index, state)
+        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == _brute_force_row(
+            index, state
+        )
 
 
 @pytest.mark.parametrize("pattern", PATTERNS[:2])
-def test_rows_match_brute_force_on_real_vocabulary(pattern: str,
-                                                   vocabulary: Vocabulary) -> None:
+def test_rows_match_brute_force_on_real_vocabulary(pattern: str, vocabulary: Vocabulary) -> None:
     index = TokenIndex(compile_regex(pattern), vocabulary)
     states = _reachable_states(index, 12)
     for state in states:
         ids, nexts = index.row(state)
-        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == \
-            _brute_force_row(index, state)
+        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == _brute_force_row(
+            index, state
+        )
 
 
-@pytest.mark.parametrize("text", ['{"name":"José Ñúñez","age":41}', '{"name":"日本 😀","age":7}',
-                                  '{"name":"a\\"b\\u00e9","age":0}'])
-def test_real_tokenization_walks_through_cursor(text: str, vocabulary: Vocabulary,
-                                                tokenizer: object) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name":"José Ñúñez","age":41}',
+        '{"name":"日本 😀","age":7}',
+        '{"name":"a\\"b\\u00e9","age":0}',
+    ],
+)
+def test_real_tokenization_walks_through_cursor(
+    text: str, vocabulary: Vocabulary, tokenizer: object
+) -> None:
     index = TokenIndex(compile_regex(PATTERNS[0]), vocabulary)
     cursor = index.cursor()
     for token in tokenizer.encode(text, add_special_tokens=False):  # type: ignore[attr-defined]
@@ -113,7 +141,7 @@ def test_mask_has_logits_width_and_bans_padding(hand_vocabulary: Vocabulary) -> 
     width = len(HAND_TOKENS) + 40
     mask = cursor.mask(width)
     assert mask.dtype == torch.bool and mask.shape == (width,)
-    assert not mask[len(HAND_TOKENS):].any()
+    assert not mask[len(HAND_TOKENS) :].any()
     assert set(torch.nonzero(mask).flatten().tolist()) == set(cursor.allowed_token_ids().tolist())
     assert mask[0]  # EOS allowed: "no" is complete
 
@@ -164,8 +192,7 @@ def test_forced_bytes_and_distances(hand_vocabulary: Vocabulary) -> None:
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_budget_rows_always_leave_a_way_to_finish(seed: int,
-                                                  hand_vocabulary: Vocabulary) -> None:
+def test_budget_rows_always_leave_a_way_to_finish(seed: int, hand_vocabulary: Vocabulary) -> None:
     rng = random.Random(seed)
     index = TokenIndex(compile_regex(PATTERNS[0]), hand_vocabulary)
     budget = index.min_tokens_to_accept(index.initial_state) + rng.randrange(0, 8)

@@ -43,7 +43,10 @@ class RandomLogitsModel:
 
 
 LEAVES: list[Any] = [
-    str, int, float, bool,
+    str,
+    int,
+    float,
+    bool,
     Annotated[str, Field(min_length=2, max_length=5)],
     Annotated[int, Field(ge=-20, le=300)],
     Annotated[int, Field(gt=5)],
@@ -62,7 +65,8 @@ def _types(depth: int) -> st.SearchStrategy[Any]:
         leaf,
         inner.map(lambda t: Optional[t]),  # noqa: UP045 - runtime construction
         st.tuples(inner, st.integers(0, 3)).map(
-            lambda p: Annotated[list[p[0]], Field(max_length=p[1])]),  # type: ignore[name-defined]
+            lambda p: Annotated[list[p[0]], Field(max_length=p[1])]
+        ),  # type: ignore[name-defined]
         _models(depth - 1),
     )
 
@@ -79,18 +83,25 @@ def _models(depth: int) -> st.SearchStrategy[type[pydantic.BaseModel]]:
     return fields.map(build)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(model=_models(2), seed=st.integers(0, 2**16), slack=st.integers(0, 40))
-def test_random_logits_always_produce_valid_output(model: type[pydantic.BaseModel], seed: int,
-                                                   slack: int, vocabulary: Vocabulary,
-                                                   tokenizer: Any) -> None:
+def test_random_logits_always_produce_valid_output(
+    model: type[pydantic.BaseModel], seed: int, slack: int, vocabulary: Vocabulary, tokenizer: Any
+) -> None:
     index = compile_index(model, vocabulary)
     budget = index.min_tokens_to_accept(index.initial_state) + slack
-    results = generate(RandomLogitsModel(vocabulary.size + 64, seed), [[1, 2, 3]] * 2,
-                       [index.cursor(), index.cursor()], max_new_tokens=budget,
-                       forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
-                       sampling=SamplingOptions(temperature=1.0, seed=seed))
+    results = generate(
+        RandomLogitsModel(vocabulary.size + 64, seed),
+        [[1, 2, 3]] * 2,
+        [index.cursor(), index.cursor()],
+        max_new_tokens=budget,
+        forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
+        sampling=SamplingOptions(temperature=1.0, seed=seed),
+    )
     schema = model.model_json_schema()
     for result in results:
         assert result.completion_tokens <= budget

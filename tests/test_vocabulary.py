@@ -22,14 +22,16 @@ TEXTS = [
 
 
 @pytest.mark.parametrize("text", TEXTS)
-def test_byte_level_tokens_concatenate_to_utf8(vocabulary: Vocabulary, tokenizer: Any,
-                                               text: str) -> None:
+def test_byte_level_tokens_concatenate_to_utf8(
+    vocabulary: Vocabulary, tokenizer: Any, text: str
+) -> None:
     ids = tokenizer.encode(text, add_special_tokens=False)
     assert b"".join(vocabulary.token_bytes[i] for i in ids) == text.encode("utf-8")
 
 
-def test_fragment_tokens_exist_for_multibyte_characters(vocabulary: Vocabulary,
-                                                        tokenizer: Any) -> None:
+def test_fragment_tokens_exist_for_multibyte_characters(
+    vocabulary: Vocabulary, tokenizer: Any
+) -> None:
     ids = tokenizer.encode("😀", add_special_tokens=False)
     pieces = [vocabulary.token_bytes[i] for i in ids]
     assert len(pieces) > 1, "expected the emoji to be split into byte fragments"
@@ -87,22 +89,32 @@ def _sentencepiece_tokenizer() -> Any:
         vocab[f"<0x{b:02X}>"] = len(vocab)
     for piece in ["▁", "a", "b", "▁a", "▁ab", "ab", "é", "▁Jos", "é"]:
         vocab.setdefault(piece, len(vocab))
-    model = models.BPE(vocab=vocab, merges=[("▁", "a"), ("▁a", "b"), ("a", "b")],
-                       unk_token="<unk>", byte_fallback=True)
+    model = models.BPE(
+        vocab=vocab,
+        merges=[("▁", "a"), ("▁a", "b"), ("a", "b")],
+        unk_token="<unk>",
+        byte_fallback=True,
+    )
     backend = Tokenizer(model)
     backend.pre_tokenizer = pre_tokenizers.Metaspace()
     backend.decoder = decoders.Sequence(
         [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
     )
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>",
-                                   bos_token="<s>", eos_token="</s>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
+    )
 
 
 def test_sentencepiece_space_and_byte_fallback() -> None:
     tokenizer = _sentencepiece_tokenizer()
     vocabulary = Vocabulary.from_tokenizer(tokenizer)
-    token_bytes = dict(zip(tokenizer.convert_ids_to_tokens(range(len(vocabulary.token_bytes))),
-                           vocabulary.token_bytes, strict=True))
+    token_bytes = dict(
+        zip(
+            tokenizer.convert_ids_to_tokens(range(len(vocabulary.token_bytes))),
+            vocabulary.token_bytes,
+            strict=True,
+        )
+    )
     assert token_bytes["▁ab"] == b" ab"
     assert token_bytes["<0xC3>"] == b"\xc3"
     assert token_bytes["é"] == "é".encode()

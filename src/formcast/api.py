@@ -61,8 +61,13 @@ def extract(output: Any, text: str, *, model: ModelChoice = None, **options: Any
 
 
 def extract_many(
-    output: Any, texts: Iterable[str], *, model: ModelChoice = None, batch_size: int = 8,
-    progress: bool = True, **options: Any,
+    output: Any,
+    texts: Iterable[str],
+    *,
+    model: ModelChoice = None,
+    batch_size: int = 8,
+    progress: bool = True,
+    **options: Any,
 ) -> Iterator[ExtractionResult[Any]]:
     """Batched extraction, results in input order; see :meth:`Extractor.extract_many`."""
     return _resolve(model).extract_many(
@@ -70,9 +75,12 @@ def extract_many(
     )
 
 
-def function(fn: Callable[..., Any] | None = None, /, *, model: ModelChoice = None,
-             **options: Any) -> Any:
+def function(
+    fn: Callable[..., Any] | None = None, /, *, model: ModelChoice = None, **options: Any
+) -> Any:
     """Decorator over the default (or given) model; see :meth:`Extractor.function`."""
-    return _resolve(model).function(fn, **options) if fn is not None else (
-        lambda f: _resolve(model).function(f, **options)
+    return (
+        _resolve(model).function(fn, **options)
+        if fn is not None
+        else (lambda f: _resolve(model).function(f, **options))
     )

@@ -44,7 +44,7 @@ def vocabulary_of(tokenizer: Any) -> Vocabulary:
     return vocabulary
 
 
-def compile(  # noqa: A001 - mirrors re.compile; the public name users expect
+def compile(
     output: Any,
     tokenizer: Any,
     *,

@@ -27,7 +27,7 @@ from formcast.schema import Mode, load_schema
 
 __all__ = ["OutputSpec", "Regex", "output_spec"]
 
-#: Name of the field that wraps non-object output types.
+#: Name of the field that wraps non-object output types (see ``_wrap``).
 RESULT_FIELD = "result"
 
 
@@ -79,18 +79,17 @@ def output_spec(
         return OutputSpec(output.pattern, None, str, False, f"regex:{output.pattern}")
     options = {"mode": mode, "whitespace": whitespace, "max_recursion_depth": max_recursion_depth}
     if isinstance(output, (Mapping, str, bool)):
-        schema = load_schema(output)
-        regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
-        shown = schema if isinstance(schema, dict) else None
-        return OutputSpec(regex, shown, _parse_plain_json, True, _key(regex, options))
-    if isinstance(output, type) and issubclass(output, BaseModel):
-        schema = load_schema(output)
-        regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
-        return OutputSpec(regex, schema, _model_parser(output), True, _key(regex, options))
-    wrapper = _wrap(output)
-    schema = load_schema(wrapper)
+        source: Any = output
+        parse: Callable[[str], Any] = _parse_plain_json
+    elif isinstance(output, type) and issubclass(output, BaseModel):
+        source, parse = output, _model_parser(output)
+    else:
+        source = _wrap(output)
+        parse = _wrapped_parser(source)
+    schema = load_schema(source)
     regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
-    return OutputSpec(regex, schema, _wrapped_parser(wrapper), True, _key(regex, options))
+    shown = schema if isinstance(schema, dict) else None
+    return OutputSpec(regex, shown, parse, True, _key(regex, options))
 
 
 def _key(regex: str, options: Mapping[str, Any]) -> str:
@@ -106,8 +105,7 @@ def _wrap(output: Any) -> type[BaseModel]:
             "expected a Pydantic model class, a type pydantic can validate (int, list[Model], "
             f"Literal[...], Enum, ...), a JSON Schema or formcast.Regex, found {output!r}: {e}"
         ) from e
-    model: type[BaseModel] = pydantic.create_model("Result", **{RESULT_FIELD: (output, ...)})
-    return model
+    return pydantic.create_model("Result", result=(output, ...))
 
 
 def _parse_plain_json(text: str) -> Any:

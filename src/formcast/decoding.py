@@ -30,7 +30,7 @@ import torch
 
 from formcast.errors import ExtractionRuntimeError, InvalidOptionError
 from formcast.guide import Cursor
-from formcast.index import TokenIndex
+from formcast.index import UNREACHABLE, TokenIndex
 from formcast.vocabulary import Vocabulary
 
 __all__ = [
@@ -238,8 +238,12 @@ def generate(
             logits, cache, attention = _forward(model, active, cache, attention, pad_token_id)
             masks = torch.stack(
                 [
-                    allowed_mask(r.cursor, logits.shape[-1], device,
-                                 max_new_tokens - r.generation.completion_tokens)
+                    allowed_mask(
+                        r.cursor,
+                        logits.shape[-1],
+                        device,
+                        max_new_tokens - r.generation.completion_tokens,
+                    )
                     for r in active
                 ]
             )
@@ -268,6 +272,12 @@ def _model_device(model: Any) -> torch.device:
 
 def _check_budget(cursor: Cursor, max_new_tokens: int) -> None:
     needed = cursor.min_tokens_to_accept()
+    if needed >= UNREACHABLE:
+        raise InvalidOptionError(
+            f"expected a constraint this vocabulary can complete, found "
+            f"{cursor.index.description[:80]!r}, whose every completion needs bytes that "
+            "no single token carries"
+        )
     if needed > max_new_tokens:
         raise InvalidOptionError(
             f"expected max_new_tokens >= {needed} (the fewest tokens a complete output of "
@@ -400,4 +410,3 @@ class FormcastLogitsProcessor:
                 rows.append(allowed_mask(cursor, width, scores.device, tokens_left))
         mask = torch.stack(rows)
         return scores.masked_fill(~mask, float("-inf"))
-

@@ -178,7 +178,10 @@ class Extractor:
         ``device_map="auto"``); ``options`` are the constructor's keyword arguments.
         """
         model, tokenizer = load_pretrained(
-            name_or_path, device=device, dtype=dtype, device_map=device_map,
+            name_or_path,
+            device=device,
+            dtype=dtype,
+            device_map=device_map,
             **dict(model_kwargs or {}),
         )
         return cls(model, tokenizer, **options)
@@ -197,11 +200,13 @@ class Extractor:
         return cls(model, tokenizer, **options)
 
     # -- compilation ---------------------------------------------------------------------
-    def compile(self, output: Any, *, mode: Mode | None = None,
-                whitespace: bool | int | None = None) -> TokenIndex:
+    def compile(
+        self, output: Any, *, mode: Mode | None = None, whitespace: bool | int | None = None
+    ) -> TokenIndex:
         """The compiled index of ``output`` for this extractor's tokenizer (cached)."""
         return compile_index(
-            output, self.tokenizer,
+            output,
+            self.tokenizer,
             mode=self.mode if mode is None else mode,
             whitespace=self.whitespace if whitespace is None else whitespace,
         )
@@ -289,11 +294,23 @@ class Extractor:
         return self.compile(output, mode=options.get("mode"), whitespace=options.get("whitespace"))
 
     def _run_batch(
-        self, output: Any, texts: list[str], options: Mapping[str, Any], *,
+        self,
+        output: Any,
+        texts: list[str],
+        options: Mapping[str, Any],
+        *,
         raise_item_errors: bool,
     ) -> list[ExtractionResult[Any]]:
-        known = {"instructions", "max_new_tokens", "temperature", "top_p", "seed",
-                 "jump_forward", "mode", "whitespace"}
+        known = {
+            "instructions",
+            "max_new_tokens",
+            "temperature",
+            "top_p",
+            "seed",
+            "jump_forward",
+            "mode",
+            "whitespace",
+        }
         unknown = set(options) - known
         if unknown:
             raise InvalidOptionError(
@@ -302,8 +319,11 @@ class Extractor:
         started = time.perf_counter()
         index = self._compile_for(output, options)
         compile_seconds = time.perf_counter() - started
-        spec = output_spec(output, mode=options.get("mode") or self.mode,
-                           whitespace=options.get("whitespace", self.whitespace))
+        spec = output_spec(
+            output,
+            mode=options.get("mode") or self.mode,
+            whitespace=options.get("whitespace", self.whitespace),
+        )
         budget = int(options.get("max_new_tokens", self.max_new_tokens))
         sampling = SamplingOptions(
             temperature=float(options.get("temperature", 0.0)),
@@ -311,11 +331,12 @@ class Extractor:
             seed=options.get("seed"),
         )
         instructions = options.get("instructions") or (
-            DEFAULT_INSTRUCTIONS if spec.is_json else REGEX_INSTRUCTIONS.format(
-                pattern=spec.regex)
+            DEFAULT_INSTRUCTIONS if spec.is_json else REGEX_INSTRUCTIONS.format(pattern=spec.regex)
         )
-        requests = [self._prepare(i, text, spec.json_schema, instructions, budget)
-                    for i, text in enumerate(texts)]
+        requests = [
+            self._prepare(i, text, spec.json_schema, instructions, budget)
+            for i, text in enumerate(texts)
+        ]
         if raise_item_errors:
             for request in requests:
                 if request.error is not None:
@@ -330,8 +351,14 @@ class Extractor:
             results.append(_to_result(generations[request.position], spec.parse, compile_seconds))
         return results
 
-    def _generate(self, ready: list[_Request], index: TokenIndex, budget: int,
-                  sampling: SamplingOptions, options: Mapping[str, Any]) -> dict[int, Any]:
+    def _generate(
+        self,
+        ready: list[_Request],
+        index: TokenIndex,
+        budget: int,
+        sampling: SamplingOptions,
+        options: Mapping[str, Any],
+    ) -> dict[int, Any]:
         jump = options.get("jump_forward", self.jump_forward)
         with self._lock:
             outputs = generate(
@@ -345,8 +372,14 @@ class Extractor:
             )
         return {r.position: g for r, g in zip(ready, outputs, strict=True)}
 
-    def _prepare(self, position: int, text: str, schema: dict[str, Any] | None,
-                 instructions: str, budget: int) -> _Request:
+    def _prepare(
+        self,
+        position: int,
+        text: str,
+        schema: dict[str, Any] | None,
+        instructions: str,
+        budget: int,
+    ) -> _Request:
         request = _Request(position)
         if not isinstance(text, str):
             request.error = InvalidOptionError(
@@ -360,8 +393,9 @@ class Extractor:
             )
             return request
         fields = describe_fields(schema)
-        messages = self.prompt_template.messages(text=text, fields=fields,
-                                                 instructions=instructions)
+        messages = self.prompt_template.messages(
+            text=text, fields=fields, instructions=instructions
+        )
         request.prompt = self._encode(messages)
         context = _context_length(self.model)
         if context is not None and len(request.prompt) + budget > context:
@@ -379,8 +413,9 @@ class Extractor:
         return list(tokenizer.encode(plain))
 
 
-def _to_result(generation: Any, parse: Callable[[str], Any],
-               compile_seconds: float) -> ExtractionResult[Any]:
+def _to_result(
+    generation: Any, parse: Callable[[str], Any], compile_seconds: float
+) -> ExtractionResult[Any]:
     text = generation.text
     value: Any = None
     error: FormcastError | None = None
@@ -389,8 +424,14 @@ def _to_result(generation: Any, parse: Callable[[str], Any],
     except FormcastError as e:
         error = e
     return ExtractionResult(
-        value, error, text, generation.finish_reason, generation.prompt_tokens,
-        generation.completion_tokens, generation.forced_tokens, generation.seconds,
+        value,
+        error,
+        text,
+        generation.finish_reason,
+        generation.prompt_tokens,
+        generation.completion_tokens,
+        generation.forced_tokens,
+        generation.seconds,
         compile_seconds,
     )
 
@@ -434,8 +475,10 @@ def _type_name(sub: Any, root: Mapping[str, Any]) -> str:
 
 
 def _pad_id(tokenizer: Any) -> int:
-    for candidate in (getattr(tokenizer, "pad_token_id", None),
-                      getattr(tokenizer, "eos_token_id", None)):
+    for candidate in (
+        getattr(tokenizer, "pad_token_id", None),
+        getattr(tokenizer, "eos_token_id", None),
+    ):
         if isinstance(candidate, int):
             return candidate
     return 0
@@ -467,13 +510,13 @@ def _progress_bar(texts: Iterable[str], enabled: bool) -> Any:
     return tqdm(total=total, desc="formcast", unit="item")
 
 
-def _model_backed(extractor: Extractor, fn: Callable[..., Any],
-                  options: Mapping[str, Any]) -> Callable[..., Any]:
+def _model_backed(
+    extractor: Extractor, fn: Callable[..., Any], options: Mapping[str, Any]
+) -> Callable[..., Any]:
     hints = typing.get_type_hints(fn, include_extras=True)
     if "return" not in hints:
         raise SchemaError(
-            f"expected {fn.__qualname__} to have a return annotation (the output type), "
-            "found none"
+            f"expected {fn.__qualname__} to have a return annotation (the output type), found none"
         )
     output = hints["return"]
     extractor.compile(output, mode=options.get("mode"), whitespace=options.get("whitespace"))

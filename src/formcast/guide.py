@@ -73,7 +73,9 @@ class Cursor:
         return token_ids
 
     def mask(
-        self, width: int | None = None, device: torch.device | str | None = None,
+        self,
+        width: int | None = None,
+        device: torch.device | str | None = None,
         tokens_left: int | None = None,
     ) -> torch.Tensor:
         """Boolean tensor of shape ``(width,)``, True where a token is allowed.
@@ -89,8 +91,12 @@ class Cursor:
         allowed[torch.from_numpy(self.allowed_token_ids(tokens_left).astype(np.int64))] = True
         return allowed.to(device) if device is not None else allowed
 
-    def bitmask(self, width: int | None = None, out: npt.NDArray[np.uint32] | None = None,
-                tokens_left: int | None = None) -> npt.NDArray[np.uint32]:
+    def bitmask(
+        self,
+        width: int | None = None,
+        out: npt.NDArray[np.uint32] | None = None,
+        tokens_left: int | None = None,
+    ) -> npt.NDArray[np.uint32]:
         """Packed 32-bit mask: bit ``i % 32`` of word ``i // 32`` is set iff token ``i`` is
         allowed. Writes into ``out`` (length ``ceil(width / 32)``) when given."""
         width = self._check_width(width)
@@ -124,8 +130,11 @@ class Cursor:
             return
         next_state = self.index.next_state(self.state, token_id)
         if next_state < 0:
-            shown = self.index.vocabulary.token_bytes[token_id] if 0 <= token_id < \
-                self.index.vocabulary.size else None
+            shown = (
+                self.index.vocabulary.token_bytes[token_id]
+                if 0 <= token_id < self.index.vocabulary.size
+                else None
+            )
             raise TokenNotAllowedError(
                 f"expected a token allowed by {self.index.description!r} in state {self.state}, "
                 f"found token {token_id} ({shown!r})"

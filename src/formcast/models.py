@@ -89,7 +89,7 @@ def _convert_gguf(gguf: Path, target: Path, stamp: str) -> None:
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         tokenizer.save_pretrained(staging)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         # The weights are dequantized on load; drop the GGUF marker so they can be saved.
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
@@ -132,6 +132,7 @@ def load_pretrained(
     if device_map is not None:
         kwargs["device_map"] = device_map
     source = str(name_or_path)
+    model: Any
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)

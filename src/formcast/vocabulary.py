@@ -208,7 +208,8 @@ def _eos_ids(tokenizer: Any) -> set[int]:
         for marker in ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"):
             if marker in template:
                 token_id = tokenizer.convert_tokens_to_ids(marker)
-                if isinstance(token_id, int) and token_id != getattr(tokenizer, "unk_token_id", None):
+                unknown = getattr(tokenizer, "unk_token_id", None)
+                if isinstance(token_id, int) and token_id != unknown:
                     ids.add(token_id)
     return ids
 
