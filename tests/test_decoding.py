@@ -158,3 +158,17 @@ def test_logits_processor_with_model_generate(
     for row in out[:, prompt.shape[1] :].tolist():
         text = tokenizer.decode([t for t in row if t != 2])
         assert re.fullmatch(RECEIPT, text), text
+
+
+def test_budget_cut_reports_length(tiny_model: Any, tokenizer: Any,
+                                   vocabulary: Vocabulary) -> None:
+    index = TokenIndex(compile_regex(r'\{"summary":' + JSON_STRING + r"\}"), vocabulary)
+    budget = index.min_tokens_to_accept(index.initial_state) + 3
+    results = generate(tiny_model, _prompts(tokenizer), [index.cursor() for _ in range(3)],
+                       max_new_tokens=budget,
+                       sampling=SamplingOptions(temperature=1.0, seed=0))
+    for result in results:
+        assert re.fullmatch(r'\{"summary":' + JSON_STRING + r"\}", result.text)
+        assert result.completion_tokens <= budget
+        # Random logits rarely pick the closing quote: the budget had to end the string.
+        assert result.finish_reason == "length", result.text

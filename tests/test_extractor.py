@@ -202,3 +202,23 @@ def test_module_level_functions_accept_an_extractor(tiny_extractor: Extractor) -
     assert isinstance(item, Item)
     results = list(formcast.extract_many(Item, ["a", "b"], model=tiny_extractor, progress=False))
     assert all(r.ok for r in results)
+
+
+def test_extract_many_checks_the_call_before_reading_items(tiny_extractor: Extractor) -> None:
+    def never_read() -> Any:
+        raise AssertionError("items must not be read when the call is wrong")
+        yield ""
+
+    with pytest.raises(InvalidOptionError, match="batch_size"):
+        tiny_extractor.extract_many(Item, never_read(), batch_size=0)
+    with pytest.raises(InvalidOptionError, match="max_tokens"):
+        tiny_extractor.extract_many(Item, never_read(), max_tokens=3)
+    with pytest.raises(SchemaError):
+        tiny_extractor.extract_many({"type": "nope"}, never_read())
+
+
+def test_decorator_checks_the_budget_when_decorating(tiny_extractor: Extractor) -> None:
+    with pytest.raises(InvalidOptionError, match="max_new_tokens >= "):
+        @tiny_extractor.function(max_new_tokens=4)
+        def classify(text: str) -> Literal["positive", "negative"]:
+            """Classify."""

@@ -142,8 +142,18 @@ CASES: list[tuple[str, list[str]]] = [
     ("\\D\\W\\S", ["a b", "a!b", "1!b", "é😀日"]),
     ("[\\w-]+", ["a-b", "é"]),
     ("\\x41\\x7f", ["A\x7f"]),
-    ("\\.\\\\\\\"", ['.\\"']),
-    ("(?i)abc", ["ABC", "aBc", "abd"]),
+    ('\\.\\\\\\"', ['.\\"']),
+    ("(?s:.)a(?-s:.)", ["\na\n", "\naé", "éa\n"]),
+    ("(?s)a.b", ["a\nb"]),
+    ("(?a)\\w+", ["abc", "é"]),
+    ("(?P<first>ab)(?:c|(?P<second>d))", ["abc", "abd", "ab"]),
+    # Wide ranges: interegular alone would enumerate them character by character.
+    ("[\\u0080-\\U0010ffff]+", ["é日😀", "a", "\x7f", "\U0010ffff"]),
+    ("[^\\u0000-\\u007f]*", ["é日😀", "a"]),
+    ('[\\x7f-\\U0010ffff"-\\ud7ff]', ["\x7f", '"', "😀", "\ud7ff", "\ue000", "!"]),
+    ("[一-鿿]{2,3}", ["日本", "日本語", "日", "日本語語"]),
+    ("[a-日]|[\\d-]", ["z", "日", "5", "-", "語", "`"]),
+    ("\\W[\\W\\d]\\S", ["!!x", "é5é", "a!x", "!! "]),
     (JSON_STRING, ['"\\q"', '"\\uD83D"', '"\x1f"', '"😀\\n"']),
     (JSON_NUMBER, ["0", "-0", "00", "1.0", "1e-3", ".5", "1E+10", "-"]),
     (JSON_OBJECT, []),
@@ -256,7 +266,12 @@ def accepted_counts(fsm: ByteFSM, max_length: int) -> list[int]:
 
 @pytest.mark.parametrize(
     ("pattern", "excluded"),
-    [("(?s).", ""), (".", "\n"), ('[^"\\\\]', '"\\'), ("[^a-z😀日]", "abcdefghijklmnopqrstuvwxyz😀日")],
+    [
+        ("(?s).", ""),
+        (".", "\n"),
+        ('[^"\\\\]', '"\\'),
+        ("[^a-z😀日]", "abcdefghijklmnopqrstuvwxyz😀日"),
+    ],
 )
 def test_single_character_classes_are_exact_over_all_of_unicode(
     pattern: str, excluded: str
@@ -305,7 +320,10 @@ def test_invalid_utf8_is_rejected(data: bytes) -> None:
 
 def test_valid_utf8_boundaries_are_accepted() -> None:
     fsm = fsm_of('[^"]*')
-    for text in ["\u0080\u07ff\u0800\ud7ff\ue000\uffff\U00010000\U0010ffff", "José Ñúñez 日本語 😀"]:
+    for text in [
+        "\u0080\u07ff\u0800\ud7ff\ue000\uffff\U00010000\U0010ffff",
+        "José Ñúñez 日本語 😀",
+    ]:
         assert fsm.matches(text.encode("utf-8"))
 
 
@@ -460,16 +478,24 @@ def test_distance_along_a_walk() -> None:
         ("a{2,1}", "min repeat greater than max repeat"),
         ("[]", "unterminated character set"),
         ("*a", "nothing to repeat"),
-        ("(?<=a)b", "lookahead and lookbehind assertions are not supported"),
-        ("a(?=b)", "lookahead and lookbehind assertions are not supported"),
+        ("(?<=a)b", "lookahead and lookbehind assertions (at position 0)"),
+        ("a(?=b)", "lookahead and lookbehind assertions (at position 1)"),
+        ("a(?!b)", "lookahead and lookbehind assertions"),
         ("^abc$", "anchors are not needed"),
-        ("(a)\\1", "Group references"),
-        ("\\bword", "\\b"),
+        ("abc\\Z", "anchors are not needed"),
+        ("(a)\\1", "backreferences"),
+        ("(?P<n>a)(?P=n)", "backreferences"),
+        ("\\bword", "word boundaries"),
+        ("(?>ab)", "atomic groups"),
+        ("(a)?(?(1)b|c)", "conditional groups"),
+        ("(?i)abc", "case-insensitive"),
+        ("a(?i:b)", "case-insensitive"),
+        ("(?u)\\w", "ASCII meaning"),
         ("\\p{L}", "re rejects it"),
         ("a*+", "possessive"),
         ("(?:ab)++", "possessive"),
         ("a{1,2}+", "possessive"),
-        ("(?x)a b", "Flag x"),
+        ("(?x)a b", "verbose mode"),
         ("[^\\s\\S]", "matches no string"),
         ("a[^\\s\\S]b", "matches no string"),
     ],

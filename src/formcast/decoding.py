@@ -132,18 +132,24 @@ _mask_cache: weakref.WeakKeyDictionary[TokenIndex, dict[tuple[int, int, str], to
 )
 
 
+def budget_restricts(cursor: Cursor, tokens_left: int | None) -> bool:
+    """Whether the budget removes any token from the cursor's current row."""
+    if tokens_left is None:
+        return False
+    index = cursor.index
+    return bool(
+        index.budget_row(cursor.state, tokens_left)[0].size != index.row(cursor.state)[0].size
+    )
+
+
 def allowed_mask(
     cursor: Cursor, width: int, device: torch.device, tokens_left: int | None
 ) -> torch.Tensor:
     """The cursor's boolean mask on ``device``; cached per (state, width, device) unless the
     budget restricts the row, so steady-state decoding does no host-to-device copy."""
-    index = cursor.index
-    restricted = tokens_left is not None and (
-        index.budget_row(cursor.state, tokens_left)[0].size != index.row(cursor.state)[0].size
-    )
-    if restricted:
+    if budget_restricts(cursor, tokens_left):
         return cursor.mask(width, tokens_left=tokens_left).to(device)
-    per_index = _mask_cache.setdefault(index, {})
+    per_index = _mask_cache.setdefault(cursor.index, {})
     key = (cursor.state, width, str(device))
     mask = per_index.get(key)
     if mask is None:
@@ -176,6 +182,7 @@ class _Row:
     seen: int  # real tokens already in the KV cache
     generation: Generation
     started: float
+    budget_bound: bool = False  # the budget removed a choice at some step
 
 
 def generate(
@@ -203,7 +210,8 @@ def generate(
     Returns:
         One :class:`Generation` per prompt, in order. Every row ends in an accepting state
         of its constraint: ``finish_reason`` is ``"stop"`` when the model ended (EOS, or
-        nothing could follow) and ``"length"`` when the budget ran out first.
+        nothing could follow) on its own, and ``"length"`` when the budget ran out or had
+        to steer the output towards a complete ending.
 
     Raises:
         InvalidOptionError: ``max_new_tokens`` is smaller than the fewest tokens a complete
@@ -236,18 +244,13 @@ def generate(
     with torch.inference_mode():
         while active:
             logits, cache, attention = _forward(model, active, cache, attention, pad_token_id)
-            masks = torch.stack(
-                [
-                    allowed_mask(
-                        r.cursor,
-                        logits.shape[-1],
-                        device,
-                        max_new_tokens - r.generation.completion_tokens,
-                    )
-                    for r in active
-                ]
-            )
-            chosen = _choose(logits.masked_fill(~masks, float("-inf")), sampling, rng).tolist()
+            masks = []
+            for row in active:
+                tokens_left = max_new_tokens - row.generation.completion_tokens
+                row.budget_bound |= budget_restricts(row.cursor, tokens_left)
+                masks.append(allowed_mask(row.cursor, logits.shape[-1], device, tokens_left))
+            allowed = torch.stack(masks)
+            chosen = _choose(logits.masked_fill(~allowed, float("-inf")), sampling, rng).tolist()
             keep: list[int] = []
             for i, (row, token) in enumerate(zip(active, chosen, strict=True)):
                 _accept(row, int(token), forced_tokenizer, max_new_tokens)
@@ -323,7 +326,7 @@ def _finish(row: _Row) -> None:
     generation = row.generation
     cursor = row.cursor
     closed = cursor.is_finished or cursor.index.row(cursor.state)[0].size == 0
-    generation.finish_reason = "stop" if closed else "length"
+    generation.finish_reason = "stop" if closed and not row.budget_bound else "length"
     vocabulary = cursor.index.vocabulary
     generation.text_bytes = b"".join(vocabulary.token_bytes[t] for t in generation.token_ids)
     generation.seconds = time.perf_counter() - row.started

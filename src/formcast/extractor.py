@@ -260,7 +260,18 @@ class Extractor:
         """
         if batch_size < 1:
             raise InvalidOptionError(f"expected batch_size >= 1, found {batch_size}")
-        self._compile_for(output, options)  # fail fast on a bad schema
+        _check_options(options)
+        self._compile_for(output, options)  # fail fast on a bad schema, before any item
+        return self._stream(output, texts, batch_size, progress, options)
+
+    def _stream(
+        self,
+        output: Any,
+        texts: Iterable[str],
+        batch_size: int,
+        progress: bool,
+        options: Mapping[str, Any],
+    ) -> Iterator[ExtractionResult[Any]]:
         bar = _progress_bar(texts, progress)
         try:
             batch: list[str] = []
@@ -301,21 +312,7 @@ class Extractor:
         *,
         raise_item_errors: bool,
     ) -> list[ExtractionResult[Any]]:
-        known = {
-            "instructions",
-            "max_new_tokens",
-            "temperature",
-            "top_p",
-            "seed",
-            "jump_forward",
-            "mode",
-            "whitespace",
-        }
-        unknown = set(options) - known
-        if unknown:
-            raise InvalidOptionError(
-                f"expected options among {sorted(known)}, found {sorted(unknown)}"
-            )
+        _check_options(options)
         started = time.perf_counter()
         index = self._compile_for(output, options)
         compile_seconds = time.perf_counter() - started
@@ -411,6 +408,28 @@ class Extractor:
             return list(tokenizer.encode(rendered, add_special_tokens=False))
         plain = "\n\n".join(m["content"] for m in messages) + "\n\n"
         return list(tokenizer.encode(plain))
+
+
+_KNOWN_OPTIONS = frozenset(
+    {
+        "instructions",
+        "max_new_tokens",
+        "temperature",
+        "top_p",
+        "seed",
+        "jump_forward",
+        "mode",
+        "whitespace",
+    }
+)
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    unknown = set(options) - _KNOWN_OPTIONS
+    if unknown:
+        raise InvalidOptionError(
+            f"expected options among {sorted(_KNOWN_OPTIONS)}, found {sorted(unknown)}"
+        )
 
 
 def _to_result(
@@ -519,7 +538,17 @@ def _model_backed(
             f"expected {fn.__qualname__} to have a return annotation (the output type), found none"
         )
     output = hints["return"]
-    extractor.compile(output, mode=options.get("mode"), whitespace=options.get("whitespace"))
+    _check_options(options)
+    index = extractor.compile(
+        output, mode=options.get("mode"), whitespace=options.get("whitespace")
+    )
+    budget = int(options.get("max_new_tokens", extractor.max_new_tokens))
+    needed = index.min_tokens_to_accept(index.initial_state)
+    if needed > budget:
+        raise InvalidOptionError(
+            f"expected max_new_tokens >= {needed} for {fn.__qualname__} (the fewest tokens a "
+            f"complete output needs, counted in single bytes), found max_new_tokens={budget}"
+        )
     signature = inspect.signature(fn)
     instructions = inspect.getdoc(fn) or f"Compute the result of {fn.__name__}."
 

@@ -98,15 +98,25 @@ class Cursor:
         tokens_left: int | None = None,
     ) -> npt.NDArray[np.uint32]:
         """Packed 32-bit mask: bit ``i % 32`` of word ``i // 32`` is set iff token ``i`` is
-        allowed. Writes into ``out`` (length ``ceil(width / 32)``) when given."""
+        allowed. Writes into ``out`` (uint32, length ``ceil(width / 32)``) when given.
+
+        Cost: without ``tokens_left``, a copy of a per-state cached array (~1 µs for 49k
+        tokens once the state's row exists); with it, one pass over the row.
+        """
         width = self._check_width(width)
         words = (width + 31) // 32
-        if out is None:
-            out = np.zeros(words, dtype=np.uint32)
-        elif out.shape != (words,) or out.dtype != np.uint32:
+        if out is not None and (out.shape != (words,) or out.dtype != np.uint32):
             raise InvalidOptionError(
                 f"expected a uint32 buffer of shape ({words},), found {out.dtype} {out.shape}"
             )
+        if tokens_left is None and not self._finished:
+            packed = self.index.packed_mask(self.state, width)
+            if out is None:
+                return packed.copy()
+            np.copyto(out, packed)
+            return out
+        if out is None:
+            out = np.zeros(words, dtype=np.uint32)
         else:
             out[:] = 0
         ids = self.allowed_token_ids(tokens_left)

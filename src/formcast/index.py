@@ -61,6 +61,7 @@ class TokenIndex:
         self._accepting = np.asarray(fsm.accepting, dtype=bool)
         self._distance = _token_distances(fsm, vocabulary)
         self._rows: dict[int, tuple[IntArray, IntArray]] = {}
+        self._packed: dict[tuple[int, int], npt.NDArray[np.uint32]] = {}
         self._lock = threading.Lock()
 
     # -- pickling: caches travel, the lock does not -------------------------------------
@@ -109,6 +110,25 @@ class TokenIndex:
         computed = self._walk_vocabulary(state)
         with self._lock:
             return self._rows.setdefault(state, computed)
+
+    def packed_mask(self, state: int, width: int) -> npt.NDArray[np.uint32]:
+        """The packed allowed-token bitmask of ``state`` for logits of ``width`` (EOS set in
+        accepting states): bit ``i % 32`` of word ``i // 32``. Cached per (state, width);
+        the array is shared and read-only."""
+        key = (state, width)
+        cached = self._packed.get(key)
+        if cached is not None:
+            return cached
+        ids = self.row(state)[0]
+        if self._accepting[state]:
+            eos = np.fromiter(sorted(self.vocabulary.eos_token_ids), dtype=np.int32)
+            ids = np.union1d(ids, eos).astype(np.int32)
+        bits = np.zeros(((width + 31) // 32) * 32, dtype=bool)
+        bits[ids] = True
+        packed = np.packbits(bits, bitorder="little").view(np.uint32)
+        packed.setflags(write=False)
+        with self._lock:
+            return self._packed.setdefault(key, packed)
 
     def next_state(self, state: int, token_id: int) -> int:
         """The state after ``token_id``, or -1 if the token is not allowed (EOS excluded)."""

@@ -1,0 +1,338 @@
+"""Compatibility and speed over the shared maskbench JSON Schemas.
+
+For every schema in ``../shared/data/maskbench`` this runner compiles the schema in
+specification mode for the default model's tokenizer (in a worker process with a time
+limit and a memory cap, so no schema can hang or crash the run), then walks every test
+instance through the public cursor API, token by token:
+
+* each instance is serialized compactly, object keys in the schema's ``properties``
+  order, and tokenized with the default model's tokenizer;
+* a valid instance must have every token allowed and end accepting; an invalid one must
+  be rejected somewhere (or not end accepting).
+
+Each schema is classified: ``pass``, ``unsupported`` (UnsupportedSchemaError, with
+keyword and pointer), ``schema_error`` (the document is not valid JSON Schema),
+``validation_error`` (a valid instance rejected), ``invalidation_error`` (an invalid
+instance accepted: a soundness bug), ``timeout``, ``crash``. Time to first mask
+(compile plus the first mask) and the time of every mask along valid instances are
+recorded.
+
+    python benchmarks/maskbench.py                      # all schemas
+    python benchmarks/maskbench.py --every 12           # a fixed sample
+    python benchmarks/maskbench.py --out results.jsonl --timeout 10 --memory-mb 4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing as mp
+import re
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench"
+STATUSES = ("pass", "unsupported", "schema_error", "validation_error",
+            "invalidation_error", "timeout", "crash")
+
+
+@dataclass
+class SchemaResult:
+    """What happened to one schema."""
+
+    name: str
+    origin: str
+    status: str
+    detail: str = ""
+    keyword: str = ""
+    compile_ms: float = 0.0
+    mask_us: list[float] = field(default_factory=list)
+    instances: int = 0
+
+
+def origin_of(name: str) -> str:
+    """``Github_easy---o1.json`` -> ``Github_easy``; ``BFCL_java_11.json`` -> ``BFCL_java``."""
+    stem = name.removesuffix(".json")
+    if "---" in stem:
+        return stem.split("---", 1)[0]
+    return re.sub(r"_[0-9]+$", "", stem)
+
+
+# -- serialization in the schema's property order ------------------------------------------
+def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
+    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and depth < 32:
+        ref = schema["$ref"]
+        if not ref.startswith("#"):
+            return schema
+        target: Any = root
+        for part in ref[1:].split("/")[1:] if ref != "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, Mapping) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit():
+                target = target[int(part)]
+            else:
+                return schema
+        schema, depth = target, depth + 1
+    return schema
+
+
+def _property_schemas(schema: Any, root: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+    """Declared properties in order, gathered through $ref, allOf, anyOf and oneOf."""
+    schema = _resolve(schema, root)
+    if not isinstance(schema, Mapping) or depth > 8:
+        return {}
+    found: dict[str, Any] = {}
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        found.update(properties)
+    for key in ("allOf", "anyOf", "oneOf"):
+        for part in schema.get(key, []) if isinstance(schema.get(key), list) else []:
+            for name, sub in _property_schemas(part, root, depth + 1).items():
+                found.setdefault(name, sub)
+    return found
+
+
+def ordered(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
+    """``value`` with object keys in the schema's ``properties`` order, recursively."""
+    schema = _resolve(schema, root)
+    if isinstance(value, dict):
+        declared = _property_schemas(schema, root)
+        keys = [k for k in declared if k in value] + [k for k in value if k not in declared]
+        return {k: ordered(value[k], declared.get(k, {}), root) for k in keys}
+    if isinstance(value, list):
+        prefix = schema.get("prefixItems", []) if isinstance(schema, Mapping) else []
+        items = schema.get("items", {}) if isinstance(schema, Mapping) else {}
+        if isinstance(items, list):
+            prefix, items = items, {}
+        return [ordered(v, prefix[i] if i < len(prefix) else items, root)
+                for i, v in enumerate(value)]
+    return value
+
+
+def serialize(value: Any, schema: Any) -> str:
+    root = schema if isinstance(schema, Mapping) else {}
+    return json.dumps(ordered(value, schema, root), separators=(",", ":"), ensure_ascii=False)
+
+
+# -- the worker ------------------------------------------------------------------------------
+def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
+    """Compile one schema and judge all its instances. Never raises for schema problems."""
+    from formcast.compiler import compile as compile_index
+    from formcast.errors import SchemaError, UnsupportedSchemaError
+    from formcast.guide import Cursor
+
+    document = json.loads(path.read_text())
+    schema, tests = document["schema"], document.get("tests", [])
+    result = SchemaResult(path.name, origin_of(path.name), "pass", instances=len(tests))
+    width = vocabulary.size
+    started = time.perf_counter()
+    try:
+        index = compile_index(schema, vocabulary, mode="specification")
+        Cursor(index).bitmask(width)
+    except UnsupportedSchemaError as e:
+        result.status, result.keyword, result.detail = "unsupported", e.keyword, str(e)
+        return result
+    except SchemaError as e:
+        result.status, result.detail = "schema_error", str(e)[:300]
+        return result
+    result.compile_ms = (time.perf_counter() - started) * 1000
+    buffer = Cursor(index).bitmask(width)
+    for number, test in enumerate(tests):
+        text = serialize(test["data"], schema)
+        tokens = tokenizer.encode(text, add_special_tokens=False)
+        cursor = Cursor(index)
+        accepted = True
+        for token in tokens:
+            tick = time.perf_counter()
+            cursor.bitmask(width, out=buffer)
+            elapsed = time.perf_counter() - tick
+            allowed = bool((int(buffer[token // 32]) >> (token % 32)) & 1)
+            if test["valid"]:
+                result.mask_us.append(elapsed * 1e6)
+            if not allowed:
+                accepted = False
+                break
+            cursor.advance(token)
+        accepted = accepted and cursor.is_accepting()
+        if test["valid"] and not accepted:
+            result.status = "validation_error"
+            result.detail = f"test {number}: valid instance rejected: {text[:200]}"
+        elif not test["valid"] and accepted:
+            result.status = "invalidation_error"
+            result.detail = f"test {number}: invalid instance accepted: {text[:200]}"
+            return result
+    return result
+
+
+def _worker(connection: Connection, memory_mb: int) -> None:
+    import resource
+
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    from transformers import AutoTokenizer
+
+    from formcast.models import default_model_dir
+    from formcast.vocabulary import Vocabulary
+
+    tokenizer = AutoTokenizer.from_pretrained(default_model_dir())
+    vocabulary = Vocabulary.from_tokenizer(tokenizer)
+    vocabulary.byte_matrix  # noqa: B018 - build the shared arrays before the first timing
+    connection.send("ready")
+    while True:
+        path = connection.recv()
+        if path is None:
+            return
+        try:
+            result = check_schema(Path(path), tokenizer, vocabulary)
+        except MemoryError:
+            result = SchemaResult(Path(path).name, origin_of(Path(path).name), "crash",
+                                  "out of memory")
+        except Exception as e:  # an internal error is a crash: report it, keep going
+            result = SchemaResult(Path(path).name, origin_of(Path(path).name), "crash",
+                                  f"{type(e).__name__}: {e}"[:300])
+        connection.send(asdict(result))
+
+
+class WorkerPool:
+    """One worker process at a time, restarted after a timeout or a crash."""
+
+    def __init__(self, timeout: float, memory_mb: int) -> None:
+        self.timeout = timeout
+        self.memory_mb = memory_mb
+        self._process: Any = None
+        self._connection: Connection | None = None
+
+    def _start(self) -> Connection:
+        context = mp.get_context("spawn")
+        parent, child = context.Pipe()
+        self._process = context.Process(target=_worker, args=(child, self.memory_mb),
+                                        daemon=True)
+        self._process.start()
+        if not parent.poll(300) or parent.recv() != "ready":
+            raise RuntimeError("the maskbench worker did not start")
+        self._connection = parent
+        return parent
+
+    def _stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.join()
+        self._process, self._connection = None, None
+
+    def run(self, path: Path) -> SchemaResult:
+        connection = self._connection or self._start()
+        connection.send(str(path))
+        try:
+            if connection.poll(self.timeout):
+                return SchemaResult(**connection.recv())
+            self._stop()
+            return SchemaResult(path.name, origin_of(path.name), "timeout",
+                                f"over {self.timeout:g} s")
+        except (EOFError, ConnectionError):
+            self._stop()
+            return SchemaResult(path.name, origin_of(path.name), "crash", "worker died")
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.send(None)
+        self._stop()
+
+
+def schema_files(every: int = 1, limit: int | None = None) -> list[Path]:
+    files = sorted(DATA.glob("*.json"))[::every]
+    return files[:limit] if limit else files
+
+
+def run_all(files: Iterable[Path], timeout: float, memory_mb: int,
+            progress: bool = False) -> Iterator[SchemaResult]:
+    pool = WorkerPool(timeout, memory_mb)
+    try:
+        for number, path in enumerate(files, 1):
+            result = pool.run(path)
+            if progress and number % 100 == 0:
+                print(f"  {number} schemas", file=sys.stderr, flush=True)
+            yield result
+    finally:
+        pool.close()
+
+
+# -- reporting -------------------------------------------------------------------------------
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    ordered_values = sorted(values)
+
+    def at(q: float) -> float:
+        return ordered_values[min(len(ordered_values) - 1, int(q * len(ordered_values)))]
+
+    return " / ".join(f"{at(q):,.1f}" for q in (0.5, 0.75, 0.95, 0.99)) + \
+        f" / {ordered_values[-1]:,.1f}"
+
+
+def table(results: list[SchemaResult]) -> str:
+    by_origin: dict[str, list[SchemaResult]] = collections.defaultdict(list)
+    for result in results:
+        by_origin[result.origin].append(result)
+    short = {"pass": "pass", "unsupported": "unsup", "schema_error": "schema",
+             "validation_error": "valid-err", "invalidation_error": "INVALID-ACC",
+             "timeout": "timeout", "crash": "crash"}
+    header = f"{'origin':<22}{'schemas':>8}" + "".join(f"{short[s]:>12}" for s in STATUSES)
+    lines = [header, "-" * len(header)]
+    groups = sorted(by_origin.items()) + [("ALL", results)]
+    for origin, group in groups:
+        counts = collections.Counter(r.status for r in group)
+        cells = "".join(f"{counts[s]:>12}" for s in STATUSES)
+        lines.append(f"{origin:<22}{len(group):>8}{cells}")
+    total = len(results)
+    passed = sum(r.status == "pass" for r in results)
+    lines.append(f"\npassing: {passed}/{total} = {passed / max(total, 1):.1%}")
+    compiled = [r.compile_ms for r in results if r.status not in
+                ("unsupported", "schema_error", "timeout", "crash")]
+    masks = [m for r in results for m in r.mask_us]
+    lines.append(f"time to first mask, ms (p50/p75/p95/p99/max): {percentiles(compiled)}")
+    lines.append(f"time per mask, us      (p50/p75/p95/p99/max): {percentiles(masks)}"
+                 f"  over {len(masks):,} masks")
+    refusals = collections.Counter(r.keyword for r in results if r.status == "unsupported")
+    lines.append("most common refusals: " + ", ".join(f"{k} ({n})"
+                                                      for k, n in refusals.most_common(12)))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--every", type=int, default=1, help="take every Nth schema (sorted)")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--timeout", type=float, default=20.0, help="seconds per schema")
+    parser.add_argument("--memory-mb", type=int, default=4096, help="worker memory cap")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/maskbench.jsonl"))
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        sys.exit(f"maskbench data not found at {DATA}")
+    files = schema_files(args.every, args.limit)
+    print(f"{len(files)} schemas from {DATA}", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    results = []
+    with args.out.open("w") as out:
+        for result in run_all(files, args.timeout, args.memory_mb, progress=True):
+            results.append(result)
+            record = asdict(result)
+            record["mask_us_p50"] = statistics.median(result.mask_us) if result.mask_us else None
+            del record["mask_us"]
+            out.write(json.dumps(record) + "\n")
+    print(table(results))
+    print(f"per-schema results: {args.out}")
+    bad = [r for r in results if r.status in ("invalidation_error", "crash", "timeout")]
+    for result in bad[:20]:
+        print(f"  {result.status}: {result.name}: {result.detail[:160]}")
+
+
+if __name__ == "__main__":
+    main()

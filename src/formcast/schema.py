@@ -1,0 +1,358 @@
+"""Read an output type into a JSON Schema document, and navigate that document.
+
+This is the first stage of the pipeline (see ``DESIGN.md``)::
+
+    Pydantic model / JSON Schema / JSON text  --load_schema-->  dict | bool  --regex-->  str
+
+Contract:
+
+* :func:`load_schema` accepts a Pydantic model class, a JSON Schema mapping, a JSON
+  string or a boolean schema, and returns a *fresh* JSON Schema document (a ``dict`` or a
+  ``bool``) that is valid against its metaschema. Anything else raises
+  :class:`~formcast.errors.SchemaError` saying what was expected and what was found.
+* :class:`References` resolves ``$ref`` values inside one document (JSON pointers,
+  ``$anchor``, ``$id``/``id`` base URIs); references that leave the document raise
+  :class:`~formcast.errors.UnsupportedSchemaError`.
+* The keyword tables (:data:`ANNOTATION_KEYWORDS`, ...) say which keywords carry no
+  validation meaning and may be ignored by the translator.
+
+Costs: :func:`load_schema` deep-copies the document and validates it against the
+metaschema (milliseconds for typical schemas, ~10-50 ms for schemas of a few hundred
+kilobytes). :class:`References` walks the document once on construction.
+
+``jsonschema`` is needed at run time (metaschema validation here, and exact filtering of
+``enum`` values in :mod:`formcast.regex`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import unquote, urldefrag, urljoin
+
+import jsonschema
+import jsonschema.validators
+import pydantic
+
+from formcast.errors import SchemaError, UnsupportedSchemaError
+
+__all__ = [
+    "ANNOTATION_KEYWORDS",
+    "CONTAINER_KEYWORDS",
+    "Mode",
+    "References",
+    "escape_pointer_token",
+    "join_pointer",
+    "load_schema",
+    "validator_class",
+]
+
+Mode = Literal["generation", "specification"]
+"""How a schema is read.
+
+``"generation"`` (default, for Pydantic models): only declared properties are produced and
+an absent ``additionalProperties`` means ``false``; unknown formats warn and accept any string.
+
+``"specification"`` (for third-party schemas): JSON Schema draft 2020-12 semantics (plus the
+older spellings ``definitions``, ``dependencies``, array-form ``items`` with
+``additionalItems``); an absent ``additionalProperties`` allows extra properties; unknown
+formats and ``uniqueItems: true`` are refused.
+"""
+
+ANNOTATION_KEYWORDS: frozenset[str] = frozenset(
+    {
+        "title",
+        "description",
+        "examples",
+        "example",
+        "default",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$schema",
+        "$id",
+        "id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$recursiveAnchor",
+        "$vocabulary",
+        "discriminator",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+        "externalDocs",
+        "xml",
+    }
+)
+"""Keywords that never affect validity; the translator ignores them."""
+
+CONTAINER_KEYWORDS: frozenset[str] = frozenset({"$defs", "definitions"})
+"""Keywords that only hold subschemas for ``$ref`` and do not apply to the instance."""
+
+_DEFAULT_BASE = "https://formcast.invalid/schema.json"
+
+# Keywords whose value is one schema, a map of schemas, or a list of schemas; used to know
+# where identifiers ($id, $anchor) may legitimately appear.
+_SCHEMA_VALUED = frozenset(
+    {
+        "additionalProperties",
+        "additionalItems",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contentSchema",
+        "items",
+    }
+)
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+
+
+def escape_pointer_token(token: str) -> str:
+    """Escape one JSON pointer reference token (``~`` -> ``~0``, ``/`` -> ``~1``)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def join_pointer(pointer: str, *tokens: str | int) -> str:
+    """Append reference tokens to a JSON pointer: ``join_pointer("/a", "b/c", 0) == "/a/b~1c/0"``."""
+    return pointer + "".join("/" + escape_pointer_token(str(t)) for t in tokens)
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} of type {type(value).__name__}"
+
+
+def validator_class(schema: Any) -> Any:
+    """The jsonschema validator class for a document (see :func:`load_schema`).
+
+    The class named by ``$schema``; without one, draft 2020-12, or draft 7 / draft 4 when
+    only those metaschemas accept the document (older spellings).
+    """
+    if not isinstance(schema, dict):
+        return jsonschema.Draft202012Validator
+    first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if "$schema" in schema:
+        return first
+    for cls in (first, jsonschema.Draft7Validator, jsonschema.Draft4Validator):
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError:
+            continue
+        return cls
+    return first
+
+
+def _check_metaschema(schema: dict[str, Any] | bool) -> None:
+    """Validate against the metaschema named by ``$schema`` (draft 2020-12 by default).
+
+    A document without ``$schema`` that fails the 2020-12 metaschema is also tried against
+    draft 7 and draft 4, so that older spellings (array-form ``items``, boolean
+    ``exclusiveMinimum``) are accepted; the 2020-12 error is reported if all fail.
+    """
+    if isinstance(schema, bool):
+        return
+    explicit = "$schema" in schema
+    first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        first.check_schema(schema)
+        return
+    except jsonschema.SchemaError as error:
+        if explicit:
+            raise SchemaError(
+                f"expected a valid JSON Schema, found an invalid one: {error.message} "
+                f"(at /{'/'.join(str(p) for p in error.absolute_path)})"
+            ) from None
+        first_error = error
+    for fallback in (jsonschema.Draft7Validator, jsonschema.Draft4Validator):
+        try:
+            fallback.check_schema(schema)
+            return
+        except jsonschema.SchemaError:
+            continue
+    raise SchemaError(
+        f"expected a valid JSON Schema, found an invalid one: {first_error.message} "
+        f"(at /{'/'.join(str(p) for p in first_error.absolute_path)})"
+    ) from None
+
+
+def load_schema(
+    output: type[pydantic.BaseModel] | Mapping[str, Any] | str | bool,
+) -> dict[str, Any] | bool:
+    """Return the JSON Schema document for ``output``, validated against its metaschema.
+
+    * a Pydantic model class -> ``output.model_json_schema()`` (validation mode);
+    * a mapping -> a deep copy of it;
+    * a string -> ``json.loads(output)`` (must be a JSON object or boolean);
+    * ``True`` / ``False`` -> the boolean schema itself.
+
+    Raises:
+        SchemaError: for anything else (a plain class, an int, ...), for text that is not
+            JSON, for a Pydantic model whose schema cannot be generated, and for a document
+            that is not a valid JSON Schema (the message quotes jsonschema's).
+
+    Cost: one deep copy plus one metaschema validation.
+    """
+    schema: Any
+    if isinstance(output, bool):
+        return output
+    if isinstance(output, type) and issubclass(output, pydantic.BaseModel):
+        try:
+            schema = output.model_json_schema()
+        except pydantic.PydanticUserError as error:
+            raise SchemaError(
+                f"expected a Pydantic model whose JSON Schema can be generated, found "
+                f"{output.__name__}: {error}"
+            ) from None
+    elif isinstance(output, Mapping):
+        schema = copy.deepcopy(dict(output))
+    elif isinstance(output, str):
+        try:
+            schema = json.loads(output)
+        except json.JSONDecodeError as error:
+            raise SchemaError(
+                f"expected a JSON Schema as JSON text, found text that is not JSON: {error}"
+            ) from None
+        if not isinstance(schema, (dict, bool)):
+            raise SchemaError(
+                f"expected a JSON Schema (a JSON object or boolean), found JSON {_describe(schema)}"
+            )
+    else:
+        raise SchemaError(
+            "expected a Pydantic model class, a JSON Schema dict or a JSON string, found "
+            + _describe(output)
+        )
+    if isinstance(schema, dict) and not all(isinstance(k, str) for k in schema):
+        raise SchemaError("expected a JSON Schema with string keys, found a non-string key")
+    try:
+        _check_metaschema(schema)
+    except (TypeError, ValueError, RecursionError) as error:
+        if isinstance(error, SchemaError):
+            raise
+        raise SchemaError(f"expected a JSON Schema document, found {_describe(schema)}") from None
+    result: dict[str, Any] | bool = schema
+    return result
+
+
+def _uses_draft4_ids(root: Any) -> bool:
+    if not isinstance(root, dict):
+        return False
+    dialect = root.get("$schema")
+    if isinstance(dialect, str):
+        return "draft-04" in dialect or "draft-03" in dialect
+    return isinstance(root.get("id"), str) and "$id" not in root
+
+
+class References:
+    """Resolve ``$ref`` values inside one schema document.
+
+    The document is walked once, following only schema positions, to record every
+    resource identifier (``$id``, or ``id`` for draft 4 documents) and every ``$anchor``.
+    :meth:`resolve` then maps a reference, seen at some JSON pointer, to the referenced
+    subschema and its canonical JSON pointer (``""`` is the root).
+
+    Raises :class:`UnsupportedSchemaError` for references outside the document and
+    :class:`SchemaError` for pointers that do not exist.
+    """
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self._id_key = "id" if _uses_draft4_ids(root) else "$id"
+        self._resources: dict[str, str] = {}
+        self._anchors: dict[tuple[str, str], str] = {}
+        self._bases: dict[str, str] = {"": _DEFAULT_BASE}
+        self._resources[_DEFAULT_BASE] = ""
+        self._walk(root, "", _DEFAULT_BASE)
+
+    def _walk(self, node: Any, pointer: str, base: str) -> None:
+        if not isinstance(node, dict):
+            return
+        ident = node.get(self._id_key)
+        if isinstance(ident, str):
+            if ident.startswith("#") and self._id_key == "$id":
+                self._anchors[(base, ident[1:])] = pointer
+            else:
+                full, fragment = urldefrag(urljoin(base, ident))
+                base = full
+                self._bases[pointer] = base
+                self._resources.setdefault(base, pointer)
+                if fragment:
+                    self._anchors[(base, fragment)] = pointer
+        anchor = node.get("$anchor")
+        if isinstance(anchor, str):
+            self._anchors[(base, anchor)] = pointer
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                for name, sub in value.items():
+                    self._walk(sub, join_pointer(pointer, key, name), base)
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                for index, sub in enumerate(value):
+                    self._walk(sub, join_pointer(pointer, key, index), base)
+            elif key in _SCHEMA_VALUED:
+                self._walk(value, join_pointer(pointer, key), base)
+
+    def base_at(self, pointer: str) -> str:
+        """The base URI in effect for the schema object at ``pointer``."""
+        probe = pointer
+        while True:
+            if probe in self._bases:
+                return self._bases[probe]
+            if not probe:
+                return _DEFAULT_BASE
+            probe = probe.rsplit("/", 1)[0]
+
+    def lookup(self, pointer: str) -> Any:
+        """The value at a canonical JSON pointer of the document (``SchemaError`` if none)."""
+        node = self.root
+        if not pointer:
+            return node
+        for raw in pointer[1:].split("/"):
+            token = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                raise SchemaError(f"expected {pointer!r} to exist in the schema, found no such path")
+        return node
+
+    def resolve(self, ref: str, at: str) -> tuple[Any, str]:
+        """Resolve ``ref`` found in the schema object at pointer ``at``.
+
+        Returns ``(subschema, pointer)`` with the canonical pointer of the target.
+        """
+        full = urljoin(self.base_at(at), ref)
+        uri, fragment = urldefrag(full)
+        if uri not in self._resources:
+            raise UnsupportedSchemaError(
+                "$ref",
+                at,
+                f"cannot resolve {ref!r}: only references inside this document are supported",
+            )
+        resource = self._resources[uri]
+        fragment = unquote(fragment)
+        if fragment == "" or fragment.startswith("/"):
+            pointer = resource + fragment
+        elif (uri, fragment) in self._anchors:
+            pointer = self._anchors[(uri, fragment)]
+        else:
+            raise SchemaError(f"expected anchor {fragment!r} (from $ref {ref!r}) to exist, found none")
+        try:
+            target = self.lookup(pointer)
+        except SchemaError:
+            raise SchemaError(
+                f"expected $ref {ref!r} at {at or '/'} to point into the schema, found no such path"
+            ) from None
+        return target, pointer

@@ -1,0 +1,166 @@
+"""Tests for formcast.schema: loading output types and resolving references."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from formcast.errors import SchemaError, UnsupportedSchemaError
+from formcast.schema import References, join_pointer, load_schema
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def test_pydantic_model_gives_its_json_schema() -> None:
+    assert load_schema(Point) == Point.model_json_schema()
+
+
+def test_dict_is_deep_copied() -> None:
+    original: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
+    loaded = load_schema(original)
+    assert loaded == original
+    assert isinstance(loaded, dict)
+    loaded["properties"]["a"]["type"] = "integer"
+    assert original["properties"]["a"]["type"] == "string"
+
+
+def test_json_text_is_parsed() -> None:
+    assert load_schema('{"type": "integer"}') == {"type": "integer"}
+    assert load_schema("true") is True
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_boolean_schemas(value: bool) -> None:
+    assert load_schema(value) is value
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        42,
+        3.5,
+        None,
+        ["type", "string"],
+        object(),
+        int,
+        type("Plain", (), {}),
+        b'{"type": "string"}',
+    ],
+    ids=lambda v: type(v).__name__,
+)
+def test_anything_else_is_refused(bad: Any) -> None:
+    with pytest.raises(SchemaError, match="expected a Pydantic model class, a JSON Schema dict"):
+        load_schema(bad)
+
+
+@pytest.mark.parametrize("text", ["{not json", "", "{'type': 'string'}", '{"type": "string"'])
+def test_text_that_is_not_json(text: str) -> None:
+    with pytest.raises(SchemaError, match="not JSON"):
+        load_schema(text)
+
+
+@pytest.mark.parametrize("text", ["42", '"string"', "[1, 2]", "null"])
+def test_json_that_is_not_a_schema(text: str) -> None:
+    with pytest.raises(SchemaError, match="JSON Schema"):
+        load_schema(text)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "strin"},
+        {"type": 5},
+        {"minLength": -1},
+        {"required": "name"},
+        {"properties": {"a": 5}},
+        {"enum": "abc"},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "items": [5]},
+    ],
+)
+def test_invalid_schemas_are_refused(schema: dict[str, Any]) -> None:
+    with pytest.raises(SchemaError, match="valid JSON Schema") as info:
+        load_schema(schema)
+    assert not isinstance(info.value, UnsupportedSchemaError)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "array", "items": [{"type": "string"}], "additionalItems": False},
+        {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"},
+        {"type": "object", "dependencies": {"a": ["b"]}},
+        {"definitions": {"x": {"type": "string"}}, "$ref": "#/definitions/x"},
+    ],
+)
+def test_older_spellings_are_accepted(schema: dict[str, Any]) -> None:
+    assert load_schema(schema) == schema
+
+
+def test_schema_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        load_schema(7)  # type: ignore[arg-type]
+
+
+def test_join_pointer_escapes() -> None:
+    assert join_pointer("", "properties", "a/b", "c~d", 0) == "/properties/a~1b/c~0d/0"
+
+
+def test_references_resolve_pointers_and_anchors() -> None:
+    root = {
+        "$id": "https://example.com/root.json",
+        "$defs": {
+            "a/b": {"type": "string"},
+            "anchored": {"$anchor": "here", "type": "integer"},
+            "nested": {
+                "$id": "nested.json",
+                "$defs": {"inner": {"type": "boolean"}},
+                "properties": {"x": {"$ref": "#/$defs/inner"}},
+            },
+        },
+    }
+    refs = References(root)
+    assert refs.resolve("#/$defs/a~1b", "") == ({"type": "string"}, "/$defs/a~1b")
+    assert refs.resolve("#here", "")[1] == "/$defs/anchored"
+    assert refs.resolve("https://example.com/root.json#/$defs/a~1b", "")[1] == "/$defs/a~1b"
+    # a reference inside the nested resource resolves against that resource
+    assert refs.resolve("#/$defs/inner", "/$defs/nested/properties/x") == (
+        {"type": "boolean"},
+        "/$defs/nested/$defs/inner",
+    )
+    assert refs.resolve("nested.json#/$defs/inner", "")[1] == "/$defs/nested/$defs/inner"
+    assert refs.resolve("#", "")[1] == ""
+
+
+def test_references_percent_encoded() -> None:
+    root = {"definitions": {"a b": {"type": "null"}}}
+    assert References(root).resolve("#/definitions/a%20b", "")[1] == "/definitions/a b"
+
+
+def test_remote_reference_is_unsupported() -> None:
+    refs = References({"type": "object"})
+    with pytest.raises(UnsupportedSchemaError) as info:
+        refs.resolve("https://other.example/schema.json", "/properties/a")
+    assert info.value.keyword == "$ref"
+    assert info.value.pointer == "/properties/a"
+
+
+def test_missing_pointer_is_a_schema_error() -> None:
+    with pytest.raises(SchemaError, match="no such path"):
+        References({"$defs": {}}).resolve("#/$defs/missing", "")
+
+
+def test_draft4_ids() -> None:
+    root = json.loads(
+        '{"id": "http://example.com/s.json", "$schema": "http://json-schema.org/draft-04/schema#",'
+        ' "definitions": {"a": {"type": "string"}}}'
+    )
+    refs = References(root)
+    assert refs.resolve("http://example.com/s.json#/definitions/a", "")[1] == "/definitions/a"
+    assert refs.resolve("#/definitions/a", "/properties/x")[1] == "/definitions/a"
