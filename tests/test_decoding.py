@@ -9,6 +9,7 @@ import pytest
 import torch
 from transformers import LogitsProcessorList
 
+from formcast.automaton import LazyAutomaton
 from formcast.decoding import (
     ForcedTokenizer,
     FormcastLogitsProcessor,
@@ -16,7 +17,6 @@ from formcast.decoding import (
     generate,
 )
 from formcast.errors import InvalidOptionError
-from formcast.fsm import compile_regex
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
 
@@ -29,7 +29,7 @@ RECEIPT = (
 
 @pytest.fixture(scope="module")
 def receipt_index(vocabulary: Vocabulary) -> TokenIndex:
-    return TokenIndex(compile_regex(RECEIPT), vocabulary)
+    return TokenIndex(LazyAutomaton(RECEIPT), vocabulary)
 
 
 def _prompts(tokenizer: Any) -> list[list[int]]:
@@ -162,7 +162,7 @@ def test_logits_processor_with_model_generate(
 
 def test_budget_cut_reports_length(tiny_model: Any, tokenizer: Any,
                                    vocabulary: Vocabulary) -> None:
-    index = TokenIndex(compile_regex(r'\{"summary":' + JSON_STRING + r"\}"), vocabulary)
+    index = TokenIndex(LazyAutomaton(r'\{"summary":' + JSON_STRING + r"\}"), vocabulary)
     budget = index.min_tokens_to_accept(index.initial_state) + 3
     results = generate(tiny_model, _prompts(tokenizer), [index.cursor() for _ in range(3)],
                        max_new_tokens=budget,

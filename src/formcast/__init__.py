@@ -28,6 +28,7 @@ from formcast.errors import (
 
 if TYPE_CHECKING:
     from formcast.api import extract, extract_many, function, get_default_extractor
+    from formcast.automaton import LazyAutomaton
     from formcast.compiler import compile
     from formcast.constraint import Regex
     from formcast.decoding import FormcastLogitsProcessor, SamplingOptions
@@ -53,6 +54,7 @@ _LAZY = {
     "Extractor": "formcast.extractor",
     "PromptTemplate": "formcast.extractor",
     "ByteFSM": "formcast.fsm",
+    "LazyAutomaton": "formcast.automaton",
     "compile_regex": "formcast.fsm",
     "Cursor": "formcast.guide",
     "TokenIndex": "formcast.index",
@@ -71,6 +73,7 @@ __all__ = [
     "FormcastError",
     "FormcastLogitsProcessor",
     "InvalidOptionError",
+    "LazyAutomaton",
     "ModelLoadError",
     "OutputValidationError",
     "PromptTemplate",

@@ -1,4 +1,4 @@
-"""Compile an output type for a tokenizer: output type -> regex -> byte automaton -> index.
+"""Compile an output type for a tokenizer: output type -> regex -> lazy byte automaton -> index.
 
 This is the low-level entry point::
 
@@ -15,8 +15,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from formcast.automaton import LazyAutomaton
 from formcast.constraint import output_spec
-from formcast.fsm import compile_regex
 from formcast.index import TokenIndex
 from formcast.schema import Mode
 from formcast.vocabulary import Vocabulary
@@ -83,7 +83,7 @@ def compile(
         if cached is not None:
             _index_cache.move_to_end(key)
             return cached
-    index = TokenIndex(compile_regex(spec.regex), vocabulary, description=_describe(output))
+    index = TokenIndex(LazyAutomaton(spec.regex), vocabulary, description=_describe(output))
     with _lock:
         _index_cache[key] = index
         while len(_index_cache) > _INDEX_CACHE_SIZE:

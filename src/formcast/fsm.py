@@ -195,15 +195,17 @@ def compile_regex(pattern: str) -> ByteFSM:
     no overlong encodings, no surrogates, nothing above U+10FFFF.
 
     Raises:
-        SchemaError: the pattern is not a string, does not parse, uses a construct that
-            cannot be compiled to an automaton (lookaround, backreference, ``^``/``$``,
-            ``\\b``, ``\\p{...}``, possessive quantifier), or matches no string at all.
-            The message reads "expected a regular expression formcast can compile, found
-            <pattern>: <reason>".
+        SchemaError: the pattern is not a string, does not parse with :mod:`re`, uses a
+            construct with no finite-automaton meaning here (anchors, lookaround,
+            backreferences, word boundaries, conditional or atomic groups, possessive
+            quantifiers, ``(?i)``, ``(?x)``, ``(?u)``), or matches no string at all. The
+            message reads "expected a regular expression formcast can compile, found
+            <pattern>: <reason>", the reason naming the construct and its position.
 
-    Cost: dominated by ``interegular``'s character DFA (pure Python, grows with bounded
-    repetitions such as ``{0,50}``), then O(transitions) byte expansion and a vectorised
-    minimisation. Tens of milliseconds for typical JSON regexes; cache the result.
+    Cost: dominated by ``interegular``'s character DFA (pure Python; grows with bounded
+    repetitions such as ``{0,50}`` and nested alternations), then byte expansion linear in
+    the character DFA's transitions and a vectorised minimisation. Tens of milliseconds
+    for typical JSON regexes, up to seconds for very large schemas: cache the result.
     """
     if not isinstance(pattern, str):
         raise SchemaError(

@@ -1,0 +1,830 @@
+"""Tests of formcast.automaton: regex -> lazy byte-level DFA.
+
+Two oracles: Python's ``re.fullmatch`` on the decoded text (under ``re.ASCII``, since
+formcast gives ``\\d \\w \\s`` their ASCII meaning), and the eager interegular-based
+:func:`formcast.fsm.compile_regex`. Invalid UTF-8 is checked against Python's strict
+decoder, and the distances of ``min_bytes_to_accept`` against the Bellman equations.
+Timings are printed (``pytest -s``), never asserted tightly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import pickle
+import re
+import threading
+import time
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton, _utf8_sequences
+from formcast.errors import SchemaError, UserError
+
+pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
+
+MASKBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "maskbench"
+
+JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+JSON_OBJECT = (
+    r'\{"name":' + JSON_STRING + r',"age":-?(?:0|[1-9][0-9]*)(?:,"score":' + JSON_NUMBER
+    + r')?(?:,"tags":\[(?:' + JSON_STRING + r"(?:," + JSON_STRING + r")*)?\])?\}"
+)  # fmt: skip
+
+PATTERNS = [
+    # literals, alternation, groups
+    "abc|de",
+    "a",
+    "",
+    "(a|)b",
+    "(|a)(b|)",
+    "(?:a|bc|)+d?",
+    "((a|b)c)*d",
+    "(?:x(?:y(?:z)?)?)?",
+    "(?:(?:a|b)*c){2}",
+    "(?P<name>a+)b(?P<other>c)?",
+    "(?#a comment)ab",
+    "()",
+    "(?:)",
+    # quantifiers
+    "a{2,4}",
+    "a{3}",
+    "a{2,}",
+    "a{,2}",
+    "a{0}b",
+    "(?:ab){0,3}c",
+    "(?:a|bc){1,3}",
+    "(?:a?){3}",
+    "(?:a*){2,3}b",
+    "(?:a|){2,}",
+    "a*?b+?c??",
+    "a{1,3}?b{2}?",
+    "x{}",
+    "x{,}",
+    "{",
+    "a{3",
+    "a}",
+    "]",
+    "a{ 1}",
+    # classes and shorthands
+    "[a-z]+",
+    r"[^\"\\]*",
+    "[]a]",
+    "[^]a]",
+    "[a-]",
+    "[-a]",
+    r"[\]\-\\]+",
+    "[[]",
+    r"[\d\s]+",
+    r"[^\w]",
+    r"\d+(?:\.\d+)?",
+    r"\w+\s\W*",
+    r"\D\S\W",
+    r"[\s\S]",
+    r"\W+",
+    r"[^a-zA-Z0-9]{2}",
+    r"[\0-\x1f]",
+    r"[\b]",
+    r"[\101-\132]+",
+    # escapes
+    r"\x41\x42",
+    r"\t\n\r\f\v\a",
+    r"\0",
+    r"\012",
+    r"\.\*\+\?\(\)\[\]\{\}\|\^\$\/\"\-\\",
+    r"\#\&\~\ \:",
+    r"\N{LATIN SMALL LETTER E WITH ACUTE}",
+    # non-ASCII
+    r"\u00e9+",
+    r"[\u00e0-\u00ff]+",
+    r"[^\u00e9]",
+    r"\U0001F600",
+    r"[\U0001F600-\U0001F64F]+",
+    "José|Ñúñez",
+    "José Ñúñez",
+    "日本語?",
+    "[一-龥]{1,3}",
+    "[^\x00-\x7f]+",
+    r"[\x80-\U0010ffff]",
+    r"[\ud7ff\ue000]",
+    r"[^\ud800-\udfff]",
+    "😀+|😃",
+    # dot and flags
+    ".",
+    ".*",
+    "a.c",
+    "(?s).",
+    "(?s:.)a.",
+    "(?a)\\w+",
+    # anchors at the ends
+    "^abc$",
+    "^(?:a|b)+$",
+    "^",
+    "$",
+    "^a|b$",
+    r"a\$",
+    # JSON
+    JSON_STRING,
+    JSON_NUMBER,
+    JSON_OBJECT,
+    r"(?:[ \t\n]{0,4})\{\}",
+    r"\[(?:" + JSON_NUMBER + r"(?:," + JSON_NUMBER + r"){0,3})?\]",
+]
+
+POOL = [
+    "",
+    "a",
+    "b",
+    "c",
+    "d",
+    "ab",
+    "abc",
+    "bc",
+    "de",
+    "abcabc",
+    "aa",
+    "aaa",
+    "aaaa",
+    "aaaaa",
+    "aab",
+    "ac",
+    "abac",
+    "bcd",
+    "cc",
+    "xyz",
+    "xy",
+    "x",
+    "x{}",
+    "x{,}",
+    "{",
+    "}",
+    "a}",
+    "a{3",
+    "a{ 1}",
+    "]",
+    "[",
+    "-",
+    "\\",
+    "$",
+    "a$",
+    "^",
+    "A",
+    "AB",
+    "0",
+    "42",
+    "3.14",
+    "-0.5e+3",
+    "007",
+    "1.",
+    " ",
+    "\t",
+    "\n",
+    "\x00",
+    "\x08",
+    "\x1f",
+    "\x7f",
+    "a c",
+    "a\nc",
+    "abc\n",
+    "_",
+    "é",
+    "éé",
+    "José",
+    "Ñúñez",
+    "José Ñúñez",
+    "日本",
+    "日本語",
+    "一",
+    "一二三",
+    "\ue000",
+    "\ud7ff",
+    "\U0010ffff",
+    "😀",
+    "😀😀",
+    "😃",
+    '"a"',
+    '""',
+    '"\\u00e9"',
+    '"\\"',
+    '"é\\n"',
+    '"\x01"',
+    "{}",
+    " {}",
+    "    {}",
+    "     {}",
+    "[]",
+    "[1,2.5,-3e4]",
+    "[1,2,3,4,5]",
+    '{"name":"Bob","age":42}',
+    '{"name":"Bob","age":42,"score":1.5,"tags":["x","y"]}',
+    '{"name":"Bob","age":-0}',
+    '{"name":"Bob","age":01}',
+    ".*+?()[]{}|^$/\"-\\",
+    "#& :",
+    "\t\n\r\f\v\x07",
+]
+
+
+@cache
+def lazy(pattern: str) -> LazyAutomaton:
+    return LazyAutomaton(pattern)
+
+
+def oracle(pattern: str, text: str) -> bool:
+    return re.fullmatch(pattern, text, re.ASCII) is not None
+
+
+# ----------------------------------------------------------------- agreement with re
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_agrees_with_re_on_pool(pattern: str) -> None:
+    automaton = lazy(pattern)
+    for text in POOL:
+        assert automaton.matches(text.encode()) == oracle(pattern, text), (pattern, text)
+
+
+def _matching_strings(pattern: str) -> st.SearchStrategy[str]:
+    """Strings Hypothesis builds to match ``pattern`` (under Unicode ``\d``, so a few may
+    not match under re.ASCII: callers compare with the oracle, they do not assume)."""
+    return st.from_regex(
+        pattern, fullmatch=True, alphabet=st.characters(exclude_categories=["Cs"])
+    )
+
+
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
+
+
+@pytest.mark.parametrize("pattern", [p for p in PATTERNS if p not in ("^", "$", "")])
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_agrees_with_re_on_generated(pattern: str, data: st.DataObject) -> None:
+    """Strings Hypothesis generates from the pattern, mutated, and arbitrary text."""
+    automaton = lazy(pattern)
+    text = data.draw(_matching_strings(pattern))
+    assert automaton.matches(text.encode()) == oracle(pattern, text), (pattern, text)
+    noise = data.draw(TEXT)
+    cut = data.draw(st.integers(0, len(text)))
+    for candidate in (text[:cut] + noise + text[cut:], text[:cut], noise, text + text):
+        assert automaton.matches(candidate.encode()) == oracle(pattern, candidate), (
+            pattern,
+            candidate,
+        )
+
+
+# ------------------------------------------------------ agreement with the eager fsm
+
+
+@cache
+def eager(pattern: str):  # type: ignore[no-untyped-def]
+    from formcast.fsm import compile_regex
+
+    try:
+        return compile_regex(pattern)
+    except SchemaError:
+        return None
+
+
+EAGER_PATTERNS = [p for p in PATTERNS if "^" not in p and "$" not in p and p != ""]
+
+
+@pytest.mark.parametrize("pattern", EAGER_PATTERNS)
+def test_agrees_with_eager_fsm_on_pool(pattern: str) -> None:
+    reference = eager(pattern)
+    if reference is None:
+        pytest.skip("the eager fsm refuses this pattern")
+    automaton = lazy(pattern)
+    for text in POOL:
+        data = text.encode()
+        assert automaton.matches(data) == reference.matches(data), (pattern, text)
+
+
+@pytest.mark.parametrize("pattern", [JSON_STRING, JSON_NUMBER, JSON_OBJECT, r"[^\"\\]*", ".*é"])
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=st.text(), data=st.data())
+def test_agrees_with_eager_fsm_on_hypothesis_text(
+    pattern: str, text: str, data: st.DataObject
+) -> None:
+    reference = eager(pattern)
+    assert reference is not None
+    automaton = lazy(pattern)
+    matching = data.draw(_matching_strings(pattern))
+    for candidate in (text, matching, matching + text, matching[:-1]):
+        try:
+            raw = candidate.encode()
+        except UnicodeEncodeError:  # lone surrogates have no UTF-8 encoding
+            continue
+        assert automaton.matches(raw) == reference.matches(raw), (pattern, candidate)
+        # byte by byte too, including invalid byte strings: prefixes and splices
+        for cut in range(len(raw) + 1):
+            piece = raw[:cut] + raw[cut + 1 :]
+            assert automaton.matches(piece) == reference.matches(piece), (pattern, piece)
+
+
+@pytest.mark.parametrize("pattern", EAGER_PATTERNS[:60])
+def test_liveness_agrees_with_eager_fsm(pattern: str) -> None:
+    """A prefix is live in one automaton iff it is live in the other."""
+    from formcast.fsm import DEAD as EAGER_DEAD
+
+    reference = eager(pattern)
+    if reference is None:
+        pytest.skip("the eager fsm refuses this pattern")
+    automaton = lazy(pattern)
+    for text in POOL:
+        raw = text.encode()
+        for cut in range(len(raw) + 1):
+            alive = automaton.walk(raw[:cut]) != DEAD
+            assert alive == (reference.walk(raw[:cut]) != EAGER_DEAD), (pattern, raw[:cut])
+
+
+# --------------------------------------------------------------------------- UTF-8
+
+
+@pytest.mark.parametrize("pattern", [".", "[^a]", r"\W", r"[\x00-\U0010ffff]", "(?s)."])
+@pytest.mark.parametrize(
+    "data", [b"\xc3", b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\xaf", b"\xed\xa0\x80",
+             b"\xed\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\x80",
+             b"\xe2\x82", b"\xf0\x9f\x98"]
+)  # fmt: skip
+def test_invalid_utf8_rejected(pattern: str, data: bytes) -> None:
+    assert not lazy(pattern).matches(data)
+
+
+@pytest.mark.parametrize("text", ["é", "€", "😀", "\U0010ffff", "\ue000", "\ud7ff"])
+def test_prefixes_of_characters_stay_live(text: str) -> None:
+    automaton = lazy("[^a]")
+    raw = text.encode()
+    for cut in range(1, len(raw)):
+        state = automaton.walk(raw[:cut])
+        assert state != DEAD
+        assert not automaton.is_accepting(state)
+        assert automaton.min_bytes_to_accept(state) == len(raw) - cut
+    assert automaton.matches(raw)
+
+
+def _strict_single_char(data: bytes, excluded: str = "") -> bool:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return len(text) == 1 and text not in excluded
+
+
+@pytest.mark.parametrize("pattern,excluded", [(".", "\n"), ('[^"\\\\]', '"\\'), ("(?s).", "")])
+def test_one_character_classes_exhaustive_over_structured_bytes(
+    pattern: str, excluded: str
+) -> None:
+    """Every 1- and 2-byte string, and 3/4-byte strings with every lead and second byte,
+    against Python's strict decoder (which rejects overlongs and surrogates)."""
+    automaton = LazyAutomaton(pattern)
+    tails = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF]
+    candidates = [bytes([a]) for a in range(256)]
+    candidates += [bytes([a, b]) for a in range(256) for b in range(256)]
+    candidates += [bytes([a, b, c]) for a in range(0xE0, 0x100) for b in range(256) for c in tails]
+    candidates += [
+        bytes([a, b, c, d])
+        for a in range(0xF0, 0x100)
+        for b in range(256)
+        for c in (0x80, 0xBF, 0x7F)
+        for d in (0x80, 0xBF, 0xC0)
+    ]
+    width = 4
+    padded = np.zeros((len(candidates), width), dtype=np.uint8)
+    lengths = np.array([len(c) for c in candidates])
+    for i, c in enumerate(candidates):
+        padded[i, : len(c)] = list(c)
+    states = np.full(len(candidates), automaton.initial, dtype=np.int32)
+    for column in range(width):
+        active = lengths > column
+        states[active] = automaton.step(states[active], padded[active, column])
+    accepted = automaton.accepting[states]
+    expected = np.array([_strict_single_char(c, excluded) for c in candidates])
+    wrong = np.flatnonzero(accepted != expected)
+    assert wrong.size == 0, [candidates[i] for i in wrong[:10]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(lo=st.integers(0, 0x10FFFF), span=st.integers(0, 3000))
+def test_utf8_sequences_cover_exactly_the_encodings(lo: int, span: int) -> None:
+    hi = min(lo + span, 0x10FFFF)
+    expected = {
+        chr(c).encode() for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF
+    }
+    produced: set[bytes] = set()
+    for seq in _utf8_sequences(lo, hi):
+        pieces = [range(a, b + 1) for a, b in seq]
+        for combo in itertools.product(*pieces):
+            data = bytes(combo)
+            assert data not in produced  # sequences are disjoint
+            produced.add(data)
+    assert produced == expected
+
+
+# ------------------------------------------------- liveness and distances (exact)
+
+
+def _explore(automaton: LazyAutomaton, limit: int = 3000) -> list[int]:
+    """Breadth-first over materialized states from the initial one (at most ``limit``)."""
+    order = [automaton.initial]
+    seen = {DEAD, automaton.initial}
+    for state in order:
+        for target in set(automaton.row(state).tolist()):
+            if target not in seen and len(order) < limit:
+                seen.add(target)
+                order.append(target)
+    return order
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [p for p in PATTERNS if p not in ("", "^", "$")][::3] + [JSON_OBJECT, r"[^\x00-\x7f]{2}é"],
+)
+def test_every_state_can_accept_and_distances_satisfy_bellman(pattern: str) -> None:
+    automaton = lazy(pattern)
+    states = _explore(automaton)
+    no_ascii_letters = np.ones(256, dtype=np.bool_)
+    no_ascii_letters[ord("a") : ord("z") + 1] = False
+    for usable in (None, no_ascii_letters):
+        allowed = np.ones(256, dtype=np.bool_) if usable is None else usable
+        for state in states:
+            distance = automaton.min_bytes_to_accept(state, usable)
+            if usable is None:
+                assert distance < UNREACHABLE, (pattern, state)
+            if automaton.is_accepting(state):
+                assert distance == 0
+                continue
+            row = automaton.row(state)
+            successors = [
+                automaton.min_bytes_to_accept(int(t), usable)
+                for t in set(row[allowed].tolist())
+                if t != DEAD
+            ]
+            best = min(successors, default=UNREACHABLE)
+            expected = UNREACHABLE if best >= UNREACHABLE else best + 1
+            assert distance == expected, (pattern, state)
+
+
+def test_random_walks_never_strand() -> None:
+    """Walk random live bytes: an accepting state is always reached within the distance."""
+    automaton = LazyAutomaton(JSON_OBJECT)
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        state = automaton.initial
+        for _ in range(60):
+            live = automaton.live_bytes(state)
+            if live.size == 0:
+                break
+            state = automaton.walk(bytes([int(rng.choice(live))]), state)
+            assert state != DEAD
+        remaining = automaton.min_bytes_to_accept(state)
+        for _ in range(remaining):  # follow the distance down: it must reach acceptance
+            row = automaton.row(state)
+            state = min(
+                (int(t) for t in set(row.tolist()) if t != DEAD),
+                key=automaton.min_bytes_to_accept,
+            )
+        assert automaton.is_accepting(state)
+
+
+@pytest.mark.parametrize(
+    "pattern,excluded,expected",
+    [
+        ("abc|de", b"", 2),
+        ("abc|de", b"d", 3),
+        ("abc|de", b"ad", UNREACHABLE),
+        ("a{5}", b"", 5),
+        ("(?:ab)*", b"", 0),
+        ("é", b"", 2),
+        ("é|xyz", b"\xc3", 3),
+        ("😀", b"", 4),
+        (r"[^a]", b"", 1),
+        (r"[^\x00-\x7f]", b"", 2),
+        (JSON_STRING, b"", 2),
+        (JSON_OBJECT, b"", len('{"name":"","age":0}')),
+    ],
+)
+def test_min_bytes_to_accept_exact(pattern: str, excluded: bytes, expected: int) -> None:
+    automaton = LazyAutomaton(pattern)
+    usable = None
+    if excluded:
+        usable = np.ones(256, dtype=np.bool_)
+        usable[list(excluded)] = False
+    assert automaton.min_bytes_to_accept(automaton.initial, usable) == expected
+    assert automaton.min_bytes_to_accept(DEAD) == UNREACHABLE
+
+
+# ---------------------------------------------------------------------- the API
+
+
+def test_api_shapes_and_dead_state() -> None:
+    automaton = LazyAutomaton("ab|ac")
+    assert automaton.initial == 1
+    assert automaton.num_states == 2  # DEAD and the initial state only: nothing built yet
+    assert automaton.pattern == "ab|ac"
+    row = automaton.row(DEAD)
+    assert row.dtype == np.int32 and row.shape == (256,) and not row.any()
+    assert automaton.live_bytes(automaton.initial).tolist() == [ord("a")]
+    assert automaton.live_bytes(automaton.initial).dtype == np.uint8
+    after = automaton.walk(b"a")
+    assert sorted(automaton.live_bytes(after).tolist()) == [ord("b"), ord("c")]
+    assert automaton.walk(b"x") == DEAD
+    assert automaton.walk(b"xa") == DEAD
+    assert automaton.walk(b"b", DEAD) == DEAD
+    assert not automaton.is_accepting(DEAD)
+    assert automaton.is_accepting(automaton.walk(b"ab"))
+    with pytest.raises(UserError):
+        automaton.walk(b"a", 10**6)
+
+
+def test_step_is_vectorized_and_matches_walk() -> None:
+    automaton = LazyAutomaton(JSON_OBJECT)
+    reference = LazyAutomaton(JSON_OBJECT)
+    rng = np.random.default_rng(3)
+    doc = b'{"name":"Jos\xc3\xa9","age":42,"tags":["\xf0\x9f\x98\x80"]}'
+    states = np.full(4096, automaton.initial, dtype=np.int32)
+    for _ in range(8):
+        data = rng.choice(np.frombuffer(doc, dtype=np.uint8), size=states.size)
+        data[::7] = rng.integers(0, 256, size=data[::7].size)
+        nxt = automaton.step(states, data)
+        assert nxt.dtype == np.int32 and nxt.shape == states.shape
+        for s, b, t in list(zip(states.tolist(), data.tolist(), nxt.tolist()))[:300]:
+            assert reference.walk(bytes([b]), _same_state(automaton, reference, s)) == (
+                _same_state(automaton, reference, t)
+            )
+        states = np.where(nxt == DEAD, automaton.initial, nxt).astype(np.int32)
+
+
+def _same_state(a: LazyAutomaton, b: LazyAutomaton, state: int) -> int:
+    """The id in ``b`` of the NFA-state set that ``state`` stands for in ``a``."""
+    members = a._sets[state]
+    found = b._ids.get(members)
+    if found is None:
+        found = b._add_state(members)
+    return found
+
+
+def test_step_accepts_int64_states() -> None:
+    automaton = LazyAutomaton("[ab]+")
+    states = np.array([1, 1, 0], dtype=np.int64)
+    data = np.frombuffer(b"abx", dtype=np.uint8)
+    out = automaton.step(states, data)
+    assert out.tolist()[2] == DEAD and out[0] == out[1] != DEAD
+
+
+def test_pickle_round_trip_keeps_rows_and_behaviour() -> None:
+    automaton = LazyAutomaton(JSON_OBJECT)
+    for text in POOL:
+        automaton.walk(text.encode())
+    built_before = automaton.num_states
+    copy = pickle.loads(pickle.dumps(automaton))
+    assert copy.num_states == built_before
+    assert copy.pattern == automaton.pattern and copy.initial == automaton.initial
+    for state in range(built_before):
+        assert copy.is_accepting(state) == automaton.is_accepting(state)
+        if automaton._built[state]:
+            assert copy._built[state]
+            assert np.array_equal(copy._table[state], automaton._table[state])
+    for text in POOL:
+        raw = text.encode()
+        assert copy.matches(raw) == automaton.matches(raw) == oracle(JSON_OBJECT, text)
+    assert copy.min_bytes_to_accept(copy.initial) == automaton.min_bytes_to_accept(1)
+    more = '{"name":"Zoë","age":7,"score":-1.25e3,"tags":[]}'
+    assert copy.matches(more.encode()) and oracle(JSON_OBJECT, more)
+
+
+def test_concurrent_steps_agree_with_a_sequential_run() -> None:
+    patterns = JSON_OBJECT
+    shared = LazyAutomaton(patterns)
+    rng = np.random.default_rng(11)
+    doc = np.frombuffer(b'{"name":"\xc3\xa9\\u00e9","age":-12,"score":0.5e-3,"tags":[""]}',
+                        dtype=np.uint8)  # fmt: skip
+    inputs = [rng.choice(doc, size=(40, 2000)) for _ in range(4)]
+    results: list[list[list[int]]] = [[] for _ in inputs]
+
+    def run(index: int) -> None:
+        states = np.full(2000, shared.initial, dtype=np.int32)
+        for column in inputs[index]:
+            states = shared.step(states, column)
+            results[index].append([_key(shared, s) for s in states[:50].tolist()])
+            states = np.where(states == DEAD, shared.initial, states).astype(np.int32)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    alone = LazyAutomaton(patterns)
+    for index, data in enumerate(inputs):
+        states = np.full(2000, alone.initial, dtype=np.int32)
+        for step_index, column in enumerate(data):
+            states = alone.step(states, column)
+            expected = [_key(alone, s) for s in states[:50].tolist()]
+            assert results[index][step_index] == expected
+            states = np.where(states == DEAD, alone.initial, states).astype(np.int32)
+
+
+def _key(automaton: LazyAutomaton, state: int) -> frozenset[int]:
+    return automaton._sets[state]
+
+
+# -------------------------------------------------------------------- large repeats
+
+
+def test_large_counted_repeats_are_linear() -> None:
+    started = time.perf_counter()
+    automaton = LazyAutomaton("(?:abcdefghij){0,5000}")
+    elapsed = time.perf_counter() - started
+    print(f"\n(?:abcdefghij){{0,5000}}: {elapsed * 1000:.1f} ms, NFA {automaton.nfa_size}")
+    assert automaton.nfa_size[0] < 200_000
+    assert automaton.matches(b"abcdefghij" * 5000)
+    assert automaton.matches(b"")
+    assert not automaton.matches(b"abcdefghij" * 5001)
+    assert not automaton.matches(b"abcdefghij" * 3 + b"abc")
+    digits = LazyAutomaton("[0-9]{3,5000}x")
+    assert digits.matches(b"1" * 5000 + b"x") and not digits.matches(b"1" * 5001 + b"x")
+    assert not digits.matches(b"12x") and digits.matches(b"123x")
+    assert digits.min_bytes_to_accept(digits.initial) == 4
+    nested = LazyAutomaton(r"(?:[^\"\\]{0,20}\"){0,200}")
+    assert nested.matches(('é' * 20 + '"').encode() * 200)
+    assert not nested.matches(('é' * 21 + '"').encode())
+    assert elapsed < 5
+
+
+def test_deep_nesting_does_not_recurse() -> None:
+    depth = 5000
+    pattern = "(?:a" * depth + ")?" * depth
+    automaton = LazyAutomaton(pattern)
+    assert automaton.matches(b"a" * depth)
+    assert automaton.matches(b"a" * 17)
+    assert not automaton.matches(b"a" * (depth + 1))
+
+
+def test_pattern_that_matches_nothing_is_refused() -> None:
+    with pytest.raises(SchemaError, match="matches no string"):
+        LazyAutomaton(r"[\ud800-\udfff]")
+    # but an empty branch elsewhere is simply dropped
+    assert LazyAutomaton(r"a|[\ud800-\udfff]b").matches(b"a")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "pattern,needle,position",
+    [
+        ("a(?=b)", "lookahead", 1),
+        ("(?!a)b", "lookahead", 0),
+        ("(?<=a)b", "lookbehind", 0),
+        ("(?<!a)b", "lookbehind", 0),
+        (r"(a)\1", "backreferences", 3),
+        ("(?P<n>a)(?P=n)", "backreferences", 8),
+        (r"\bword", "word boundaries", 0),
+        (r"a\B", "word boundaries", 1),
+        (r"\Aa", "anchor", 0),
+        (r"a\Z", "anchor", 1),
+        ("(?i)abc", "case-insensitive", 0),
+        ("a(?i:b)", "case-insensitive", 1),
+        ("(?x)a b", "verbose", 0),
+        ("(?u)a", "'u'", 0),
+        ("(ab", "missing ), unterminated subpattern", 0),
+        ("a(b(c)", "missing ), unterminated subpattern", 1),
+        ("ab)", "unbalanced parenthesis", 2),
+        ("a{3,1}", "min repeat greater than max repeat", 2),
+        ("*a", "nothing to repeat", 0),
+        ("a|*", "nothing to repeat", 2),
+        ("a**", "multiple repeat", 2),
+        ("a{2}{3}", "multiple repeat", 4),
+        ("a++", "possessive", 2),
+        ("[abc", "unterminated character set", 0),
+        ("[z-a]", "bad character range", 1),
+        (r"[\d-z]", "bad character range", 1),
+        ("\\", "bad escape", 0),
+        (r"\q", "bad escape", 0),
+        (r"\x4", "incomplete escape", 0),
+        (r"\U00110000", "bad escape", 0),
+        ("(?>a)", "atomic", 0),
+        ("(?(1)a|b)", "conditional", 0),
+        ("a^b", "anchor '^'", 1),
+        ("a$b", "anchor '$'", 1),
+        ("(a$)", "anchor '$'", 2),
+        ("a(?s)b", "global flags not at the start", 1),
+        ("(?P<1a>x)", "group name", 4),
+        ("(?P<n>a)(?P<n>b)", "redefinition", 12),
+        ("(?#unterminated", "unterminated comment", 0),
+    ],
+)
+def test_unsupported_syntax_is_refused_with_a_position(
+    pattern: str, needle: str, position: int
+) -> None:
+    with pytest.raises(SchemaError) as info:
+        LazyAutomaton(pattern)
+    message = str(info.value)
+    assert message.startswith("expected a regular expression formcast can compile, found ")
+    assert needle in message
+    assert message.endswith(f"at position {position}"), message
+
+
+def test_error_message_shows_at_most_80_characters() -> None:
+    pattern = "a" * 200 + "(?=b)"
+    with pytest.raises(SchemaError) as info:
+        LazyAutomaton(pattern)
+    message = str(info.value)
+    assert "a" * 80 in message and "a" * 81 not in message
+    assert "205 characters" in message and message.endswith("at position 200")
+
+
+def test_non_string_pattern_is_refused() -> None:
+    with pytest.raises(SchemaError, match="must be a str"):
+        LazyAutomaton(b"abc")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_everything_accepted_here_compiles_in_re(pattern: str) -> None:
+    re.compile(pattern)
+
+
+# ---------------------------------------------------------------------- performance
+
+
+def _schema_regex(name: str, mode: str) -> str | None:
+    path = MASKBENCH / name
+    if not path.exists():
+        return None
+    from formcast.regex import schema_to_regex
+
+    document = json.loads(path.read_text())
+    return schema_to_regex(document["schema"], mode=mode)  # type: ignore[arg-type]
+
+
+def _synthetic_regex(properties: int) -> str:
+    parts = [
+        rf'"p{i}":(?:{JSON_STRING}|{JSON_NUMBER}|true|false|null)' for i in range(properties)
+    ]
+    return r"\{" + "(?:" + ",".join(f"(?:{p})?" for p in parts) + r")\}"
+
+
+def test_performance_smoke_on_large_json_schema_regexes() -> None:
+    """Print compile/row/step timings; assert only generous bounds."""
+    cases: list[tuple[str, str]] = []
+    for mode in ("generation", "specification"):
+        regex = _schema_regex("Kubernetes---kb_1_Normalized.json", mode)
+        if regex is not None:
+            cases.append((f"kb_1 {mode}", regex))
+    if not cases:
+        cases.append(("synthetic", _synthetic_regex(400)))
+    for label, regex in cases:
+        started = time.perf_counter()
+        automaton = LazyAutomaton(regex)
+        compiled = time.perf_counter() - started
+        state = automaton.walk(b'{"')
+        assert state != DEAD
+        started = time.perf_counter()
+        distance = automaton.min_bytes_to_accept(automaton.initial)
+        searched = time.perf_counter() - started
+        # follow the shortest completion: it must be a document re accepts
+        path = bytearray()
+        state = automaton.initial
+        while not automaton.is_accepting(state):
+            row = automaton.row(state)
+            byte = min(
+                (b for b in range(256) if row[b] != DEAD),
+                key=lambda b: automaton.min_bytes_to_accept(int(row[b])),
+            )
+            path.append(byte)
+            state = int(row[byte])
+        assert len(path) == distance
+        document = path.decode()
+        json.loads(document)
+        assert re.fullmatch(regex, document) is not None
+        print(
+            f"\n{label}: {len(regex)} chars, NFA {automaton.nfa_size}, compile "
+            f"{compiled * 1000:.0f} ms, first min_bytes_to_accept {searched * 1000:.0f} ms, "
+            f"shortest document {document[:60]!r}"
+        )
+        assert compiled < 5 * max(1, len(regex) / 100_000)
+
+
+def test_performance_smoke_rows_and_step() -> None:
+    automaton = LazyAutomaton(JSON_OBJECT)
+    started = time.perf_counter()
+    states = _explore(automaton, limit=500)
+    per_row = (time.perf_counter() - started) / len(states)
+    rng = np.random.default_rng(0)
+    batch = rng.choice(np.array(states, dtype=np.int32), size=49_152)
+    data = rng.integers(0, 256, size=batch.size).astype(np.uint8)
+    automaton.step(batch, data)
+    started = time.perf_counter()
+    for _ in range(20):
+        automaton.step(batch, data)
+    per_step = (time.perf_counter() - started) / 20
+    print(
+        f"\nJSON object: {len(states)} states, {per_row * 1e6:.0f} us per row (incl. the "
+        f"walk), step over 49,152 pairs {per_step * 1e6:.0f} us"
+    )
+    assert per_step < 0.5
