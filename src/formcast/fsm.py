@@ -550,7 +550,7 @@ def _parse_char_fsm(pattern: str) -> tuple[Any, dict[str, tuple[ByteRange, ...]]
         if tuple(parsed.prefix_postfix) != (0, 0):
             _fail(pattern, "lookahead and lookbehind assertions are not supported")
         return parsed.to_fsm(), rewritten.blocks
-    except SchemaError:
+    except (SchemaError, MemoryError):
         raise
     except interegular.Unsupported as exc:
         _fail(pattern, f"interegular does not support {exc or 'a construct in it'}", exc)
