@@ -225,7 +225,7 @@ POOL = [
     '{"name":"Bob","age":42,"score":1.5,"tags":["x","y"]}',
     '{"name":"Bob","age":-0}',
     '{"name":"Bob","age":01}',
-    ".*+?()[]{}|^$/\"-\\",
+    '.*+?()[]{}|^$/"-\\',
     "#& :",
     "\t\n\r\f\v\x07",
 ]
@@ -251,18 +251,25 @@ def test_agrees_with_re_on_pool(pattern: str) -> None:
 
 
 def _matching_strings(pattern: str) -> st.SearchStrategy[str]:
-    """Strings Hypothesis builds to match ``pattern`` (under Unicode ``\d``, so a few may
+    """Strings Hypothesis builds to match ``pattern`` (under Unicode ``\\d``, so a few may
     not match under re.ASCII: callers compare with the oracle, they do not assume)."""
-    return st.from_regex(
-        pattern, fullmatch=True, alphabet=st.characters(exclude_categories=["Cs"])
-    )
+    return st.from_regex(pattern, fullmatch=True).filter(_encodable)
+
+
+def _encodable(text: str) -> bool:
+    return not any(0xD800 <= ord(char) <= 0xDFFF for char in text)
+
+
+# Hypothesis builds these classes too slowly (or refuses them); the pool and the
+# exhaustive UTF-8 tests cover them.
+SLOW_TO_GENERATE = {r"[\x80-\U0010ffff]", r"[^\ud800-\udfff]", "[一-龥]{1,3}", "^", "$", ""}
 
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 
 
-@pytest.mark.parametrize("pattern", [p for p in PATTERNS if p not in ("^", "$", "")])
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.parametrize("pattern", [p for p in PATTERNS if p not in SLOW_TO_GENERATE])
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_agrees_with_re_on_generated(pattern: str, data: st.DataObject) -> None:
     """Strings Hypothesis generates from the pattern, mutated, and arbitrary text."""
@@ -306,7 +313,7 @@ def test_agrees_with_eager_fsm_on_pool(pattern: str) -> None:
 
 
 @pytest.mark.parametrize("pattern", [JSON_STRING, JSON_NUMBER, JSON_OBJECT, r"[^\"\\]*", ".*é"])
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=st.text(), data=st.data())
 def test_agrees_with_eager_fsm_on_hypothesis_text(
     pattern: str, text: str, data: st.DataObject
@@ -322,7 +329,7 @@ def test_agrees_with_eager_fsm_on_hypothesis_text(
             continue
         assert automaton.matches(raw) == reference.matches(raw), (pattern, candidate)
         # byte by byte too, including invalid byte strings: prefixes and splices
-        for cut in range(len(raw) + 1):
+        for cut in range(0, len(raw) + 1, max(1, len(raw) // 16)):
             piece = raw[:cut] + raw[cut + 1 :]
             assert automaton.matches(piece) == reference.matches(piece), (pattern, piece)
 
@@ -413,9 +420,7 @@ def test_one_character_classes_exhaustive_over_structured_bytes(
 @given(lo=st.integers(0, 0x10FFFF), span=st.integers(0, 3000))
 def test_utf8_sequences_cover_exactly_the_encodings(lo: int, span: int) -> None:
     hi = min(lo + span, 0x10FFFF)
-    expected = {
-        chr(c).encode() for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF
-    }
+    expected = {chr(c).encode() for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF}
     produced: set[bytes] = set()
     for seq in _utf8_sequences(lo, hi):
         pieces = [range(a, b + 1) for a, b in seq]
@@ -441,10 +446,10 @@ def _explore(automaton: LazyAutomaton, limit: int = 3000) -> list[int]:
     return order
 
 
-@pytest.mark.parametrize(
-    "pattern",
-    [p for p in PATTERNS if p not in ("", "^", "$")][::3] + [JSON_OBJECT, r"[^\x00-\x7f]{2}é"],
-)
+BELLMAN_PATTERNS = [*[p for p in PATTERNS if p not in ("", "^", "$")][::3], JSON_OBJECT]
+
+
+@pytest.mark.parametrize("pattern", [*BELLMAN_PATTERNS, r"[^\x00-\x7f]{2}é"])
 def test_every_state_can_accept_and_distances_satisfy_bellman(pattern: str) -> None:
     automaton = lazy(pattern)
     states = _explore(automaton)
@@ -553,7 +558,7 @@ def test_step_is_vectorized_and_matches_walk() -> None:
         data[::7] = rng.integers(0, 256, size=data[::7].size)
         nxt = automaton.step(states, data)
         assert nxt.dtype == np.int32 and nxt.shape == states.shape
-        for s, b, t in list(zip(states.tolist(), data.tolist(), nxt.tolist()))[:300]:
+        for s, b, t in list(zip(states.tolist(), data.tolist(), nxt.tolist(), strict=True))[:300]:
             assert reference.walk(bytes([b]), _same_state(automaton, reference, s)) == (
                 _same_state(automaton, reference, t)
             )
@@ -650,9 +655,9 @@ def test_large_counted_repeats_are_linear() -> None:
     assert digits.matches(b"1" * 5000 + b"x") and not digits.matches(b"1" * 5001 + b"x")
     assert not digits.matches(b"12x") and digits.matches(b"123x")
     assert digits.min_bytes_to_accept(digits.initial) == 4
-    nested = LazyAutomaton(r"(?:[^\"\\]{0,20}\"){0,200}")
-    assert nested.matches(('é' * 20 + '"').encode() * 200)
-    assert not nested.matches(('é' * 21 + '"').encode())
+    nested = LazyAutomaton(r"(?:[^\"\\]{0,20}\"){0,50}")
+    assert nested.matches(("é" * 20 + '"').encode() * 50)
+    assert not nested.matches(("é" * 21 + '"').encode())
     assert elapsed < 5
 
 
@@ -763,9 +768,7 @@ def _schema_regex(name: str, mode: str) -> str | None:
 
 
 def _synthetic_regex(properties: int) -> str:
-    parts = [
-        rf'"p{i}":(?:{JSON_STRING}|{JSON_NUMBER}|true|false|null)' for i in range(properties)
-    ]
+    parts = [rf'"p{i}":(?:{JSON_STRING}|{JSON_NUMBER}|true|false|null)' for i in range(properties)]
     return r"\{" + "(?:" + ",".join(f"(?:{p})?" for p in parts) + r")\}"
 
 
@@ -828,3 +831,43 @@ def test_performance_smoke_rows_and_step() -> None:
         f"walk), step over 49,152 pairs {per_step * 1e6:.0f} us"
     )
     assert per_step < 0.5
+
+
+# ------------------------------------------------------------ random regex fuzzing
+
+_ATOMS = ["a", "b", "é", "😀", ".", "[ab]", "[^a]", "[a-é]", r"\d", r"\W", r"\u00e9", "[^é😀]", "0"]
+_ALPHABET = "abé😀0\n-"
+
+
+def _render(draw: st.DrawFn, depth: int) -> str:
+    kind = draw(st.integers(0, 5 if depth > 0 else 0))
+    if kind == 0:
+        return draw(st.sampled_from(_ATOMS))
+    if kind in (1, 2):  # sequence
+        return "".join(_render(draw, depth - 1) for _ in range(draw(st.integers(0, 3))))
+    if kind == 3:  # alternation, empty branches allowed
+        branches = [_render(draw, depth - 1) for _ in range(draw(st.integers(1, 3)))]
+        return "(?:" + "|".join(branches) + ")"
+    body = _render(draw, depth - 1) or "a"
+    quantifier = draw(
+        st.sampled_from(["*", "+", "?", "{2}", "{0,2}", "{1,3}", "{2,}", "{,2}", "*?", "{0}"])
+    )
+    return "(" + body + ")" + quantifier
+
+
+@st.composite
+def _regexes(draw: st.DrawFn) -> str:
+    return _render(draw, 4)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=_regexes(), texts=st.lists(st.text(_ALPHABET, max_size=6), max_size=25))
+def test_random_regexes_agree_with_re(pattern: str, texts: list[str]) -> None:
+    automaton = LazyAutomaton(pattern)
+    for text in texts:
+        assert automaton.matches(text.encode()) == oracle(pattern, text), (pattern, text)
+    # and every state reached by those texts can still be completed
+    for text in texts:
+        state = automaton.walk(text.encode())
+        if state != DEAD:
+            assert automaton.min_bytes_to_accept(state) < UNREACHABLE

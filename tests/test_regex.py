@@ -148,7 +148,7 @@ Case = tuple[str, Any, list[Any], list[Any]]
 CASES: list[Case] = [
     ("string", {"type": "string"}, ["", "abc", "é ñ 中 😀", 'q"uote', "back\\slash", "nl\n", "\x01"], [1, None, True]),
     ("integer", {"type": "integer"}, [0, -1, 7, 1234567890123456789012], [1.5, "1", True, None]),
-    ("number", {"type": "number"}, [0, -1, 1.5, -0.25, 1e20, 3.0e-5], ["1", True, None]),
+    ("number", {"type": "number"}, [0, -1, 1.5, -0.25, 1e14, 3.0e-5, 1.5e99], ["1", True, None, 1e100]),
     ("boolean", {"type": "boolean"}, [True, False], [0, 1, "true", None]),
     ("null", {"type": "null"}, [None], [0, "", False]),
     ("type list", {"type": ["string", "null"]}, ["x", None], [1, True]),
@@ -488,7 +488,7 @@ def test_generation_mode_ignores_extra_keys_and_keeps_order() -> None:
 def test_specification_mode_allows_extra_properties_after_declared() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
     regex = schema_to_regex(schema, mode="specification")
-    assert re.fullmatch(regex, '{"a":1,"b":[1,{"c":null}]}')
+    assert re.fullmatch(regex, '{"a":1,"b":null}')
     assert re.fullmatch(regex, '{"a":1,"b":1,"c":"x"}')
     # an extra key may not repeat a declared name (that would bypass its schema)
     assert not re.fullmatch(regex, '{"a":1,"a":"x"}')
@@ -542,7 +542,8 @@ def test_schema_errors_propagate() -> None:
 
 def test_json_text_and_bool_inputs() -> None:
     assert re.fullmatch(schema_to_regex('{"type": "integer"}'), "12")
-    assert re.fullmatch(schema_to_regex(True), '{"a":[1]}')
+    assert re.fullmatch(schema_to_regex(True), '{"a":[1]}') is None  # nesting depth 1
+    assert re.fullmatch(schema_to_regex(True), '{"a":1,"b":"c"}')
 
 
 def test_unknown_format_warns_in_generation_mode() -> None:
@@ -612,7 +613,6 @@ UNSUPPORTED: list[tuple[Any, str, str, str]] = [
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "/", "generation"),
     ({"type": "object", "properties": {"s": {"type": "string", "pattern": "a(?!b)"}}}, "pattern", "/properties/s", "generation"),
     ({"type": "string", "pattern": "\\bword"}, "pattern", "/", "generation"),
-    ({"type": "string", "pattern": "\\p{L}"}, "pattern", "/", "generation"),
     ({"type": "string", "pattern": "a^b"}, "pattern", "/", "generation"),
     ({"type": "string", "pattern": "[a-z]+", "maxLength": 5}, "maxLength", "/", "generation"),
     ({"type": "string", "format": "date", "maxLength": 5}, "maxLength", "/", "generation"),
@@ -732,8 +732,8 @@ def test_float_bounds_are_exact_after_parsing(bound: float, lower: bool, strict:
     for text in sample(regex, rng, 30, max_len=40):
         assert validator.is_valid(json.loads(text)), (text, schema)
     # the bound itself, written as Python writes it, is in or out as it should be
-    text = repr(bound) if "e" not in repr(bound) else format(bound, "f")
-    if not text.startswith("-0"):
+    text = format(decimal.Decimal(repr(bound)), "f")
+    if not text.startswith("-0") and len(text.partition(".")[2]) <= 15:
         assert bool(re.fullmatch(regex, text)) is (not strict), (text, schema)
 
 
@@ -746,6 +746,7 @@ def test_escape_literal() -> None:
 def test_public_constants_match_json() -> None:
     assert re.fullmatch(INTEGER, "-12") and not re.fullmatch(INTEGER, "012")
     assert re.fullmatch(NUMBER, "-1.5e+10") and not re.fullmatch(NUMBER, "1.")
+    assert not re.fullmatch(NUMBER, "1e400") and not re.fullmatch(NUMBER, "1" * 400 + ".5")
     assert re.fullmatch(STRING, '"a\\"b\\u00e9"') and not re.fullmatch(STRING, '"\\ud800"')
 
 
@@ -764,8 +765,8 @@ def test_optional_properties_stay_small(count: int) -> None:
     import math
 
     assert len(regex) <= member * (count * (math.log2(count) + 1) + 2) * 1.6
-    fsm = compile_fsm(regex)
-    assert len(fsm.states) < 40 * count + 50
+    fsm = compile_fsm(regex).reduce()
+    assert len(fsm.states) < 16 * count + 20  # the minimal automaton stays linear
     keys = [f"field_{i:02d}" for i in range(count)]
     rng = random.Random(count)
     for _ in range(30):

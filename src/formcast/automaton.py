@@ -61,6 +61,7 @@ import unicodedata
 from collections import deque
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import pairwise
 from operator import itemgetter
 from typing import Any, NoReturn
 
@@ -216,7 +217,7 @@ def _class_template(ranges: tuple[Range, ...]) -> Template | None:
         state, items = work.pop()
         cuts = sorted({seq[0][0] for seq in items} | {seq[0][1] + 1 for seq in items})
         pending: tuple[int, int, int] | None = None
-        for a, b in zip(cuts, cuts[1:]):
+        for a, b in pairwise(cuts):
             rests = [seq[1:] for seq in items if seq[0][0] <= a <= seq[0][1]]
             if not rests:
                 emit(pending, state)
@@ -513,11 +514,7 @@ class _Builder:
             if in_class or kind == "0":
                 while end < pos + 4 and end < len(p) and p[end] in _OCTAL_DIGITS:
                     end += 1
-            elif (
-                pos + 3 < len(p)
-                and p[pos + 2] in _OCTAL_DIGITS
-                and p[pos + 3] in _OCTAL_DIGITS
-            ):
+            elif pos + 3 < len(p) and p[pos + 2] in _OCTAL_DIGITS and p[pos + 3] in _OCTAL_DIGITS:
                 end = pos + 4
             else:
                 self.fail(f"backreferences (\\{kind}) are not supported", pos)
@@ -569,7 +566,7 @@ class _Builder:
             has_range = i + 1 < size and p[i] == "-" and p[i + 1] != "]"
             if shorthand is not None:
                 if has_range:
-                    self.fail(f"bad character range {p[atom_pos:i + 2]}", atom_pos)
+                    self.fail(f"bad character range {p[atom_pos : i + 2]}", atom_pos)
                 ranges.extend(shorthand)
                 continue
             if not has_range:
@@ -624,8 +621,9 @@ class _Builder:
             char = p[pos]
             if char == "\\" and pos + 1 < size and p[pos + 1] in _ASCII_ALNUM:
                 shorthand, code, pos = self.escape(pos, in_class=False)
-                items.append(self.char_set(shorthand) if shorthand is not None else
-                             self.literal(chr(code)))
+                items.append(
+                    self.char_set(shorthand) if shorthand is not None else self.literal(chr(code))
+                )
                 quantifiable = True
                 continue
             if char not in "\\^$.|?*+()[{" or char == "\\":
@@ -855,16 +853,49 @@ class LazyAutomaton:
         self._bdst = np.asarray(builder.bdst, dtype=np.int32)
         self._esrc = np.asarray(builder.esrc, dtype=np.int32)
         self._edst = np.asarray(builder.edst, dtype=np.int32)
+        self._bypass_epsilon_chains()
         self._sets: list[frozenset[int]] = []
-        self._table = np.full((_INITIAL_CAPACITY, 256), _UNBUILT, dtype=np.int32)
-        self._flat = self._table.reshape(-1)
-        self._built = np.zeros(_INITIAL_CAPACITY, dtype=np.bool_)
-        self._accepting = np.zeros(_INITIAL_CAPACITY, dtype=np.bool_)
+        self._table: IntArray = np.full((_INITIAL_CAPACITY, 256), _UNBUILT, dtype=np.int32)
+        self._flat: IntArray = self._table.reshape(-1)
+        self._built: BoolArray = np.zeros(_INITIAL_CAPACITY, dtype=np.bool_)
+        self._accepting: BoolArray = np.zeros(_INITIAL_CAPACITY, dtype=np.bool_)
         self._prepare()
         self._add_state(frozenset())
         self._table[DEAD] = DEAD
         self._built[DEAD] = True
         self._add_state(self._closure(self._start))
+
+    def _bypass_epsilon_chains(self) -> None:
+        """Point edges past states whose only way out is one epsilon edge.
+
+        Thompson glue (sequence links, alternation exits) leaves many such states; an
+        edge into one is equivalent to an edge into its successor, so pointer jumping
+        (vectorized, O(n log chain)) redirects every edge to the end of its chain and
+        the bypassed states' own epsilon edges are dropped. Halves the epsilon closures
+        computed when rows are built and the work of the reverse distance search.
+        """
+        n = self._nfa_states
+        if self._esrc.size == 0:
+            return
+        eps_out = np.bincount(self._esrc, minlength=n)
+        byte_out = np.bincount(self._bsrc, minlength=n)
+        single = (eps_out == 1) & (byte_out == 0)
+        single[self._final] = False
+        following = np.arange(n, dtype=np.int32)
+        from_single = single[self._esrc]
+        following[self._esrc[from_single]] = self._edst[from_single]
+        for _ in range(64):
+            jumped = following[following]
+            if np.array_equal(jumped, following):
+                break
+            following = jumped
+        else:  # an epsilon cycle among dead states: redirect, but keep every edge
+            from_single[:] = False
+        self._bdst = following[self._bdst]
+        keep = ~from_single
+        self._esrc = self._esrc[keep]
+        self._edst = following[self._edst[keep]]
+        self._start = int(following[self._start])
 
     # -- derived structures (rebuilt after unpickling) --------------------------------
     def _prepare(self) -> None:
@@ -926,7 +957,7 @@ class LazyAutomaton:
         if cached is not None:
             return cached
         eoff, edst, important = self._eoff, self._edst_l, self._important
-        if eoff[state] == eoff[state + 1]:
+        if eoff[state] == eoff[state + 1] and important[state]:
             result = frozenset((state,))
         else:
             seen = {state}
@@ -936,8 +967,7 @@ class LazyAutomaton:
                 x = stack.pop()
                 if important[x]:
                     found.append(x)
-                for k in range(eoff[x], eoff[x + 1]):
-                    y = edst[k]
+                for y in edst[eoff[x] : eoff[x + 1]]:
                     if y not in seen:
                         seen.add(y)
                         stack.append(y)
@@ -1040,6 +1070,8 @@ class LazyAutomaton:
         ``-1`` there, so they are then built (under the lock) and gathered again. Cost when
         all rows exist: one index computation and one gather, ~7 ns per element.
         """
+        if states.dtype.itemsize < 4:
+            states = states.astype(np.int32)
         if self._table.shape[0] < _SHIFT_SAFE:
             index = (states << 8) | data
         else:
@@ -1056,7 +1088,8 @@ class LazyAutomaton:
         state = self._check(state)
         if not self._built[state]:
             self._ensure((state,))
-        return self._table[state].copy()
+        row: IntArray = self._table[state].copy()
+        return row
 
     def is_accepting(self, state: int) -> bool:
         """Whether input may end in ``state``."""
@@ -1080,7 +1113,8 @@ class LazyAutomaton:
 
     def matches(self, data: bytes) -> bool:
         """Whether ``data`` is, in full, the UTF-8 encoding of a string the pattern matches."""
-        return bool(self._accepting[self.walk(data)])
+        end = self.walk(data)  # may grow the arrays: read them afterwards
+        return bool(self._accepting[end])
 
     def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
         """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
@@ -1157,7 +1191,7 @@ def _sweep(edges: list[tuple[int, int, frozenset[int]]]) -> list[tuple[int, int,
     active: list[tuple[int, int, frozenset[int]]] = []
     index = 0
     total = len(edges)
-    for a, b in zip(points, points[1:]):
+    for a, b in pairwise(points):
         while index < total and edges[index][0] <= a:
             active.append(edges[index])
             index += 1

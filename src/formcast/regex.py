@@ -85,6 +85,7 @@ __all__ = [
     "ANY_VALUE_DEPTH",
     "BOOLEAN",
     "INTEGER",
+    "MAX_REGEX_LENGTH",
     "NULL",
     "NUMBER",
     "STRING",
@@ -96,6 +97,13 @@ __all__ = [
 
 WHITESPACE_DEFAULT = 4
 """Whitespace characters allowed at each place when ``whitespace=True``."""
+
+MAX_REGEX_LENGTH = 1_000_000
+"""Largest regex :func:`schema_to_regex` returns (characters).
+
+Recursive schemas that would exceed it are unrolled fewer times (with a warning); other
+schemas that exceed it are refused with :class:`UnsupportedSchemaError`.
+"""
 
 ANY_VALUE_DEPTH = 1
 """Nesting depth of arrays/objects produced for an unconstrained value (``true``, ``{}``).
@@ -340,8 +348,13 @@ STRING = f'"{STRING_CHAR}*"'
 """Any JSON string."""
 INTEGER = r"-?(?:0|[1-9][0-9]*)"
 """Any JSON integer literal."""
-NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
-"""Any JSON number."""
+NUMBER = r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,2})?"
+"""JSON numbers with at most 15 integer digits and a two-digit exponent: always finite.
+
+(A JSON number such as ``1e400`` parses to ``inf``, which ``Decimal`` and many validators
+refuse.)"""
+_NUMBER_LIMIT = Decimal(10) ** 15
+"""One-sided bounds on ``number`` get this as the other side, so values stay finite."""
 BOOLEAN = "(?:true|false)"
 NULL = "null"
 
@@ -952,7 +965,7 @@ def _below(bound: int | float) -> Decimal:
     if digits <= 15:
         step = Decimal(1).scaleb(-(15 - digits))
         with localcontext() as ctx:
-            ctx.prec = 400
+            ctx.prec = 2000
             candidate = (exact / step).to_integral_value(ROUND_CEILING) * step - step
             while not (candidate < exact and float(candidate) < bound):
                 candidate -= step
@@ -965,6 +978,10 @@ def _below(bound: int | float) -> Decimal:
 
 def _above(bound: int | float) -> Decimal:
     return -_below(-bound)
+
+
+_FRACTION_DIGITS = 20
+"""Bounds on ``number`` are rounded inwards to this many decimals (keeps regexes shallow)."""
 
 
 def _split_decimal(value: Decimal) -> tuple[int, str]:
@@ -1068,8 +1085,18 @@ def _magnitude(
 
 def _number_range(lo: Decimal | None, hi: Decimal | None) -> str | None:
     """Regex for JSON numbers (no exponent) with ``lo <= value <= hi``."""
+    with localcontext() as context:
+        context.prec = 2000
+        return _number_range_exact(lo, hi)
+
+
+def _number_range_exact(lo: Decimal | None, hi: Decimal | None) -> str | None:
     if lo is None and hi is None:
         return NUMBER
+    if hi is None:
+        hi = max(_NUMBER_LIMIT, lo or _NUMBER_LIMIT)
+    if lo is None:
+        lo = min(-_NUMBER_LIMIT, hi)
     if lo is not None and hi is not None and lo > hi:
         return None
     alts = []
@@ -1097,14 +1124,14 @@ def _words_except(words: Iterable[str], low: int, high: int) -> str:
         node = tree
         for char in word:
             node = node.setdefault(char, {})
-        node["$"] = True
+        node[""] = True
 
     def emit(node: dict[str, Any], depth: int) -> str | None:
         alts = []
-        if low <= depth <= high and "$" not in node:
+        if low <= depth <= high and "" not in node:
             alts.append("")
         if depth < high:
-            children = sorted(k for k in node if k != "$")
+            children = sorted(k for k in node if k)
             others = _minus(_chars("abcdefghijklmnopqrstuvwxyz"), _chars("".join(children)))
             cls = _class(others)
             if cls is not None:
@@ -1277,6 +1304,15 @@ class _Never:
 _Result = Union[str, _Never]
 
 
+class _TooLarge(Exception):
+    """Raised as soon as a partial regex exceeds ``MAX_REGEX_LENGTH``."""
+
+    def __init__(self, keyword: str, pointer: str) -> None:
+        super().__init__(keyword, pointer)
+        self.keyword = keyword
+        self.pointer = pointer
+
+
 @dataclass(frozen=True)
 class _Part:
     """One conjunct of the schema for a value.
@@ -1342,17 +1378,17 @@ def _except(alphabet: Ranges, words: Iterable[str], low: int, high: int | None) 
         node = tree
         for char in word:
             node = node.setdefault(char, {})
-        node["$"] = True
+        node[""] = True
     any_char = _class(alphabet)
     if any_char is None:
-        return "" if low == 0 and "$" not in tree else None
+        return "" if low == 0 and "" not in tree else None
 
     def emit(node: dict[str, Any], depth: int) -> str | None:
         alts = []
-        if depth >= low and "$" not in node:
+        if depth >= low and "" not in node:
             alts.append("")
         if high is None or depth < high:
-            children = [k for k in node if k != "$"]
+            children = [k for k in node if k]
             others = _class(_minus(alphabet, _chars("".join(children))))
             if others is not None:
                 rest_high = None if high is None else high - depth - 1
@@ -1415,6 +1451,7 @@ class _Translator:
         cls = validator_class(root)
         self.validator = cls(root, format_checker=cls.FORMAT_CHECKER)
         self.plain_strings = False
+        self.recursive = False
         self._any: dict[int, str] = {}
         self._pattern_cache: dict[tuple[str, bool], str | None] = {}
 
@@ -1428,16 +1465,19 @@ class _Translator:
         for part in parts:
             if part.schema is True:
                 continue
-            if part.synthetic or part.schema is False:
-                schema: Any = part.schema
-            else:
-                schema = {"$ref": "#" + _quote_pointer(part.pointer)}
-            try:
-                ok = self.validator.evolve(schema=schema).is_valid(value)
-            except Exception as error:
-                raise self.refuse(
-                    "enum", part.pointer, f"cannot check values against the schema: {error}"
-                ) from None
+            attempts: list[Any] = [part.schema]
+            if not part.synthetic and part.schema is not False:
+                # the full schema at the pointer (resolves references in nested resources)
+                attempts.insert(0, {"$ref": "#" + _quote_pointer(part.pointer)})
+            for index, schema in enumerate(attempts):
+                try:
+                    ok = self.validator.evolve(schema=schema).is_valid(value)
+                    break
+                except Exception as error:
+                    if index == len(attempts) - 1:
+                        raise self.refuse(
+                            "enum", part.pointer, f"cannot check values against the schema: {error}"
+                        ) from None
             if not ok:
                 return False
         return True
@@ -1477,6 +1517,19 @@ class _Translator:
 
     def gen(self, parts: list[_Part], refs: tuple[str, ...]) -> _Result:
         """Regex for a value satisfying every part (a conjunction)."""
+        result = self._gen(parts, refs)
+        if isinstance(result, str) and len(result) > MAX_REGEX_LENGTH:
+            schema = parts[0].schema if parts else {}
+            keyword = "$ref"
+            if isinstance(schema, dict):
+                keyword = next(
+                    (k for k in ("anyOf", "oneOf", "properties", "items", "$ref") if k in schema),
+                    "$ref",
+                )
+            raise _TooLarge(keyword, parts[0].pointer if parts else "")
+        return result
+
+    def _gen(self, parts: list[_Part], refs: tuple[str, ...]) -> _Result:
         flat, refs, never = self.flatten(parts, refs)
         if never is not None:
             return never
@@ -1516,6 +1569,8 @@ class _Translator:
                 if not isinstance(ref, str):
                     raise SchemaError(f"expected a string $ref at {part.pointer or '/'}")
                 target, target_pointer = self.refs.resolve(ref, part.pointer)
+                if target_pointer in refs:
+                    self.recursive = True
                 if refs.count(target_pointer) > self.max_depth:
                     return (
                         [],
@@ -1715,21 +1770,33 @@ class _Translator:
         branch_parts = [
             _Part(b, join_pointer(part.pointer, keyword, i), part.synthetic) for i, b in enumerate(branches)
         ]
+        extra: list[list[_Part]] = [[] for _ in branches]
         if keyword == "oneOf" and len(branches) > 1:
+            # exactly one branch: each branch excludes the others it may overlap with,
+            # by a proof of disjointness or else by the negation of the other branch
             for i in range(len(branches)):
                 for j in range(i + 1, len(branches)):
-                    if not self.disjoint(base + [branch_parts[i]], base + [branch_parts[j]], refs, 0):
-                        raise self.refuse(
-                            "oneOf",
-                            part.pointer,
-                            f"cannot prove that branches {i} and {j} exclude each other",
-                        )
+                    if self.disjoint(base + [branch_parts[i]], base + [branch_parts[j]], refs, 0):
+                        continue
+                    for mine, other in ((i, j), (j, i)):
+                        try:
+                            negated = self.negate(
+                                branch_parts[other].schema, branch_parts[other].pointer, 0
+                            )
+                        except UnsupportedSchemaError as error:
+                            raise self.refuse(
+                                "oneOf",
+                                part.pointer,
+                                f"cannot prove that branches {i} and {j} exclude each other, "
+                                f"nor negate branch {other} ({error.reason})",
+                            ) from None
+                        extra[mine].append(_Part(negated, branch_parts[other].pointer, True))
         results: list[str] = []
         nevers: list[_Never] = []
         failures: list[UnsupportedSchemaError] = []
-        for branch in branch_parts:
+        for branch, exclusions in zip(branch_parts, extra):
             try:
-                result = self.gen([*base, branch], refs)
+                result = self.gen([*base, branch, *exclusions], refs)
             except UnsupportedSchemaError as error:
                 failures.append(error)
                 continue
@@ -1985,6 +2052,11 @@ class _Translator:
     # ------------------------------------------------------------------ numbers
 
     def numeric(self, flat: list[_Part], integer_only: bool, excluded: list[Any]) -> _Result:
+        with localcontext() as context:
+            context.prec = 2000  # exact arithmetic on any bound JSON can spell
+            return self._numeric(flat, integer_only, excluded)
+
+    def _numeric(self, flat: list[_Part], integer_only: bool, excluded: list[Any]) -> _Result:
         int_lo: int | None = None
         int_hi: int | None = None
         dec_lo: Decimal | None = None
@@ -2045,6 +2117,12 @@ class _Translator:
                         "multipleOf", part.pointer, "only whole-number multipleOf values can be enforced"
                     )
                 multiples.append(int(step))
+        # keep at most _FRACTION_DIGITS decimals (rounding inwards: a restriction, still sound)
+        quantum = Decimal(1).scaleb(-_FRACTION_DIGITS)
+        if dec_lo is not None:
+            dec_lo = dec_lo.quantize(quantum, rounding=ROUND_CEILING)
+        if dec_hi is not None:
+            dec_hi = dec_hi.quantize(quantum, rounding=ROUND_FLOOR)
         step = 1
         for m in multiples:
             step = step * m // math.gcd(step, m)
@@ -2568,15 +2646,36 @@ def schema_to_regex(
             f"expected max_recursion_depth to be an int >= 0, found {max_recursion_depth!r}"
         )
     root = load_schema(schema)
-    translator = _Translator(root, mode, spaces, max_recursion_depth)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))
+    depth = max_recursion_depth
     try:
-        result = translator.gen([_Part(root, "")], ("",))
+        while True:
+            translator = _Translator(root, mode, spaces, depth)
+            try:
+                result = translator.gen([_Part(root, "")], ("",))
+                break
+            except _TooLarge as error:
+                if translator.recursive and depth > 0:
+                    depth -= 1
+                    continue
+                raise UnsupportedSchemaError(
+                    error.keyword,
+                    error.pointer,
+                    f"the regex would exceed MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+                ) from None
     except RecursionError:
         raise UnsupportedSchemaError("$ref", "", "the schema nests too deeply") from None
     finally:
         sys.setrecursionlimit(limit)
+    if depth < max_recursion_depth:
+        warnings.warn(
+            f"formcast: recursive references unrolled {depth} times instead of "
+            f"max_recursion_depth={max_recursion_depth}, to keep the regex under "
+            f"MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+            UserWarning,
+            stacklevel=2,
+        )
     if isinstance(result, _Never):
         raise UnsupportedSchemaError(result.keyword, result.pointer, result.reason)
     return result
