@@ -39,8 +39,15 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench"
-STATUSES = ("pass", "unsupported", "schema_error", "validation_error",
-            "invalidation_error", "timeout", "crash")
+STATUSES = (
+    "pass",
+    "unsupported",
+    "schema_error",
+    "validation_error",
+    "invalidation_error",
+    "timeout",
+    "crash",
+)
 
 
 @dataclass
@@ -112,8 +119,9 @@ def ordered(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
         items = schema.get("items", {}) if isinstance(schema, Mapping) else {}
         if isinstance(items, list):
             prefix, items = items, {}
-        return [ordered(v, prefix[i] if i < len(prefix) else items, root)
-                for i, v in enumerate(value)]
+        return [
+            ordered(v, prefix[i] if i < len(prefix) else items, root) for i, v in enumerate(value)
+        ]
     return value
 
 
@@ -193,11 +201,16 @@ def _worker(connection: Connection, memory_mb: int) -> None:
         try:
             result = check_schema(Path(path), tokenizer, vocabulary)
         except MemoryError:
-            result = SchemaResult(Path(path).name, origin_of(Path(path).name), "crash",
-                                  "out of memory")
+            result = SchemaResult(
+                Path(path).name, origin_of(Path(path).name), "crash", "out of memory"
+            )
         except Exception as e:  # an internal error is a crash: report it, keep going
-            result = SchemaResult(Path(path).name, origin_of(Path(path).name), "crash",
-                                  f"{type(e).__name__}: {e}"[:300])
+            result = SchemaResult(
+                Path(path).name,
+                origin_of(Path(path).name),
+                "crash",
+                f"{type(e).__name__}: {e}"[:300],
+            )
         connection.send(asdict(result))
 
 
@@ -213,8 +226,7 @@ class WorkerPool:
     def _start(self) -> Connection:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
-        self._process = context.Process(target=_worker, args=(child, self.memory_mb),
-                                        daemon=True)
+        self._process = context.Process(target=_worker, args=(child, self.memory_mb), daemon=True)
         self._process.start()
         if not parent.poll(300) or parent.recv() != "ready":
             raise RuntimeError("the maskbench worker did not start")
@@ -234,8 +246,9 @@ class WorkerPool:
             if connection.poll(self.timeout):
                 return SchemaResult(**connection.recv())
             self._stop()
-            return SchemaResult(path.name, origin_of(path.name), "timeout",
-                                f"over {self.timeout:g} s")
+            return SchemaResult(
+                path.name, origin_of(path.name), "timeout", f"over {self.timeout:g} s"
+            )
         except (EOFError, ConnectionError):
             self._stop()
             return SchemaResult(path.name, origin_of(path.name), "crash", "worker died")
@@ -251,8 +264,9 @@ def schema_files(every: int = 1, limit: int | None = None) -> list[Path]:
     return files[:limit] if limit else files
 
 
-def run_all(files: Iterable[Path], timeout: float, memory_mb: int,
-            progress: bool = False) -> Iterator[SchemaResult]:
+def run_all(
+    files: Iterable[Path], timeout: float, memory_mb: int, progress: bool = False
+) -> Iterator[SchemaResult]:
     pool = WorkerPool(timeout, memory_mb)
     try:
         for number, path in enumerate(files, 1):
@@ -273,20 +287,28 @@ def percentiles(values: list[float]) -> str:
     def at(q: float) -> float:
         return ordered_values[min(len(ordered_values) - 1, int(q * len(ordered_values)))]
 
-    return " / ".join(f"{at(q):,.1f}" for q in (0.5, 0.75, 0.95, 0.99)) + \
-        f" / {ordered_values[-1]:,.1f}"
+    return (
+        " / ".join(f"{at(q):,.1f}" for q in (0.5, 0.75, 0.95, 0.99))
+        + f" / {ordered_values[-1]:,.1f}"
+    )
 
 
 def table(results: list[SchemaResult]) -> str:
     by_origin: dict[str, list[SchemaResult]] = collections.defaultdict(list)
     for result in results:
         by_origin[result.origin].append(result)
-    short = {"pass": "pass", "unsupported": "unsup", "schema_error": "schema",
-             "validation_error": "valid-err", "invalidation_error": "INVALID-ACC",
-             "timeout": "timeout", "crash": "crash"}
+    short = {
+        "pass": "pass",
+        "unsupported": "unsup",
+        "schema_error": "schema",
+        "validation_error": "valid-err",
+        "invalidation_error": "INVALID-ACC",
+        "timeout": "timeout",
+        "crash": "crash",
+    }
     header = f"{'origin':<22}{'schemas':>8}" + "".join(f"{short[s]:>12}" for s in STATUSES)
     lines = [header, "-" * len(header)]
-    groups = sorted(by_origin.items()) + [("ALL", results)]
+    groups = [*sorted(by_origin.items()), ("ALL", results)]
     for origin, group in groups:
         counts = collections.Counter(r.status for r in group)
         cells = "".join(f"{counts[s]:>12}" for s in STATUSES)
@@ -294,15 +316,21 @@ def table(results: list[SchemaResult]) -> str:
     total = len(results)
     passed = sum(r.status == "pass" for r in results)
     lines.append(f"\npassing: {passed}/{total} = {passed / max(total, 1):.1%}")
-    compiled = [r.compile_ms for r in results if r.status not in
-                ("unsupported", "schema_error", "timeout", "crash")]
+    compiled = [
+        r.compile_ms
+        for r in results
+        if r.status not in ("unsupported", "schema_error", "timeout", "crash")
+    ]
     masks = [m for r in results for m in r.mask_us]
     lines.append(f"time to first mask, ms (p50/p75/p95/p99/max): {percentiles(compiled)}")
-    lines.append(f"time per mask, us      (p50/p75/p95/p99/max): {percentiles(masks)}"
-                 f"  over {len(masks):,} masks")
+    lines.append(
+        f"time per mask, us      (p50/p75/p95/p99/max): {percentiles(masks)}"
+        f"  over {len(masks):,} masks"
+    )
     refusals = collections.Counter(r.keyword for r in results if r.status == "unsupported")
-    lines.append("most common refusals: " + ", ".join(f"{k} ({n})"
-                                                      for k, n in refusals.most_common(12)))
+    lines.append(
+        "most common refusals: " + ", ".join(f"{k} ({n})" for k, n in refusals.most_common(12))
+    )
     return "\n".join(lines)
 
 

@@ -44,8 +44,11 @@ def nesting(depth: int) -> tuple[dict[str, Any], Any]:
     schema: dict[str, Any] = {"type": "integer"}
     value: Any = 7
     for level in range(depth):
-        schema = {"type": "object", "properties": {f"level{level}": schema, "name": {
-            "type": "string"}}, "required": [f"level{level}", "name"]}
+        schema = {
+            "type": "object",
+            "properties": {f"level{level}": schema, "name": {"type": "string"}},
+            "required": [f"level{level}", "name"],
+        }
         value = {f"level{level}": value, "name": "n"}
     return schema, value
 
@@ -56,8 +59,11 @@ def big_enum(n: int) -> tuple[dict[str, Any], Any]:
 
 
 def long_strings(n: int) -> tuple[dict[str, Any], Any]:
-    schema = {"type": "object", "properties": {"text": {"type": "string", "minLength": n // 2,
-                                                         "maxLength": n}}, "required": ["text"]}
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "minLength": n // 2, "maxLength": n}},
+        "required": ["text"],
+    }
     return schema, {"text": "a" * (n // 2)}
 
 
@@ -70,8 +76,9 @@ FAMILIES: dict[str, tuple[Family, list[int]]] = {
 }
 
 
-def run_once(vocabulary: Vocabulary, tokenizer: Any, schema: dict[str, Any],
-             value: Any) -> list[float]:
+def run_once(
+    vocabulary: Vocabulary, tokenizer: Any, schema: dict[str, Any], value: Any
+) -> list[float]:
     """Regex length and the timestamps of each stage."""
     started = time.perf_counter()
     regex = schema_to_regex(schema, mode="generation")
@@ -91,10 +98,12 @@ def run_once(vocabulary: Vocabulary, tokenizer: Any, schema: dict[str, Any],
     return [len(regex), started, regex_done, built, first_mask, walked]
 
 
-def measure(vocabulary: Vocabulary, tokenizer: Any, schema: dict[str, Any],
-            value: Any) -> Iterator[str]:
+def measure(
+    vocabulary: Vocabulary, tokenizer: Any, schema: dict[str, Any], value: Any
+) -> Iterator[str]:
     length, started, regex_done, built, first_mask, walked = run_once(
-        vocabulary, tokenizer, schema, value)
+        vocabulary, tokenizer, schema, value
+    )
     tracemalloc.start()
     run_once(vocabulary, tokenizer, schema, value)
     _, peak = tracemalloc.get_traced_memory()
@@ -110,8 +119,10 @@ def measure(vocabulary: Vocabulary, tokenizer: Any, schema: dict[str, Any],
 def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(default_model_dir())
     vocabulary = Vocabulary.from_tokenizer(tokenizer)
-    print(f"{'family':<24}{'size':>7}{'regex len':>10}{'regex ms':>9}{'automaton ms':>13}"
-          f"{'1st mask ms':>12}{'walk ms':>10}{'peak MB':>9}")
+    print(
+        f"{'family':<24}{'size':>7}{'regex len':>10}{'regex ms':>9}{'automaton ms':>13}"
+        f"{'1st mask ms':>12}{'walk ms':>10}{'peak MB':>9}"
+    )
     for name, (family, sizes) in FAMILIES.items():
         for size in sizes:
             schema, value = family(size)

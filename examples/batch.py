@@ -30,8 +30,11 @@ def main() -> int:
     paths = [SROIE / f"{i:03d}.txt" for i in range(COUNT)]
     missing = [p for p in paths if not p.is_file()]
     if missing:
-        print(f"receipt text not found: expected {missing[0]} (the shared SROIE data, "
-              "see ../shared/data/README.md)", file=sys.stderr)
+        print(
+            f"receipt text not found: expected {missing[0]} (the shared SROIE data, "
+            "see ../shared/data/README.md)",
+            file=sys.stderr,
+        )
         return 2
     texts = [p.read_text(encoding="utf-8") for p in paths]
 

@@ -31,8 +31,11 @@ def main() -> int:
     number = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     path = SROIE / f"{number:03d}.txt"
     if not path.is_file():
-        print(f"receipt text not found: expected {path} (the shared SROIE data, "
-              "see ../shared/data/README.md)", file=sys.stderr)
+        print(
+            f"receipt text not found: expected {path} (the shared SROIE data, "
+            "see ../shared/data/README.md)",
+            file=sys.stderr,
+        )
         return 2
     text = path.read_text(encoding="utf-8")
 

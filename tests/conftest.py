@@ -45,9 +45,16 @@ def tiny_model() -> Any:
 
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=49_216, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-        pad_token_id=2, bos_token_id=1, eos_token_id=2,
+        vocab_size=49_216,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        pad_token_id=2,
+        bos_token_id=1,
+        eos_token_id=2,
     )
     return LlamaForCausalLM(config).eval()
 

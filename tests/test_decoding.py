@@ -160,13 +160,16 @@ def test_logits_processor_with_model_generate(
         assert re.fullmatch(RECEIPT, text), text
 
 
-def test_budget_cut_reports_length(tiny_model: Any, tokenizer: Any,
-                                   vocabulary: Vocabulary) -> None:
+def test_budget_cut_reports_length(tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary) -> None:
     index = TokenIndex(LazyAutomaton(r'\{"summary":' + JSON_STRING + r"\}"), vocabulary)
     budget = index.min_tokens_to_accept(index.initial_state) + 3
-    results = generate(tiny_model, _prompts(tokenizer), [index.cursor() for _ in range(3)],
-                       max_new_tokens=budget,
-                       sampling=SamplingOptions(temperature=1.0, seed=0))
+    results = generate(
+        tiny_model,
+        _prompts(tokenizer),
+        [index.cursor() for _ in range(3)],
+        max_new_tokens=budget,
+        sampling=SamplingOptions(temperature=1.0, seed=0),
+    )
     for result in results:
         assert re.fullmatch(r'\{"summary":' + JSON_STRING + r"\}", result.text)
         assert result.completion_tokens <= budget

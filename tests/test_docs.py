@@ -80,8 +80,14 @@ def _ids(paths: list[Path]) -> list[str]:
 
 def test_every_doc_file_is_found() -> None:
     names = {p.relative_to(ROOT).as_posix() for p in DOC_FILES}
-    assert {"README.md", "docs/index.md", "docs/getting-started.md", "docs/guide.md",
-            "docs/low-level.md", "docs/reference.md"} <= names
+    assert {
+        "README.md",
+        "docs/index.md",
+        "docs/getting-started.md",
+        "docs/guide.md",
+        "docs/low-level.md",
+        "docs/reference.md",
+    } <= names
 
 
 @pytest.mark.parametrize("path", DOC_FILES, ids=_ids(DOC_FILES))
@@ -105,8 +111,11 @@ def test_skipped_blocks_are_rare_and_explained() -> None:
 def test_readme_setup_is_two_commands_matching_ci() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
-    commands = [b.code.strip() for b in read_blocks(ROOT / "README.md")
-                if b.language == "bash" and b.code.strip() in setup]
+    commands = [
+        b.code.strip()
+        for b in read_blocks(ROOT / "README.md")
+        if b.language == "bash" and b.code.strip() in setup
+    ]
     assert len(commands) == 2, commands
     install, test = commands
     assert "\n" not in install and "\n" not in test
@@ -127,7 +136,8 @@ def test_readme_setup_is_two_commands_matching_ci() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "path", [p for p in DOC_FILES if python_blocks(p)],
+    "path",
+    [p for p in DOC_FILES if python_blocks(p)],
     ids=_ids([p for p in DOC_FILES if python_blocks(p)]),
 )
 def test_python_blocks_run(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,8 +153,9 @@ def test_python_blocks_run(path: Path, capsys: pytest.CaptureFixture[str]) -> No
             try:
                 exec(code, namespace)
             except Exception as error:
-                raise AssertionError(f"the snippet at {block.where} failed: "
-                                     f"{type(error).__name__}: {error}") from error
+                raise AssertionError(
+                    f"the snippet at {block.where} failed: {type(error).__name__}: {error}"
+                ) from error
     finally:
         namespace.clear()
         gc.collect()
@@ -158,8 +169,10 @@ def test_python_blocks_run(path: Path, capsys: pytest.CaptureFixture[str]) -> No
 _EXAMPLES: dict[str, tuple[bool, list[str]]] = {
     # script: (needs the shared SROIE data, patterns its stdout must contain)
     "receipt.py": (True, [r'"company": ".*"', r'"total": [0-9.]+', r"finish_reason=(stop|length)"]),
-    "decorator.py": (False, [r"contact_of -> Contact\(name=",
-                             r"department -> '(billing|shipping|technical support)'"]),
+    "decorator.py": (
+        False,
+        [r"contact_of -> Contact\(name=", r"department -> '(billing|shipping|technical support)'"],
+    ),
     "batch.py": (True, [r"(?m)^007\.txt: ", r"[0-8]/8 receipts extracted"]),
 }
 
@@ -172,7 +185,11 @@ def test_example_script_runs(script: str) -> None:
         pytest.skip(f"shared SROIE data not found at {SHARED_DATA / 'sroie'}")
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / script)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
     )
     assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stderr[-3000:]}"
     for pattern in patterns:
@@ -187,7 +204,10 @@ def test_examples_say_where_the_data_should_be(tmp_path: Path) -> None:
         copy.write_text((ROOT / "examples" / script).read_text(encoding="utf-8"))
         done = subprocess.run(
             [sys.executable, "-c", _RUN_UNTIL_DATA_CHECK, str(copy)],
-            capture_output=True, text=True, timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert done.returncode == 2, done.stderr
         assert "shared SROIE data" in done.stderr and "not found" in done.stderr
@@ -218,8 +238,10 @@ def test_budget_cut_reports_length(default_extractor: Any) -> None:
     class Summary(BaseModel):
         summary: str
 
-    story = ("On Monday the river rose above the old stone bridge, the market moved to the "
-             "church square, and the mayor asked everyone to stay away from the banks.")
+    story = (
+        "On Monday the river rose above the old stone bridge, the market moved to the "
+        "church square, and the mayor asked everyone to stay away from the banks."
+    )
     result = default_extractor.run(Summary, story, max_new_tokens=20)
     assert isinstance(result.value, Summary)
     assert result.completion_tokens == 20  # the budget was exhausted ...

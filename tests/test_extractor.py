@@ -219,6 +219,7 @@ def test_extract_many_checks_the_call_before_reading_items(tiny_extractor: Extra
 
 def test_decorator_checks_the_budget_when_decorating(tiny_extractor: Extractor) -> None:
     with pytest.raises(InvalidOptionError, match="max_new_tokens >= "):
+
         @tiny_extractor.function(max_new_tokens=4)
         def classify(text: str) -> Literal["positive", "negative"]:
             """Classify."""

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import maskbench  # noqa: E402
+import maskbench
 
 
 @pytest.mark.slow
@@ -27,8 +27,9 @@ def test_sample_has_no_invalidation_errors_and_no_crash(maskbench_dir: Path) -> 
     results = list(maskbench.run_all(files, timeout=20.0, memory_mb=4096))
     print("\n" + maskbench.table(results))
     counts = collections.Counter(r.status for r in results)
-    accepted_invalid = [f"{r.name}: {r.detail}" for r in results
-                        if r.status == "invalidation_error"]
+    accepted_invalid = [
+        f"{r.name}: {r.detail}" for r in results if r.status == "invalidation_error"
+    ]
     crashed = [f"{r.name}: {r.detail}" for r in results if r.status == "crash"]
     assert accepted_invalid == []
     assert crashed == []
@@ -36,8 +37,10 @@ def test_sample_has_no_invalidation_errors_and_no_crash(maskbench_dir: Path) -> 
 
 
 def test_serialization_follows_property_order() -> None:
-    schema = {"type": "object", "properties": {"b": {"type": "object", "properties": {
-        "y": {}, "x": {}}}, "a": {}}}
+    schema = {
+        "type": "object",
+        "properties": {"b": {"type": "object", "properties": {"y": {}, "x": {}}}, "a": {}},
+    }
     value = {"a": 1, "b": {"x": 2, "y": 3}, "extra": True}
     assert maskbench.serialize(value, schema) == '{"b":{"y":3,"x":2},"a":1,"extra":true}'
 

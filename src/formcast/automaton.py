@@ -58,12 +58,14 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable
 from functools import lru_cache
+from heapq import heappop, heappush
 from itertools import pairwise
 from operator import itemgetter
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -85,12 +87,17 @@ Range = tuple[int, int]
 ByteSeq = tuple[Range, ...]
 # A class template: (number of local states, src, lo, hi, dst); local 0 = start, 1 = end.
 Template = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-# A fragment under construction: (start, end, first state, first byte edge, first eps
-# edge). start == -1 marks an empty language. Its states/edges run from the "first"
-# indices to the current ends of the builder's lists (it is always the last one built).
-Fragment = tuple[int, int, int, int, int]
+# A fragment under construction: (start, end, first concrete state, first byte edge,
+# first eps edge, first virtual state). start == -1 marks an empty language. Its states
+# and edges run from the "first" indices to the current ends of the builder's lists (it
+# is always the last one built).
+Fragment = tuple[int, int, int, int, int, int]
 
 _MAX_CODE_POINT = 0x10FFFF
+_VIRTUAL_BASE = 1 << 40  # state ids from here on are virtual copies (see _Block)
+_VIRTUAL_LIMIT = 1 << 62
+_CONCRETE_COPY_LIMIT = 4096  # repeats adding more states than this become virtual blocks
+_MAX_COPIES = 1_000_000
 _UNBUILT = -1  # table entries of rows not built yet
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 _MAX_NFA_STATES = 4_000_000
@@ -274,6 +281,40 @@ _SCOPED_FLAGS = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?:")
 _QUANTIFIER_START = frozenset("*+?{")
 
 
+class _Block(NamedTuple):
+    """The virtual copies of one counted repeat ``X{m,n}``.
+
+    ``X`` (the template) is the concrete states ``[s0, s0 + size_c)`` plus the virtual
+    states ``[v0, v0 + span - size_c)`` of blocks nested in it. Copy ``j`` (0-based) of
+    the template occupies the virtual ids ``[base + j * span, base + (j + 1) * span)``:
+    concrete template states first, then nested virtual ones, in order. A virtual state's
+    edges are its template state's edges mapped into the copy, plus the epsilon edges
+    attached to that very id after the copy was made (chain, exits, glue of parents).
+    """
+
+    base: int
+    span: int
+    copies: int
+    s0: int
+    size_c: int
+    v0: int
+    x_start: int
+    x_end: int
+
+    def copy_of(self, j: int, state: int) -> int:
+        """The id in copy ``j`` of the template state ``state``."""
+        if state < _VIRTUAL_BASE:
+            return self.base + j * self.span + (state - self.s0)
+        return self.base + j * self.span + self.size_c + (state - self.v0)
+
+    def locate(self, state: int) -> tuple[int, int]:
+        """``(copy index, template state)`` of the virtual ``state`` of this block."""
+        j, local = divmod(state - self.base, self.span)
+        if local < self.size_c:
+            return j, self.s0 + local
+        return j, self.v0 + local - self.size_c
+
+
 class _Builder:
     """Parses a pattern and builds its Thompson NFA over bytes in flat edge lists.
 
@@ -285,7 +326,9 @@ class _Builder:
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
-        self.n = 0
+        self.n = 0  # concrete states
+        self.vn = _VIRTUAL_BASE  # next virtual state id
+        self.blocks: list[_Block] = []
         self.bsrc: list[int] = []
         self.blo: list[int] = []
         self.bhi: list[int] = []
@@ -298,15 +341,17 @@ class _Builder:
     def fail(self, reason: str, position: int | None) -> NoReturn:
         _refuse(self.pattern, reason, position)
 
+    def _empty(self, s0: int, b0: int, e0: int, v0: int) -> Fragment:
+        return (-1, -1, s0, b0, e0, v0)
+
     # -- primitive fragments -----------------------------------------------------------
     def literal(self, text: str) -> Fragment:
         """A chain reading the UTF-8 encoding of ``text``."""
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: no encoding, empty language
-            s = self.n
-            self.n += 1
-            return (-1, -1, s, len(self.bsrc), len(self.esrc))
+            s = self.fresh()
+            return self._empty(s, len(self.bsrc), len(self.esrc), self.vn)
         s = self.n
         k = len(data)
         b0 = len(self.bsrc)
@@ -315,7 +360,7 @@ class _Builder:
         self.bhi.extend(data)
         self.bdst.extend(range(s + 1, s + k + 1))
         self.n = s + k + 1
-        return (s, s + k, s, b0, len(self.esrc))
+        return (s, s + k, s, b0, len(self.esrc), self.vn)
 
     def char_set(self, ranges: tuple[Range, ...]) -> Fragment:
         """A fragment reading one character of ``ranges`` (normalized)."""
@@ -326,14 +371,14 @@ class _Builder:
         b0 = len(self.bsrc)
         if template is None:
             self.n += 1
-            return (-1, -1, s, b0, len(self.esrc))
+            return self._empty(s, b0, len(self.esrc), self.vn)
         count, tsrc, tlo, thi, tdst = template
         self.bsrc.extend([x + s for x in tsrc])
         self.blo.extend(tlo)
         self.bhi.extend(thi)
         self.bdst.extend([x + s for x in tdst])
         self.n = s + count
-        return (s, s + 1, s, b0, len(self.esrc))
+        return (s, s + 1, s, b0, len(self.esrc), self.vn)
 
     def fresh(self) -> int:
         self.n += 1
@@ -345,7 +390,7 @@ class _Builder:
 
     def epsilon_fragment(self) -> Fragment:
         s = self.fresh()
-        return (s, s, s, len(self.bsrc), len(self.esrc))
+        return (s, s, s, len(self.bsrc), len(self.esrc), self.vn)
 
     # -- combinators -------------------------------------------------------------------
     def sequence(self, items: list[Fragment]) -> Fragment:
@@ -356,14 +401,14 @@ class _Builder:
             return first
         for item in items:
             if item[0] < 0:
-                return (-1, -1, first[2], first[3], first[4])
+                return self._empty(first[2], first[3], first[4], first[5])
         esrc, edst = self.esrc, self.edst
         previous = first[1]
         for item in items[1:]:
             esrc.append(previous)
             edst.append(item[0])
             previous = item[1]
-        return (first[0], previous, first[2], first[3], first[4])
+        return (first[0], previous, first[2], first[3], first[4], first[5])
 
     def alternation(self, branches: list[Fragment]) -> Fragment:
         first = branches[0]
@@ -371,9 +416,9 @@ class _Builder:
             return first
         live = [branch for branch in branches if branch[0] >= 0]
         if not live:
-            return (-1, -1, first[2], first[3], first[4])
+            return self._empty(first[2], first[3], first[4], first[5])
         if len(live) == 1:
-            return (live[0][0], live[0][1], first[2], first[3], first[4])
+            return (live[0][0], live[0][1], first[2], first[3], first[4], first[5])
         start = self.fresh()
         end = self.fresh()
         esrc, edst = self.esrc, self.edst
@@ -382,11 +427,18 @@ class _Builder:
             edst.append(branch[0])
             esrc.append(branch[1])
             edst.append(end)
-        return (start, end, first[2], first[3], first[4])
+        return (start, end, first[2], first[3], first[4], first[5])
 
     def repeat(self, frag: Fragment, low: int, high: int | None, position: int) -> Fragment:
-        """``frag{low,high}`` (``high`` None: unbounded); ``frag`` is the last one built."""
-        start, end, s0, b0, e0 = frag
+        """``frag{low,high}`` (``high`` None: unbounded); ``frag`` is the last one built.
+
+        ``X{m,n}`` is ``n`` copies of ``X`` chained by epsilon edges, with an exit after
+        each of copies ``m..n`` (``X{m,}``: ``m`` copies, the last one looping). Small
+        repeats copy ``X`` concretely (``X`` itself is the first copy); large ones, and
+        any repeat of a fragment holding virtual states, make a virtual block: ``X``
+        becomes a template and every copy is virtual, resolved on demand.
+        """
+        start, end, s0, b0, e0, v0 = frag
         if start < 0:
             return self.epsilon_fragment() if low == 0 else frag
         if high == 0:
@@ -404,18 +456,29 @@ class _Builder:
             self.eps(end, t)
             if low == 0:
                 self.eps(s, t)
-            return (s, t, s0, b0, e0)
+            return (s, t, s0, b0, e0, v0)
         copies = high if high is not None else low
-        size = self.n - s0
-        if size * copies + self.n > _MAX_NFA_STATES:
+        shown = f"{{{low},{'' if high is None else high}}}"
+        if copies > _MAX_COPIES:
             self.fail(
-                f"the counted repeat {{{low},{'' if high is None else high}}} needs about "
-                f"{size * copies} automaton states, more than the limit of {_MAX_NFA_STATES}",
-                position,
+                f"the counted repeat {shown} asks for more than {_MAX_COPIES} copies", position
             )
-        shifts = self.copy_last(s0, b0, e0, copies - 1)
-        starts = [start] + [start + shift for shift in shifts]
-        ends = [end] + [end + shift for shift in shifts]
+        size_c = self.n - s0
+        size_v = self.vn - v0
+        if size_v == 0 and size_c * (copies - 1) <= _CONCRETE_COPY_LIMIT:
+            shifts = self.copy_last(s0, b0, e0, copies - 1)
+            starts = [start] + [start + shift for shift in shifts]
+            ends = [end] + [end + shift for shift in shifts]
+        else:
+            span = size_c + size_v
+            base = self.vn
+            self.vn += span * copies
+            if self.vn >= _VIRTUAL_LIMIT:
+                self.fail(f"the counted repeat {shown} makes the automaton too large", position)
+            block = _Block(base, span, copies, s0, size_c, v0, start, end)
+            self.blocks.append(block)
+            starts = [block.copy_of(j, start) for j in range(copies)]
+            ends = [block.copy_of(j, end) for j in range(copies)]
         esrc, edst = self.esrc, self.edst
         for i in range(copies - 1):
             esrc.append(ends[i])
@@ -424,7 +487,7 @@ class _Builder:
             t = self.fresh()
             self.eps(ends[-1], starts[-1])
             self.eps(ends[-1], t)
-            return (starts[0], t, s0, b0, e0)
+            return (starts[0], t, s0, b0, e0, v0)
         last = ends[-1]
         for i in range(max(low, 1) - 1, copies - 1):
             esrc.append(ends[i])
@@ -433,11 +496,11 @@ class _Builder:
             s = self.fresh()
             self.eps(s, starts[0])
             self.eps(s, last)
-            return (s, last, s0, b0, e0)
-        return (starts[0], last, s0, b0, e0)
+            return (s, last, s0, b0, e0, v0)
+        return (starts[0], last, s0, b0, e0, v0)
 
     def copy_last(self, s0: int, b0: int, e0: int, count: int) -> list[int]:
-        """Append ``count`` copies of the states/edges from ``(s0, b0, e0)`` to the ends.
+        """Append ``count`` copies of the (all concrete) states/edges from ``(s0, b0, e0)``.
 
         Returns the id shift of each copy. Vectorized with numpy: O(copies x size).
         """
@@ -807,7 +870,7 @@ class _Builder:
 # ----------------------------------------------------------------------- automaton
 
 
-def _csr(keys: IntArray, count: int) -> tuple[npt.NDArray[np.intp], list[int]]:
+def _csr(keys: npt.NDArray[np.integer[Any]], count: int) -> tuple[npt.NDArray[np.intp], list[int]]:
     """A stable order of ``keys`` and the offsets of each key's block (length count+1)."""
     order = np.argsort(keys, kind="stable")
     offsets = np.searchsorted(keys[order], np.arange(count + 1)).tolist()
@@ -815,6 +878,14 @@ def _csr(keys: IntArray, count: int) -> tuple[npt.NDArray[np.intp], list[int]]:
 
 
 _LOHI = itemgetter(0, 1)
+
+
+class _ScopeDistances(NamedTuple):
+    """Distances to a scope's target: the final state (top) or a template's end (block)."""
+
+    lo: int  # the scope's first concrete state
+    concrete: list[int]  # per concrete state in [lo, lo + len(concrete))
+    skeleton: dict[int, int]  # per start/end of each copy of the scope's child blocks
 
 
 class LazyAutomaton:
@@ -829,7 +900,7 @@ class LazyAutomaton:
         * Every state other than :data:`DEAD` can reach an accepting state.
 
     Construction parses the pattern and builds its NFA (linear time, see the module
-    docstring); rows cost ~10-60 us each the first time a state is reached.
+    docstring); rows cost ~10-100 us each the first time a state is reached.
     """
 
     def __init__(self, pattern: str) -> None:
@@ -845,14 +916,23 @@ class LazyAutomaton:
         self.pattern = pattern
         self.initial = 1
         self._nfa_states = builder.n
+        self._virtual_states = builder.vn - _VIRTUAL_BASE
+        self._blocks = builder.blocks
         self._start = top[0]
         self._final = top[1]
-        self._bsrc = np.asarray(builder.bsrc, dtype=np.int32)
+        self._bsrc = np.asarray(builder.bsrc, dtype=np.int64)
         self._blo = np.asarray(builder.blo, dtype=np.int32)
         self._bhi = np.asarray(builder.bhi, dtype=np.int32)
-        self._bdst = np.asarray(builder.bdst, dtype=np.int32)
-        self._esrc = np.asarray(builder.esrc, dtype=np.int32)
-        self._edst = np.asarray(builder.edst, dtype=np.int32)
+        self._bdst = np.asarray(builder.bdst, dtype=np.int64)
+        esrc = np.asarray(builder.esrc, dtype=np.int64)
+        edst = np.asarray(builder.edst, dtype=np.int64)
+        concrete = esrc < _VIRTUAL_BASE
+        self._esrc = esrc[concrete]
+        self._edst = edst[concrete]
+        # epsilon edges leaving virtual states (glue attached to copies), by source
+        self._extras: dict[int, list[int]] = {}
+        for src, dst in zip(esrc[~concrete].tolist(), edst[~concrete].tolist(), strict=True):
+            self._extras.setdefault(src, []).append(dst)
         self._bypass_epsilon_chains()
         self._sets: list[frozenset[int]] = []
         self._table: IntArray = np.full((_INITIAL_CAPACITY, 256), _UNBUILT, dtype=np.int32)
@@ -866,13 +946,13 @@ class LazyAutomaton:
         self._add_state(self._closure(self._start))
 
     def _bypass_epsilon_chains(self) -> None:
-        """Point edges past states whose only way out is one epsilon edge.
+        """Point edges past concrete states whose only way out is one epsilon edge.
 
         Thompson glue (sequence links, alternation exits) leaves many such states; an
         edge into one is equivalent to an edge into its successor, so pointer jumping
         (vectorized, O(n log chain)) redirects every edge to the end of its chain and
         the bypassed states' own epsilon edges are dropped. Halves the epsilon closures
-        computed when rows are built and the work of the reverse distance search.
+        computed when rows are built and the work of the distance search.
         """
         n = self._nfa_states
         if self._esrc.size == 0:
@@ -880,8 +960,13 @@ class LazyAutomaton:
         eps_out = np.bincount(self._esrc, minlength=n)
         byte_out = np.bincount(self._bsrc, minlength=n)
         single = (eps_out == 1) & (byte_out == 0)
-        single[self._final] = False
-        following = np.arange(n, dtype=np.int32)
+        single[self._esrc[self._edst >= _VIRTUAL_BASE]] = False  # keep ids concrete
+        if self._final < _VIRTUAL_BASE:
+            single[self._final] = False
+        for block in self._blocks:  # copies refer to their template's start by id
+            if block.x_start < _VIRTUAL_BASE:
+                single[block.x_start] = False
+        following = np.arange(n, dtype=np.int64)
         from_single = single[self._esrc]
         following[self._esrc[from_single]] = self._edst[from_single]
         for _ in range(64):
@@ -891,11 +976,19 @@ class LazyAutomaton:
             following = jumped
         else:  # an epsilon cycle among dead states: redirect, but keep every edge
             from_single[:] = False
-        self._bdst = following[self._bdst]
+
+        def redirect(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+            concrete = ids < _VIRTUAL_BASE
+            return np.where(concrete, following[np.where(concrete, ids, 0)], ids)
+
+        self._bdst = redirect(self._bdst)
         keep = ~from_single
         self._esrc = self._esrc[keep]
-        self._edst = following[self._edst[keep]]
-        self._start = int(following[self._start])
+        self._edst = redirect(self._edst[keep])
+        for src, targets in self._extras.items():
+            self._extras[src] = redirect(np.asarray(targets, dtype=np.int64)).tolist()
+        if self._start < _VIRTUAL_BASE:
+            self._start = int(following[self._start])
 
     # -- derived structures (rebuilt after unpickling) --------------------------------
     def _prepare(self) -> None:
@@ -908,13 +1001,25 @@ class LazyAutomaton:
         self._edst_l: list[int] = self._edst[order].tolist()
         important = np.zeros(n, dtype=np.bool_)
         important[self._bsrc] = True
-        important[self._final] = True
+        if self._final < _VIRTUAL_BASE:
+            important[self._final] = True
         self._important: list[bool] = important.tolist()
-        self._closures: list[frozenset[int] | None] = [None] * n
-        self._moves: list[list[tuple[int, int, frozenset[int]]] | None] = [None] * n
+        self._block_bases = [block.base for block in self._blocks]
+        # children of each block (blocks made inside its template) and of the top scope
+        self._children: list[list[int]] = [[] for _ in self._blocks]
+        parent = [-1] * len(self._blocks)
+        for index, block in enumerate(self._blocks):
+            low = bisect_left(self._block_bases, block.v0)
+            for inner in range(low, index):  # created inside this block's template
+                if parent[inner] < 0:
+                    parent[inner] = index
+                    self._children[index].append(inner)
+        self._top_children = [i for i, p in enumerate(parent) if p < 0]
+        self._closures: dict[int, frozenset[int]] = {}
+        self._moves: dict[int, list[tuple[int, int, frozenset[int]]]] = {}
+        self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
-        self._distances: dict[bytes | None, list[int]] = {}
-        self._reverse_eps: tuple[list[int], list[int]] | None = None
+        self._distances: dict[bytes | None, dict[int, _ScopeDistances]] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -923,6 +1028,9 @@ class LazyAutomaton:
             "pattern": self.pattern,
             "initial": self.initial,
             "nfa_states": self._nfa_states,
+            "virtual_states": self._virtual_states,
+            "blocks": [tuple(block) for block in self._blocks],
+            "extras": self._extras,
             "start": self._start,
             "final": self._final,
             "edges": (self._bsrc, self._blo, self._bhi, self._bdst, self._esrc, self._edst),
@@ -935,6 +1043,9 @@ class LazyAutomaton:
         self.pattern = state["pattern"]
         self.initial = state["initial"]
         self._nfa_states = state["nfa_states"]
+        self._virtual_states = state["virtual_states"]
+        self._blocks = [_Block(*block) for block in state["blocks"]]
+        self._extras = state["extras"]
         self._start = state["start"]
         self._final = state["final"]
         (self._bsrc, self._blo, self._bhi, self._bdst, self._esrc, self._edst) = state["edges"]
@@ -950,14 +1061,54 @@ class LazyAutomaton:
         self._accepting[:count] = [self._final in members for members in self._sets]
         self._prepare()
 
+    # -- NFA edges ---------------------------------------------------------------------
+    def _virtual_edges(self, state: int) -> tuple[list[tuple[int, int, int]], list[int]]:
+        """``(byte edges, epsilon targets)`` of a virtual state (memoized).
+
+        Follows the chain copy -> template state down to a concrete state (iteratively:
+        nested repeats nest the chain), then maps the edges back up, adding at each
+        level the epsilon edges attached to that copy's own id.
+        """
+        memo = self._virtual
+        found = memo.get(state)
+        if found is not None:
+            return found
+        chain: list[tuple[int, _Block, int]] = []
+        current = state
+        while current >= _VIRTUAL_BASE and current not in memo:
+            block = self._blocks[bisect_right(self._block_bases, current) - 1]
+            j, template = block.locate(current)
+            chain.append((current, block, j))
+            current = template
+        if current >= _VIRTUAL_BASE:
+            byte_edges, eps_targets = memo[current]
+        else:
+            a, b = self._boff[current], self._boff[current + 1]
+            byte_edges = list(
+                zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True)
+            )
+            eps_targets = self._edst_l[self._eoff[current] : self._eoff[current + 1]]
+        extras = self._extras
+        for virtual, block, j in reversed(chain):
+            copy_of = block.copy_of
+            byte_edges = [(lo, hi, copy_of(j, t)) for lo, hi, t in byte_edges]
+            eps_targets = [copy_of(j, t) for t in eps_targets]
+            eps_targets.extend(extras.get(virtual, ()))
+            memo[virtual] = (byte_edges, eps_targets)
+        return byte_edges, eps_targets
+
     # -- subset construction -----------------------------------------------------------
     def _closure(self, state: int) -> frozenset[int]:
-        """The important NFA states reachable from ``state`` by epsilon edges (memoized)."""
-        cached = self._closures[state]
+        """The important NFA states reachable from ``state`` by epsilon edges (memoized).
+
+        Important: states with byte edges, and the final state.
+        """
+        cached = self._closures.get(state)
         if cached is not None:
             return cached
         eoff, edst, important = self._eoff, self._edst_l, self._important
-        if eoff[state] == eoff[state + 1] and important[state]:
+        final = self._final
+        if state < _VIRTUAL_BASE and eoff[state] == eoff[state + 1] and important[state]:
             result = frozenset((state,))
         else:
             seen = {state}
@@ -965,9 +1116,15 @@ class LazyAutomaton:
             found = []
             while stack:
                 x = stack.pop()
-                if important[x]:
-                    found.append(x)
-                for y in edst[eoff[x] : eoff[x + 1]]:
+                if x < _VIRTUAL_BASE:
+                    if important[x]:
+                        found.append(x)
+                    targets = edst[eoff[x] : eoff[x + 1]]
+                else:
+                    byte_edges, targets = self._virtual_edges(x)
+                    if byte_edges or x == final:
+                        found.append(x)
+                for y in targets:
                     if y not in seen:
                         seen.add(y)
                         stack.append(y)
@@ -976,12 +1133,14 @@ class LazyAutomaton:
         return result
 
     def _moves_of(self, state: int) -> list[tuple[int, int, frozenset[int]]]:
-        moves = self._moves[state]
-        if moves is None:
+        closure = self._closure
+        if state < _VIRTUAL_BASE:
             a, b = self._boff[state], self._boff[state + 1]
-            blo, bhi, bdst, closure = self._blo_l, self._bhi_l, self._bdst_l, self._closure
+            blo, bhi, bdst = self._blo_l, self._bhi_l, self._bdst_l
             moves = [(blo[k], bhi[k], closure(bdst[k])) for k in range(a, b)]
-            self._moves[state] = moves
+        else:
+            moves = [(lo, hi, closure(t)) for lo, hi, t in self._virtual_edges(state)[0]]
+        self._moves[state] = moves
         return moves
 
     def _add_state(self, members: frozenset[int]) -> int:
@@ -1009,7 +1168,7 @@ class LazyAutomaton:
         edges: list[tuple[int, int, frozenset[int]]] = []
         moves, moves_of = self._moves, self._moves_of
         for member in self._sets[sid]:
-            found = moves[member]
+            found = moves.get(member)
             edges.extend(moves_of(member) if found is None else found)
         segments: list[tuple[int, int, frozenset[int]]]
         if len(edges) <= 1:
@@ -1059,8 +1218,13 @@ class LazyAutomaton:
 
     @property
     def nfa_size(self) -> tuple[int, int, int]:
-        """``(states, byte edges, epsilon edges)`` of the underlying NFA (diagnostics)."""
+        """``(concrete states, byte edges, epsilon edges)`` of the NFA (diagnostics)."""
         return self._nfa_states, int(self._bsrc.size), int(self._esrc.size)
+
+    @property
+    def virtual_states(self) -> int:
+        """NFA states of counted-repeat copies that exist only virtually (diagnostics)."""
+        return self._virtual_states
 
     def step(self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> IntArray:
         """Advance many (state, byte) pairs at once: ``out[i] = delta(states[i], data[i])``.
@@ -1125,8 +1289,9 @@ class LazyAutomaton:
 
         Only bytes ``b`` with ``usable[b]`` (a bool array of 256) may be used; ``None``
         allows all. Returns :data:`UNREACHABLE` when no accepting state can be reached.
-        The first call per ``usable`` mask runs a 0-1 breadth-first search backwards over
-        the whole NFA (O(NFA size)); later calls cost O(members of ``state``).
+        The first call per ``usable`` mask runs a search backwards over the concrete NFA
+        (O(NFA size); a counted repeat made virtual costs O(copies), not O(copies x
+        size)); later calls cost O(members of ``state`` x repeat nesting depth).
         """
         members = self._sets[self._check(state)]
         if not members:
@@ -1138,50 +1303,191 @@ class LazyAutomaton:
             if usable.shape != (256,):
                 raise UserError(f"expected usable of shape (256,), found {usable.shape}")
             key = usable.tobytes()
-        distance = self._distances.get(key)
-        if distance is None:
-            distance = self._reverse_distances(usable)
-            self._distances[key] = distance
-        return min(distance[m] for m in members)
+        tables = self._distances.get(key)
+        if tables is None:
+            tables = self._scope_tables(usable)
+            self._distances[key] = tables
+        return min(self._distance_in(tables, -1, member) for member in members)
 
-    def _reverse_distances(self, usable: BoolArray | None) -> list[int]:
-        n = self._nfa_states
+    def _distance_in(self, tables: dict[int, _ScopeDistances], scope: int, state: int) -> int:
+        """Distance from ``state`` to the target of ``scope`` (-1: the top scope).
+
+        A state inside copy ``j`` of a child block is as far as its template state is
+        from the template's end, plus the distance of that copy's end.
+        """
+        total = 0
+        while True:
+            table = tables[scope]
+            if state < _VIRTUAL_BASE:
+                offset = state - table.lo
+                if not 0 <= offset < len(table.concrete):
+                    return UNREACHABLE
+                return min(total + table.concrete[offset], UNREACHABLE)
+            found = table.skeleton.get(state)
+            if found is not None:
+                return min(total + found, UNREACHABLE)
+            index = bisect_right(self._block_bases, state) - 1
+            block = self._blocks[index]
+            j, template = block.locate(state)
+            after = table.skeleton.get(block.copy_of(j, block.x_end))
+            if after is None or after >= UNREACHABLE:
+                return UNREACHABLE
+            total += after
+            scope, state = index, template
+
+    def _scope_tables(self, usable: BoolArray | None) -> dict[int, _ScopeDistances]:
+        """Distances to each scope's target, blocks first (children before parents)."""
         if usable is None:
-            keep = np.ones(self._bsrc.size, dtype=np.bool_)
+            byte_ok = np.ones(self._bsrc.size, dtype=np.bool_)
         else:
             counts = np.concatenate(([0], np.cumsum(usable, dtype=np.int32)))
-            keep = counts[self._bhi + 1] - counts[self._blo] > 0
-        dst = self._bdst[keep]
-        order, byte_off = _csr(dst, n)
-        byte_pred = self._bsrc[keep][order].tolist()
-        if self._reverse_eps is None:
-            order, eps_off = _csr(self._edst, n)
-            self._reverse_eps = (eps_off, self._esrc[order].tolist())
-        eps_off, eps_pred = self._reverse_eps
-        distance = [UNREACHABLE] * n
-        distance[self._final] = 0
-        queue = deque([self._final])
-        while queue:
-            v = queue.popleft()
-            d = distance[v]
-            for k in range(eps_off[v], eps_off[v + 1]):
-                u = eps_pred[k]
-                if distance[u] > d:
-                    distance[u] = d
-                    queue.appendleft(u)
-            d += 1
-            for k in range(byte_off[v], byte_off[v + 1]):
-                u = byte_pred[k]
-                if distance[u] > d:
-                    distance[u] = d
-                    queue.append(u)
-        return distance
+            byte_ok = counts[self._bhi + 1] - counts[self._blo] > 0
+        tables: dict[int, _ScopeDistances] = {}
+        for index, block in enumerate(self._blocks):
+            tables[index] = self._scope_search(
+                tables, byte_ok, block.s0, block.s0 + block.size_c, self._children[index],
+                block.x_end,
+            )  # fmt: skip
+        tables[-1] = self._scope_search(
+            tables, byte_ok, 0, self._nfa_states, self._top_children, self._final
+        )
+        return tables
+
+    def _scope_search(
+        self,
+        tables: dict[int, _ScopeDistances],
+        byte_ok: BoolArray,
+        lo: int,
+        hi: int,
+        children: list[int],
+        target: int,
+    ) -> _ScopeDistances:
+        """Shortest distances to ``target`` over one scope's graph, searched backwards.
+
+        Nodes: the concrete states ``[lo, hi)`` and the start and end of every copy of
+        each child block; a copy is summarized by one edge start -> end weighing the
+        child template's own shortest length. 0-1 BFS when all weights are 0/1, else
+        Dijkstra.
+        """
+        blocks = self._blocks
+        lengths = [self._distance_in(tables, child, blocks[child].x_start) for child in children]
+        skeleton_ids: list[int] = []
+        for child in children:
+            block = blocks[child]
+            for j in range(block.copies):
+                skeleton_ids.append(block.copy_of(j, block.x_start))
+                skeleton_ids.append(block.copy_of(j, block.x_end))
+        skeleton = np.unique(np.asarray(skeleton_ids, dtype=np.int64))
+        width = hi - lo
+
+        def index_of(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+            out = np.full(ids.shape, -1, dtype=np.int64)
+            inside = (ids >= lo) & (ids < hi)
+            out[inside] = ids[inside] - lo
+            virtual = ids >= _VIRTUAL_BASE
+            if skeleton.size and virtual.any():
+                pos = np.minimum(np.searchsorted(skeleton, ids[virtual]), skeleton.size - 1)
+                out[virtual] = np.where(skeleton[pos] == ids[virtual], width + pos, -1)
+            return out
+
+        sources: list[npt.NDArray[np.int64]] = []
+        targets: list[npt.NDArray[np.int64]] = []
+        weights: list[npt.NDArray[np.int64]] = []
+        chosen = byte_ok & (self._bsrc >= lo) & (self._bsrc < hi)
+        sources.append(self._bsrc[chosen] - lo)
+        targets.append(index_of(self._bdst[chosen]))
+        weights.append(np.ones(int(chosen.sum()), dtype=np.int64))
+        chosen = (self._esrc >= lo) & (self._esrc < hi)
+        sources.append(self._esrc[chosen] - lo)
+        targets.append(index_of(self._edst[chosen]))
+        weights.append(np.zeros(int(chosen.sum()), dtype=np.int64))
+        extra_src: list[int] = []
+        extra_dst: list[int] = []
+        for position, node in enumerate(skeleton.tolist()):
+            for successor in self._extras.get(node, ()):
+                extra_src.append(width + position)
+                extra_dst.append(successor)
+        summary_src: list[int] = []
+        summary_dst: list[int] = []
+        summary_weight: list[int] = []
+        for child, length in zip(children, lengths, strict=True):
+            if length >= UNREACHABLE:
+                continue
+            block = blocks[child]
+            for j in range(block.copies):
+                summary_src.append(block.copy_of(j, block.x_start))
+                summary_dst.append(block.copy_of(j, block.x_end))
+                summary_weight.append(length)
+        if extra_src:
+            sources.append(np.asarray(extra_src, dtype=np.int64))
+            targets.append(index_of(np.asarray(extra_dst, dtype=np.int64)))
+            weights.append(np.zeros(len(extra_src), dtype=np.int64))
+        if summary_src:
+            sources.append(index_of(np.asarray(summary_src, dtype=np.int64)))
+            targets.append(index_of(np.asarray(summary_dst, dtype=np.int64)))
+            weights.append(np.asarray(summary_weight, dtype=np.int64))
+        src = np.concatenate(sources)
+        dst = np.concatenate(targets)
+        weight = np.concatenate(weights)
+        valid = (dst >= 0) & (src >= 0)
+        src, dst, weight = src[valid], dst[valid], weight[valid]
+        count = width + int(skeleton.size)
+        order, offsets = _csr(dst, count)
+        predecessors = src[order].tolist()
+        costs = weight[order].tolist()
+        distance = [UNREACHABLE] * count
+        origin = int(index_of(np.asarray([target], dtype=np.int64))[0])
+        if origin >= 0:
+            distance[origin] = 0
+            if weight.size == 0 or int(weight.max()) <= 1:
+                _zero_one_bfs(distance, origin, offsets, predecessors, costs)
+            else:
+                _dijkstra(distance, origin, offsets, predecessors, costs)
+        return _ScopeDistances(
+            lo=lo,
+            concrete=distance[:width],
+            skeleton=dict(zip(skeleton.tolist(), distance[width:], strict=True)),
+        )
 
     def __repr__(self) -> str:
         return (
             f"LazyAutomaton(pattern={_show(self.pattern)}, num_states={self.num_states}, "
-            f"nfa_states={self._nfa_states})"
+            f"nfa_states={self._nfa_states}, virtual_states={self._virtual_states})"
         )
+
+
+def _zero_one_bfs(
+    distance: list[int], origin: int, offsets: list[int], predecessors: list[int], costs: list[int]
+) -> None:
+    queue = deque([origin])
+    while queue:
+        v = queue.popleft()
+        d = distance[v]
+        for k in range(offsets[v], offsets[v + 1]):
+            u = predecessors[k]
+            through = d + costs[k]
+            if through < distance[u]:
+                distance[u] = through
+                if costs[k]:
+                    queue.append(u)
+                else:
+                    queue.appendleft(u)
+
+
+def _dijkstra(
+    distance: list[int], origin: int, offsets: list[int], predecessors: list[int], costs: list[int]
+) -> None:
+    heap = [(0, origin)]
+    while heap:
+        d, v = heappop(heap)
+        if d > distance[v]:
+            continue
+        for k in range(offsets[v], offsets[v + 1]):
+            u = predecessors[k]
+            through = d + costs[k]
+            if through < distance[u]:
+                distance[u] = through
+                heappush(heap, (through, u))
 
 
 def _sweep(edges: list[tuple[int, int, frozenset[int]]]) -> list[tuple[int, int, frozenset[int]]]:

@@ -18,6 +18,34 @@ Contract
   ``\\d \\w \\s \\uXXXX``, lookarounds or backreferences; non-ASCII characters appear
   literally. The output parses with ``interegular.parse_pattern`` and Python's ``re``.
 
+Keywords
+--------
+Enforced exactly: ``type`` (and lists, OpenAPI ``nullable``), ``enum``/``const`` of any
+JSON value (values are filtered with jsonschema against every sibling keyword, so any
+keyword is exact on an enumeration), ``properties``/``required``, ``additionalProperties``
+(boolean or schema), ``patternProperties``, ``propertyNames``, ``$ref`` (local pointers,
+``$anchor``, ``$id``/``id`` bases, ``definitions``), ``allOf`` (merged), ``anyOf``,
+``oneOf`` (branches proven disjoint, or made so by negating the others), ``not`` (of types,
+values, ``required``, ``properties``, bounds, lengths, ``anyOf``/``allOf``...),
+``if``/``then``/``else`` (when ``if`` can be negated), ``dependentRequired``,
+``dependentSchemas`` and ``dependencies``, ``items`` (schema or array form),
+``prefixItems``, ``additionalItems``, ``minItems``/``maxItems``, ``contains`` (one schema,
+no length bounds), ``minLength``/``maxLength`` (in characters), ``pattern`` (ECMAScript,
+unanchored unless ``^``/``$``), integer ``minimum``/``maximum``/``exclusive*`` (digit-range
+regexes, draft 4 booleans too), ``multipleOf`` for integers (small ranges, or divisors of
+1000 with sign bounds), ``number`` bounds, ``format`` date, time, date-time, duration, uuid
+(and uuid1/3/4/5), email, hostname, ipv4, ipv6, uri, and the OpenAPI integer formats
+(int32, int64, ...).
+
+Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b`` and
+Unicode property escapes in patterns; a pattern combined with a format or with lengths it
+cannot be fitted to; several patterns on one string; fractional ``multipleOf``;
+``uniqueItems`` (``specification`` mode); unknown formats (``specification`` mode);
+``minContains`` > 1, ``maxContains``; ``minProperties``/``maxProperties`` that would need
+counting optional or extra properties; ``oneOf`` branches that can be neither proven
+disjoint nor negated; ``$dynamicRef``; references outside the document; recursion that
+cannot stop within ``max_recursion_depth``; regexes longer than :data:`MAX_REGEX_LENGTH`.
+
 Restrictions (each keeps the output valid, none loosens a constraint)
 --------------------------------------------------------------------
 * Object keys appear in declaration order (``properties`` order, merged parts in order,
@@ -28,27 +56,41 @@ Restrictions (each keeps the output valid, none loosens a constraint)
 * Strings use one spelling per character: ``\\u`` escapes never denote surrogates; inside
   ``pattern``-constrained strings and extra keys each character has exactly one spelling.
 * Extra property names contain no escapes; unconstrained values (schema ``true`` / ``{}``)
-  nest at most :data:`ANY_VALUE_DEPTH` levels.
-* Numbers with bounds have no exponent; exclusive bounds on ``number`` are enforced as the
-  nearest inclusive bound that float parsing cannot round across (the excluded gap is below
-  one part in 10**15 of the bound).
+  nest at most :data:`ANY_VALUE_DEPTH` levels, and extra properties that a
+  ``specification``-mode schema merely tolerates (no ``additionalProperties``) take scalar
+  values only.
+* Unbounded numbers have at most 15 integer digits and a two-digit exponent (always
+  finite); numbers with bounds have no exponent and stay within +-10**15 on an open side;
+  exclusive bounds on ``number`` are enforced as the nearest inclusive bound that float
+  parsing cannot round across (the excluded gap is below one part in 10**15 of the bound);
+  bounds are rounded inwards to 20 decimals. ``multipleOf`` makes numbers integers.
+* Values a ``not`` excludes from an unconstrained string are avoided by spelling strings
+  without escapes.
 * Recursive ``$ref`` is unrolled ``max_recursion_depth`` times (a definition may be nested
   inside itself that many times); deeper, the reference is dropped where the schema allows
   (optional property, empty array, ``anyOf`` branch) and otherwise ``$ref`` is refused.
+  When the regex would exceed :data:`MAX_REGEX_LENGTH`, recursion is unrolled fewer times
+  (with a warning).
 * An ``anyOf`` branch that cannot be enforced is dropped with a warning when another branch
   can be (e.g. Pydantic's ``Decimal`` string branch, whose pattern has a lookahead).
-* ``generation`` mode: ``uniqueItems`` is not enforced (Pydantic's ``set``/``frozenset``
-  accept and collapse duplicates) and unknown ``format`` values accept any string with a
-  :class:`UserWarning`; ``specification`` mode refuses both.
+* The negation of ``type: integer`` excludes all numbers.
+* ``generation`` mode: a schema without ``type`` takes the types its keywords constrain
+  (``properties`` -> object, ...); ``uniqueItems`` is not enforced (Pydantic's ``set`` and
+  ``frozenset`` accept and collapse duplicates); unknown ``format`` values accept any
+  string with a :class:`UserWarning` (``binary``, ``password`` and ``path`` silently, as
+  Pydantic accepts any string for them). ``specification`` mode refuses both.
 * ``patternProperties``: extra names are produced from the patterns only; names that match
   no pattern are not produced.
 
 Costs
 -----
-Pure string work: milliseconds for Pydantic models, up to ~1 s for the largest real-world
-schemas. The output size is linear in the schema for most keywords; ``k`` optional
-properties cost ``O(k log k)`` copies of the property regexes, ``anyOf`` distributes the
-sibling keywords into each branch, and unrolled recursion multiplies by the depth.
+Pure string work: milliseconds for Pydantic models, up to a few seconds for the largest
+real-world schemas (the first pattern using ``\\D`` or ``[^\\d]`` builds a Unicode table,
+~0.1 s). The output size is linear in the schema for most keywords; ``k`` optional
+properties cost ``O(k log k)`` copies of the property regexes (the minimal automaton stays
+linear), every array or repeated extra property needs two copies of its item regex,
+``anyOf``/``oneOf`` distribute the sibling keywords into each branch, and unrolled
+recursion multiplies all of this by the depth.
 """
 
 from __future__ import annotations
@@ -64,16 +106,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from functools import cache
-from typing import Any, Union
+from typing import Any
 
-import jsonschema
-import jsonschema.validators
 import pydantic
 
 from formcast.errors import InvalidOptionError, SchemaError, UnsupportedSchemaError
 from formcast.schema import (
     ANNOTATION_KEYWORDS,
-    CONTAINER_KEYWORDS,
     Mode,
     References,
     join_pointer,
@@ -340,7 +379,8 @@ def _encoded_set(ranges: Ranges, plain: bool) -> str | None:
 
 _HEX = "[0-9a-fA-F]"
 STRING_CHAR = (
-    r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?:[0-9a-cA-CefEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))'
+    r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]'
+    r"|\\u(?:[0-9a-cA-CefEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))"
 )
 """One character inside a JSON string (``\\u`` escapes of surrogates excluded)."""
 _PLAIN_CHAR = r'[^"\\\x00-\x1f]'
@@ -399,7 +439,7 @@ class _PAnchor:
     start: bool
 
 
-_PNode = Union[_PSet, _PSeq, _PAlt, _PRep, _PGroup, _PAnchor]
+_PNode = _PSet | _PSeq | _PAlt | _PRep | _PGroup | _PAnchor
 
 
 def _exact(ranges: Ranges) -> _PSet:
@@ -411,9 +451,18 @@ def _unicode_ranges(predicate_name: str) -> Ranges:
     """Characters that Python's (and Rust's) Unicode ``\\d`` or ``\\s`` match."""
     if predicate_name == "space":
         return _norm(
-            [(0x09, 0x0D), (0x1C, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680)]
-            + [(0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F)]
-            + [(0x3000, 0x3000)]
+            [
+                (9, 13),
+                (28, 32),
+                (133, 133),
+                (160, 160),
+                (5760, 5760),
+                (8192, 8202),
+                (8232, 8233),
+                (8239, 8239),
+                (8287, 8287),
+                (12288, 12288),
+            ]
         )
     out: list[tuple[int, int]] = []
     for code in range(0x30000):  # no decimal digits (Nd) beyond the first three planes
@@ -425,8 +474,18 @@ def _unicode_ranges(predicate_name: str) -> Ranges:
 _DIGITS = _chars("0123456789")
 _WORD = _norm([(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x5F, 0x5F)])
 _ECMA_SPACE = _norm(
-    [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A)]
-    + [(0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
+    [
+        (9, 13),
+        (32, 32),
+        (160, 160),
+        (5760, 5760),
+        (8192, 8202),
+        (8232, 8233),
+        (8239, 8239),
+        (8287, 8287),
+        (12288, 12288),
+        (65279, 65279),
+    ]
 )
 _LINE_TERMINATORS = _chars("\n\r\u2028\u2029")
 
@@ -435,7 +494,7 @@ def _shorthand(letter: str) -> _PSet:
     if letter == "d":
         return _PSet(_DIGITS, _norm(_DIGITS + _unicode_ranges("digit")))
     if letter == "w":
-        return _PSet(_WORD, _norm(_WORD + ((0x80, _MAX_CP),)))
+        return _PSet(_WORD, _norm((*_WORD, (128, _MAX_CP))))
     if letter == "s":
         wide = _norm(_ECMA_SPACE + _unicode_ranges("space"))
         narrow = _minus(_intersect(_ECMA_SPACE, _unicode_ranges("space")), _chars("\ufeff"))
@@ -497,7 +556,9 @@ class _PatternParser:
             if match is None:
                 return None
             low = int(match.group(1))
-            high = low if match.group(2) is None else (int(match.group(3)) if match.group(3) else None)
+            high = (
+                low if match.group(2) is None else (int(match.group(3)) if match.group(3) else None)
+            )
             if high is not None and high < low:
                 raise self.fail("quantifier range out of order")
             result, self.pos = (low, high), match.end()
@@ -714,7 +775,9 @@ def _split_anchors(node: _PNode) -> list[_Alternative]:
     out = []
     any_char = _PRep(_exact(_ANY), 0, None)
     for alternative in _top_alternatives(node):
-        items = list(alternative.items) if isinstance(alternative, _PSeq) else [alternative]
+        items: list[_PNode] = (
+            list(alternative.items) if isinstance(alternative, _PSeq) else [alternative]
+        )
         anchored_start = anchored_end = False
         while items and isinstance(items[0], _PAnchor) and items[0].start:
             anchored_start = True
@@ -781,7 +844,7 @@ def _fit_length(items: list[_PNode], low: int, high: int | None) -> list[_PNode]
         new_high = high - fixed if new_high is None else min(new_high, high - fixed)
     if new_high is not None and new_high < new_low:
         raise ValueError("length")
-    return items[:index] + [_PRep(item.node, new_low, new_high)] + items[index + 1 :]
+    return [*items[:index], _PRep(item.node, new_low, new_high), *items[index + 1 :]]
 
 
 def _pattern_regex(
@@ -887,7 +950,7 @@ def _int_range(lo: int | None, hi: int | None) -> str | None:
     return _alt(alts)
 
 
-def _int_multiple(k: int, lo: int | None, hi: int | None) -> str | None | bool:
+def _int_multiple(k: int, lo: int | None, hi: int | None) -> str | bool | None:
     """Integers in ``lo..hi`` divisible by ``k``; ``False`` when not expressible here.
 
     Exact for ``k == 1``, for small bounded ranges (enumerated), and for ``k`` dividing
@@ -990,9 +1053,7 @@ def _split_decimal(value: Decimal) -> tuple[int, str]:
     return int(whole), fraction.rstrip("0")
 
 
-def _fraction(
-    lo: str | None, lo_strict: bool, hi: str | None, hi_strict: bool
-) -> str | None:
+def _fraction(lo: str | None, lo_strict: bool, hi: str | None, hi_strict: bool) -> str | None:
     """Regex for an optional fractional part ``(\\.[0-9]+)?`` with ``lo <= 0.F <= hi``.
 
     ``lo``/``hi`` are digit strings without trailing zeros (``""`` is 0), ``None`` for no
@@ -1003,9 +1064,8 @@ def _fraction(
         return int(bound[i]) if i < len(bound) else 0
 
     def end_ok(i: int, tl: bool, th: bool) -> bool:
-        if tl and lo is not None:
-            if i < len(lo) or lo_strict:
-                return False
+        if tl and lo is not None and (i < len(lo) or lo_strict):
+            return False
         return not (th and hi is not None and i >= len(hi) and hi_strict)
 
     def digits(i: int, tl: bool, th: bool) -> str | None:
@@ -1016,15 +1076,20 @@ def _fraction(
                 continue
             if th and hi is not None and d > digit(hi, i):
                 continue
-            state = (tl and lo is not None and d == digit(lo, i), th and hi is not None and d == digit(hi, i))
+            state = (
+                tl and lo is not None and d == digit(lo, i),
+                th and hi is not None and d == digit(hi, i),
+            )
             groups.setdefault(state, []).append(d)
         alts = []
         for (ntl, nth), ds in groups.items():
             rest = remainder(i + 1, ntl, nth)
             if rest is None:
                 continue
-            cls = _digit_class(str(ds[0]), str(ds[-1])) if ds == list(range(ds[0], ds[-1] + 1)) else (
-                "[" + "".join(map(str, ds)) + "]"
+            cls = (
+                _digit_class(str(ds[0]), str(ds[-1]))
+                if ds == list(range(ds[0], ds[-1] + 1))
+                else ("[" + "".join(map(str, ds)) + "]")
             )
             alts.append(cls + rest)
         return _alt(alts)
@@ -1055,9 +1120,7 @@ def _fraction(
     return _alt(options)
 
 
-def _magnitude(
-    a: Decimal, a_strict: bool, c: Decimal | None, c_strict: bool
-) -> str | None:
+def _magnitude(a: Decimal, a_strict: bool, c: Decimal | None, c_strict: bool) -> str | None:
     """Regex for unsigned decimals ``I(.F)?`` with value in ``a..c`` (``a >= 0``)."""
     if c is not None and (c < a or (c == a and (a_strict or c_strict))):
         return None
@@ -1108,7 +1171,9 @@ def _number_range_exact(lo: Decimal | None, hi: Decimal | None) -> str | None:
         if negative is not None:
             alts.append("-" + _group(negative))
     if hi is None or hi >= 0:
-        positive = _magnitude(max(lo, Decimal(0)) if lo is not None else Decimal(0), False, hi, False)
+        positive = _magnitude(
+            max(lo, Decimal(0)) if lo is not None else Decimal(0), False, hi, False
+        )
         if positive is not None:
             alts.append(positive)
     return _alt(alts)
@@ -1166,7 +1231,8 @@ _UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 
 
 def _uuid_version(version: int) -> str:
-    return f"[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-{version}[0-9a-fA-F]{{3}}-[89abAB][0-9a-fA-F]{{3}}-[0-9a-fA-F]{{12}}"
+    hex_ = "[0-9a-fA-F]"
+    return f"{hex_}{{8}}-{hex_}{{4}}-{version}{hex_}{{3}}-[89abAB]{hex_}{{3}}-{hex_}{{12}}"
 
 
 _OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
@@ -1179,8 +1245,16 @@ def _ipv6() -> str:
     # "::" compression with i groups before and j after, i + j <= 7
     for before in range(0, 8):
         for after in range(0, 8 - before):
-            head = "" if before == 0 else f"{_H16}" + ("" if before == 1 else f"(?::{_H16}){{{before - 1}}}")
-            tail = "" if after == 0 else f"{_H16}" + ("" if after == 1 else f"(?::{_H16}){{{after - 1}}}")
+            head = (
+                ""
+                if before == 0
+                else f"{_H16}" + ("" if before == 1 else f"(?::{_H16}){{{before - 1}}}")
+            )
+            tail = (
+                ""
+                if after == 0
+                else f"{_H16}" + ("" if after == 1 else f"(?::{_H16}){{{after - 1}}}")
+            )
             alts.append(f"{head}::{tail}")
     return _alt(alts) or ""
 
@@ -1301,7 +1375,7 @@ class _Never:
     reason: str
 
 
-_Result = Union[str, _Never]
+_Result = str | _Never
 
 
 class _TooLarge(Exception):
@@ -1337,7 +1411,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and bool(a == b)
@@ -1588,7 +1662,9 @@ class _Translator:
                 if not isinstance(subs, list):
                     raise SchemaError(f"expected a list for allOf at {part.pointer or '/'}")
                 for i, sub in enumerate(subs):
-                    expanded.append(_Part(sub, join_pointer(part.pointer, "allOf", i), part.synthetic))
+                    expanded.append(
+                        _Part(sub, join_pointer(part.pointer, "allOf", i), part.synthetic)
+                    )
             if expanded:
                 rest = {k: v for k, v in schema.items() if k not in ("$ref", "allOf")}
                 if _has_validation(rest):
@@ -1608,10 +1684,22 @@ class _Translator:
             pointer = part.pointer
             replaced: list[_Part] | None = None
             if "if" in schema or "then" in schema or "else" in schema:
-                if "if" in schema and ("then" in schema or "else" in schema):
-                    raise self.refuse("if", pointer, "conditional schemas (if/then/else) cannot be enforced")
                 rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
                 replaced = [_Part(rest, pointer, part.synthetic)]
+                if "if" in schema and ("then" in schema or "else" in schema):
+                    # (if and then) or (not if and else): two disjoint branches
+                    condition = schema["if"]
+                    try:
+                        negated = self.negate(condition, join_pointer(pointer, "if"), 0)
+                    except UnsupportedSchemaError as error:
+                        raise self.refuse(
+                            "if", pointer, f"cannot negate the condition ({error.reason})"
+                        ) from None
+                    branches = [
+                        {"allOf": [condition, schema.get("then", True)]},
+                        {"allOf": [negated, schema.get("else", True)]},
+                    ]
+                    replaced.append(_Part({"anyOf": branches}, pointer, True))
             elif "not" in schema and not _is_value_exclusion(schema["not"]):
                 rest = {k: v for k, v in schema.items() if k != "not"}
                 negated = self.negate(schema["not"], join_pointer(pointer, "not"), 0)
@@ -1619,7 +1707,9 @@ class _Translator:
                     _Part(rest, pointer, part.synthetic),
                     _Part(negated, join_pointer(pointer, "not"), True),
                 ]
-            elif any(k in schema for k in ("dependentRequired", "dependentSchemas", "dependencies")):
+            elif any(
+                k in schema for k in ("dependentRequired", "dependentSchemas", "dependencies")
+            ):
                 replaced = self.rewrite_dependencies(flat, part)
             if replaced is not None:
                 return flat[:index] + replaced + flat[index + 1 :]
@@ -1693,7 +1783,9 @@ class _Translator:
             return {"anyOf": [self.negate_group(schema, g, pointer, depth) for g in groups]}
         return self.negate_group(schema, groups[0], pointer, depth)
 
-    def negate_group(self, schema: dict[str, Any], keys: list[str], pointer: str, depth: int) -> Any:
+    def negate_group(
+        self, schema: dict[str, Any], keys: list[str], pointer: str, depth: int
+    ) -> Any:
         first = keys[0]
         if first == "$ref":
             target, target_pointer = self.refs.resolve(schema["$ref"], pointer)
@@ -1711,9 +1803,19 @@ class _Translator:
         if first == "not":
             return schema["not"]
         if first == "anyOf":
-            return {"allOf": [self.negate(s, join_pointer(pointer, "anyOf", i), depth + 1) for i, s in enumerate(schema["anyOf"])]}
+            return {
+                "allOf": [
+                    self.negate(s, join_pointer(pointer, "anyOf", i), depth + 1)
+                    for i, s in enumerate(schema["anyOf"])
+                ]
+            }
         if first == "allOf":
-            return {"anyOf": [self.negate(s, join_pointer(pointer, "allOf", i), depth + 1) for i, s in enumerate(schema["allOf"])]}
+            return {
+                "anyOf": [
+                    self.negate(s, join_pointer(pointer, "allOf", i), depth + 1)
+                    for i, s in enumerate(schema["allOf"])
+                ]
+            }
         if first == "required":
             names = schema["required"]
             if not names:
@@ -1742,9 +1844,13 @@ class _Translator:
             if bound < 0:
                 return False
             return {"type": kind, opposite: bound}
-        if first in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") and not any(
-            isinstance(schema.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum")
-        ) and len(keys) == 1:
+        if (
+            first in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+            and not any(
+                isinstance(schema.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum")
+            )
+            and len(keys) == 1
+        ):
             opposite = {
                 "minimum": "exclusiveMaximum",
                 "exclusiveMinimum": "maximum",
@@ -1765,10 +1871,13 @@ class _Translator:
         branches = part.schema[keyword]
         if not isinstance(branches, list) or not branches:
             raise SchemaError(f"expected a non-empty list for {keyword} at {part.pointer or '/'}")
-        rest = _Part({k: v for k, v in part.schema.items() if k != keyword}, part.pointer, part.synthetic)
-        base = flat[:index] + [rest] + flat[index + 1 :]
+        rest = _Part(
+            {k: v for k, v in part.schema.items() if k != keyword}, part.pointer, part.synthetic
+        )
+        base = [*flat[:index], rest, *flat[index + 1 :]]
         branch_parts = [
-            _Part(b, join_pointer(part.pointer, keyword, i), part.synthetic) for i, b in enumerate(branches)
+            _Part(b, join_pointer(part.pointer, keyword, i), part.synthetic)
+            for i, b in enumerate(branches)
         ]
         extra: list[list[_Part]] = [[] for _ in branches]
         if keyword == "oneOf" and len(branches) > 1:
@@ -1776,25 +1885,25 @@ class _Translator:
             # by a proof of disjointness or else by the negation of the other branch
             for i in range(len(branches)):
                 for j in range(i + 1, len(branches)):
-                    if self.disjoint(base + [branch_parts[i]], base + [branch_parts[j]], refs, 0):
+                    if self.disjoint([*base, branch_parts[i]], [*base, branch_parts[j]], refs, 0):
                         continue
                     for mine, other in ((i, j), (j, i)):
                         try:
                             negated = self.negate(
                                 branch_parts[other].schema, branch_parts[other].pointer, 0
                             )
-                        except UnsupportedSchemaError as error:
+                        except UnsupportedSchemaError as negation_error:
                             raise self.refuse(
                                 "oneOf",
                                 part.pointer,
                                 f"cannot prove that branches {i} and {j} exclude each other, "
-                                f"nor negate branch {other} ({error.reason})",
+                                f"nor negate branch {other} ({negation_error.reason})",
                             ) from None
                         extra[mine].append(_Part(negated, branch_parts[other].pointer, True))
         results: list[str] = []
         nevers: list[_Never] = []
         failures: list[UnsupportedSchemaError] = []
-        for branch, exclusions in zip(branch_parts, extra):
+        for branch, exclusions in zip(branch_parts, extra, strict=False):
             try:
                 result = self.gen([*base, branch, *exclusions], refs)
             except UnsupportedSchemaError as error:
@@ -1809,9 +1918,9 @@ class _Translator:
                 raise failures[0]
             recursion = [n for n in nevers if n.keyword == "$ref"]
             return (recursion or nevers)[0]
-        for error in failures:
+        for failure in failures:
             warnings.warn(
-                f"formcast: dropped a {keyword} branch that cannot be enforced ({error}); the "
+                f"formcast: dropped a {keyword} branch that cannot be enforced ({failure}); the "
                 "output uses the remaining branches",
                 UserWarning,
                 stacklevel=4,
@@ -1850,11 +1959,21 @@ class _Translator:
                             union = set(_ALL_TYPES)
                             break
                         if never is None or never.keyword == "$ref":
-                            union |= self.possible_types(sub, depth + 1) if never is None else set(_ALL_TYPES)
+                            union |= (
+                                self.possible_types(sub, depth + 1)
+                                if never is None
+                                else set(_ALL_TYPES)
+                            )
                     allowed &= union
             negated = schema.get("not")
-            if isinstance(negated, dict) and set(negated) <= {"type"} | ANNOTATION_KEYWORDS and "type" in negated:
-                named = {negated["type"]} if isinstance(negated["type"], str) else set(negated["type"])
+            if (
+                isinstance(negated, dict)
+                and set(negated) <= {"type"} | ANNOTATION_KEYWORDS
+                and "type" in negated
+            ):
+                named = (
+                    {negated["type"]} if isinstance(negated["type"], str) else set(negated["type"])
+                )
                 if "number" in named:
                     named.add("integer")
                 allowed -= named
@@ -1889,19 +2008,33 @@ class _Translator:
                 raise SchemaError(f"expected an object for properties at {part.pointer or '/'}")
             matched = False
             if name in properties:
-                out.append(_Part(properties[name], join_pointer(part.pointer, "properties", name), part.synthetic))
+                out.append(
+                    _Part(
+                        properties[name],
+                        join_pointer(part.pointer, "properties", name),
+                        part.synthetic,
+                    )
+                )
                 matched = True
             patterns = schema.get("patternProperties") or {}
             for pattern, sub in patterns.items():
                 if self.key_matches(pattern, name, part.pointer):
                     out.append(
-                        _Part(sub, join_pointer(part.pointer, "patternProperties", pattern), part.synthetic)
+                        _Part(
+                            sub,
+                            join_pointer(part.pointer, "patternProperties", pattern),
+                            part.synthetic,
+                        )
                     )
                     matched = True
             if not matched:
                 for keyword in ("additionalProperties", "unevaluatedProperties"):
                     if keyword in schema:
-                        out.append(_Part(schema[keyword], join_pointer(part.pointer, keyword), part.synthetic))
+                        out.append(
+                            _Part(
+                                schema[keyword], join_pointer(part.pointer, keyword), part.synthetic
+                            )
+                        )
                         break
         return out
 
@@ -1927,7 +2060,9 @@ class _Translator:
                     return not any(self.valid(v, mine) and self.valid(v, theirs) for v in values)
             if common <= {"object"}:
                 for name in self.required_names(fa) + self.required_names(fb):
-                    if self.disjoint(self.key_parts(fa, name), self.key_parts(fb, name), refs, depth + 1):
+                    if self.disjoint(
+                        self.key_parts(fa, name), self.key_parts(fb, name), refs, depth + 1
+                    ):
                         return True
         except SchemaError:
             return False
@@ -2094,15 +2229,19 @@ class _Translator:
                 bound_pointer = part.pointer
                 exact = Decimal(value)
                 if is_lower:
-                    int_value = int(exact.to_integral_value(ROUND_FLOOR)) + 1 if strict else int(
-                        exact.to_integral_value(ROUND_CEILING)
+                    int_value = (
+                        int(exact.to_integral_value(ROUND_FLOOR)) + 1
+                        if strict
+                        else int(exact.to_integral_value(ROUND_CEILING))
                     )
                     int_lo = int_value if int_lo is None else max(int_lo, int_value)
                     dec = _above(value) if strict else _at_least(value)
                     dec_lo = dec if dec_lo is None else max(dec_lo, dec)
                 else:
-                    int_value = int(exact.to_integral_value(ROUND_CEILING)) - 1 if strict else int(
-                        exact.to_integral_value(ROUND_FLOOR)
+                    int_value = (
+                        int(exact.to_integral_value(ROUND_CEILING)) - 1
+                        if strict
+                        else int(exact.to_integral_value(ROUND_FLOOR))
                     )
                     int_hi = int_value if int_hi is None else min(int_hi, int_value)
                     dec = _below(value) if strict else _at_most(value)
@@ -2114,7 +2253,9 @@ class _Translator:
                     raise SchemaError(f"expected a positive multipleOf at {part.pointer or '/'}")
                 if isinstance(step, float) and not step.is_integer():
                     raise self.refuse(
-                        "multipleOf", part.pointer, "only whole-number multipleOf values can be enforced"
+                        "multipleOf",
+                        part.pointer,
+                        "only whole-number multipleOf values can be enforced",
                     )
                 multiples.append(int(step))
         # keep at most _FRACTION_DIGITS decimals (rounding inwards: a restriction, still sound)
@@ -2137,15 +2278,20 @@ class _Translator:
                 )
             if numbers and regex is not None:
                 inside = sorted(
-                    {int(v) for v in numbers if float(v).is_integer()
-                     and (int_lo is None or v >= int_lo) and (int_hi is None or v <= int_hi)}
+                    {
+                        int(v)
+                        for v in numbers
+                        if float(v).is_integer()
+                        and (int_lo is None or v >= int_lo)
+                        and (int_hi is None or v <= int_hi)
+                    }
                 )
                 if inside and step > 1:
                     raise self.refuse("not", bound_pointer, "cannot exclude values from multipleOf")
                 if inside:
                     pieces = []
                     start = int_lo
-                    for v in inside + [None]:
+                    for v in [*inside, None]:
                         end = None if v is None else v - 1
                         if v is None:
                             end = int_hi
@@ -2157,7 +2303,8 @@ class _Translator:
         else:
             regex = _number_range(dec_lo, dec_hi)
             if regex is not None and any(
-                (dec_lo is None or Decimal(v) >= dec_lo) and (dec_hi is None or Decimal(v) <= dec_hi)
+                (dec_lo is None or Decimal(v) >= dec_lo)
+                and (dec_hi is None or Decimal(v) <= dec_hi)
                 for v in numbers
             ):
                 raise self.refuse("not", bound_pointer, "cannot exclude single values from numbers")
@@ -2183,9 +2330,13 @@ class _Translator:
                 value = int(schema["maxLength"])
                 high = value if high is None else min(high, value)
                 length_pointer["maxLength"] = part.pointer
-            if isinstance(schema.get("pattern"), str) and schema["pattern"] not in [p for p, _ in patterns]:
+            if isinstance(schema.get("pattern"), str) and schema["pattern"] not in [
+                p for p, _ in patterns
+            ]:
                 patterns.append((schema["pattern"], part.pointer))
-            if isinstance(schema.get("format"), str) and schema["format"] not in [f for f, _ in formats]:
+            if isinstance(schema.get("format"), str) and schema["format"] not in [
+                f for f, _ in formats
+            ]:
                 formats.append((schema["format"], part.pointer))
         if high is not None and high < low:
             return _Never("maxLength", length_pointer["maxLength"], "maxLength is below minLength")
@@ -2198,7 +2349,9 @@ class _Translator:
         if len(known) > 1:
             raise self.refuse("format", known[1][1], "several different formats cannot be combined")
         if known and patterns:
-            raise self.refuse("pattern", patterns[0][1], "a pattern cannot be combined with a format")
+            raise self.refuse(
+                "pattern", patterns[0][1], "a pattern cannot be combined with a format"
+            )
         if len(patterns) > 1:
             raise self.refuse("pattern", patterns[1][1], "several patterns cannot be intersected")
         one_spelling = True
@@ -2206,20 +2359,34 @@ class _Translator:
             name, pointer = known[0]
             f_low, f_high = _format_length(name)
             if f_low < low:
-                raise self.refuse("minLength", length_pointer["minLength"], f"cannot be combined with format {name!r}")
+                raise self.refuse(
+                    "minLength",
+                    length_pointer["minLength"],
+                    f"cannot be combined with format {name!r}",
+                )
             if high is not None and f_high > high:
-                raise self.refuse("maxLength", length_pointer["maxLength"], f"cannot be combined with format {name!r}")
+                raise self.refuse(
+                    "maxLength",
+                    length_pointer["maxLength"],
+                    f"cannot be combined with format {name!r}",
+                )
             body: str | None = _STRING_FORMATS[name]
         elif patterns:
             pattern, pointer = patterns[0]
             try:
                 body, bad = _pattern_regex(pattern, low, high, self.plain_strings)
             except _PatternUnsupported as error:
-                raise self.refuse("pattern", pointer, f"cannot translate pattern: {error}") from None
+                raise self.refuse(
+                    "pattern", pointer, f"cannot translate pattern: {error}"
+                ) from None
             if bad is not None:
-                raise self.refuse(bad, length_pointer[bad], f"cannot be combined with pattern {pattern!r}")
+                raise self.refuse(
+                    bad, length_pointer[bad], f"cannot be combined with pattern {pattern!r}"
+                )
             if body is None:
-                return _Never("pattern", pointer, "no string matches the pattern within the length bounds")
+                return _Never(
+                    "pattern", pointer, "no string matches the pattern within the length bounds"
+                )
         else:
             one_spelling = self.plain_strings
             char = _PLAIN_CHAR if self.plain_strings else STRING_CHAR
@@ -2266,25 +2433,44 @@ class _Translator:
                 if "items" in schema:
                     tail = _Part(items, join_pointer(ptr, "items"), part.synthetic)
             elif isinstance(items, list):
-                prefix = [_Part(s, join_pointer(ptr, "items", i), part.synthetic) for i, s in enumerate(items)]
+                prefix = [
+                    _Part(s, join_pointer(ptr, "items", i), part.synthetic)
+                    for i, s in enumerate(items)
+                ]
                 if "additionalItems" in schema:
-                    tail = _Part(schema["additionalItems"], join_pointer(ptr, "additionalItems"), part.synthetic)
+                    tail = _Part(
+                        schema["additionalItems"],
+                        join_pointer(ptr, "additionalItems"),
+                        part.synthetic,
+                    )
             elif "items" in schema:
                 tail = _Part(items, join_pointer(ptr, "items"), part.synthetic)
             if tail is None and "unevaluatedItems" in schema:
-                tail = _Part(schema["unevaluatedItems"], join_pointer(ptr, "unevaluatedItems"), part.synthetic)
+                tail = _Part(
+                    schema["unevaluatedItems"],
+                    join_pointer(ptr, "unevaluatedItems"),
+                    part.synthetic,
+                )
             layouts.append((prefix, tail))
             if "contains" in schema:
                 min_contains = schema.get("minContains", 1)
                 if "maxContains" in schema:
-                    raise self.refuse("maxContains", ptr, "counting matching items cannot be enforced")
+                    raise self.refuse(
+                        "maxContains", ptr, "counting matching items cannot be enforced"
+                    )
                 if min_contains > 1:
-                    raise self.refuse("minContains", ptr, "counting matching items cannot be enforced")
+                    raise self.refuse(
+                        "minContains", ptr, "counting matching items cannot be enforced"
+                    )
                 if min_contains == 1:
-                    contains.append(_Part(schema["contains"], join_pointer(ptr, "contains"), part.synthetic))
-        if unique_pointer is not None and (max_items is None or max_items > 1):
-            if self.mode == "specification":
-                raise self.refuse("uniqueItems", unique_pointer, "an automaton cannot enforce distinct items")
+                    contains.append(
+                        _Part(schema["contains"], join_pointer(ptr, "contains"), part.synthetic)
+                    )
+        many = max_items is None or max_items > 1
+        if unique_pointer is not None and many and self.mode == "specification":
+            raise self.refuse(
+                "uniqueItems", unique_pointer, "an automaton cannot enforce distinct items"
+            )
         if max_items is not None and max_items < min_items:
             return _Never("maxItems", pointer, "maxItems is below minItems")
         prefix_length = max((len(p) for p, _ in layouts), default=0)
@@ -2308,41 +2494,49 @@ class _Translator:
                 cut = result
                 break
             elements.append(result)
-        tail: str | None = None
+        tail_regex: str | None = None
         if cut is None and (max_items is None or max_items > len(elements)):
             result = self.gen(tail_parts, refs)
             if isinstance(result, _Never):
                 cut = result
             else:
-                tail = result
-        most = len(elements) if tail is None else max_items
+                tail_regex = result
+        most = len(elements) if tail_regex is None else max_items
         if most is not None and most < min_items:
             return cut or _Never("minItems", pointer, "no array of minItems items is possible")
         if contains:
-            if len({json.dumps(c.schema, sort_keys=True) for c in contains}) > 1 or prefix_length or (
-                max_items is not None or min_items > 1
+            if (
+                len({json.dumps(c.schema, sort_keys=True) for c in contains}) > 1
+                or prefix_length
+                or (max_items is not None or min_items > 1)
             ):
-                raise self.refuse("contains", contains[0].pointer, "contains is only supported with a single items schema and no length bounds")
+                raise self.refuse(
+                    "contains",
+                    contains[0].pointer,
+                    "contains is only supported with a single items schema and no length bounds",
+                )
             matching = self.gen(tail_parts + contains[:1], refs)
             if isinstance(matching, _Never):
                 return matching
-            if tail is None:
+            if tail_regex is None:
                 body = matching
             else:
-                body = f"(?:{tail}{self.sep})*{matching}(?:{self.sep}{tail})*"
+                body = f"(?:{tail_regex}{self.sep})*{matching}(?:{self.sep}{tail_regex})*"
             return rf"\[{self.ws}{body}{self.ws}\]"
         k = len(elements)
         if k == 0:
-            if tail is None:
+            if tail_regex is None:
                 return rf"\[{self.ws}\]"
             high = None if most is None else most - 1
-            body = tail + _repeat(self.sep + tail, max(0, min_items - 1), high)
+            body = tail_regex + _repeat(self.sep + tail_regex, max(0, min_items - 1), high)
             may_be_empty = min_items == 0
         else:
             rest = ""
-            if tail is not None:
+            if tail_regex is not None:
                 rest = _repeat(
-                    self.sep + tail, max(0, min_items - k), None if max_items is None else max_items - k
+                    self.sep + tail_regex,
+                    max(0, min_items - k),
+                    None if max_items is None else max_items - k,
                 )
             for i in reversed(range(k)):
                 segment = ("" if i == 0 else self.sep) + elements[i] + rest
@@ -2378,8 +2572,8 @@ class _Translator:
                 min_props = max(min_props, int(part.schema["minProperties"]))
                 count_pointer["minProperties"] = part.pointer
             if "maxProperties" in part.schema:
-                value = int(part.schema["maxProperties"])
-                max_props = value if max_props is None else min(max_props, value)
+                count = int(part.schema["maxProperties"])
+                max_props = count if max_props is None else min(max_props, count)
                 count_pointer["maxProperties"] = part.pointer
 
         # declared members
@@ -2388,7 +2582,11 @@ class _Translator:
             is_required = name in required
             if name_parts and not self.valid(name, name_parts):
                 if is_required:
-                    return _Never("propertyNames", name_parts[0].pointer, f"required name {name!r} is not allowed")
+                    return _Never(
+                        "propertyNames",
+                        name_parts[0].pointer,
+                        f"required name {name!r} is not allowed",
+                    )
                 continue
             value = self.gen(self.key_parts(flat, name), refs)
             if isinstance(value, _Never):
@@ -2403,11 +2601,19 @@ class _Translator:
         extra_limit: int | None = None
         if max_props is not None:
             if n_required > max_props:
-                return _Never("maxProperties", count_pointer["maxProperties"], "more required properties than maxProperties")
+                return _Never(
+                    "maxProperties",
+                    count_pointer["maxProperties"],
+                    "more required properties than maxProperties",
+                )
             if n_optional == 0:
                 extra_limit = max_props - n_required
             elif extras is not None or len(members) > max_props:
-                raise self.refuse("maxProperties", count_pointer["maxProperties"], "cannot count optional properties")
+                raise self.refuse(
+                    "maxProperties",
+                    count_pointer["maxProperties"],
+                    "cannot count optional properties",
+                )
         if extra_limit == 0:
             extras = None
         nonempty = False
@@ -2415,13 +2621,24 @@ class _Translator:
             if n_required == 0 and min_props == 1 and (members or extras is not None):
                 nonempty = True
             else:
-                raise self.refuse("minProperties", count_pointer["minProperties"], "cannot count optional or extra properties")
+                raise self.refuse(
+                    "minProperties",
+                    count_pointer["minProperties"],
+                    "cannot count optional or extra properties",
+                )
 
         # assemble: each element is (first form, comma form, trailing form, required)
         elements: list[tuple[str, str, str, bool]] = []
         for member, is_required in members:
             comma = self.sep + member
-            elements.append((member, comma if is_required else _opt(comma), _opt(member + self.sep), is_required))
+            elements.append(
+                (
+                    member,
+                    comma if is_required else _opt(comma),
+                    _opt(member + self.sep),
+                    is_required,
+                )
+            )
         if extras is not None:
             more = None if extra_limit is None else extra_limit - 1
             first = extras + _repeat(self.sep + extras, 0, more)
@@ -2431,7 +2648,11 @@ class _Translator:
         required_at = [i for i, e in enumerate(elements) if e[3]]
         if required_at:
             r = required_at[0]
-            body = "".join(e[2] for e in elements[:r]) + elements[r][0] + "".join(e[1] for e in elements[r + 1 :])
+            body = (
+                "".join(e[2] for e in elements[:r])
+                + elements[r][0]
+                + "".join(e[1] for e in elements[r + 1 :])
+            )
             return rf"\{{{self.ws}{body}{self.ws}\}}"
         body = _nonempty(elements)
         if nonempty:
@@ -2451,7 +2672,9 @@ class _Translator:
                     value = part.schema[keyword]
                     if value is False:
                         forbidden = True
-                    explicit.append(_Part(value, join_pointer(part.pointer, keyword), part.synthetic))
+                    explicit.append(
+                        _Part(value, join_pointer(part.pointer, keyword), part.synthetic)
+                    )
                     break
         alternatives: list[str] = []
         free_allowed = not forbidden and not has_patterns
@@ -2466,12 +2689,16 @@ class _Translator:
         if has_patterns:
             if name_parts:
                 raise self.refuse(
-                    "propertyNames", name_parts[0].pointer, "cannot be combined with patternProperties"
+                    "propertyNames",
+                    name_parts[0].pointer,
+                    "cannot be combined with patternProperties",
                 )
             alternatives.extend(self.pattern_members(flat, names, refs))
         return _alt(alternatives)
 
-    def free_key(self, names: list[str], name_parts: list[_Part], refs: tuple[str, ...]) -> str | None:
+    def free_key(
+        self, names: list[str], name_parts: list[_Part], refs: tuple[str, ...]
+    ) -> str | None:
         if not name_parts:
             body = _except(_PLAIN, names, 0, None)
             return None if body is None else f'"{body}"'
@@ -2481,13 +2708,17 @@ class _Translator:
         candidates = self.enum_candidates(flat)
         if candidates is not None:
             allowed = [
-                v for v in candidates if isinstance(v, str) and v not in names and self.valid(v, flat)
+                v
+                for v in candidates
+                if isinstance(v, str) and v not in names and self.valid(v, flat)
             ]
             return _alt(self.literal(v) for v in allowed)
         saved = self.plain_strings
         self.plain_strings = True
         try:
-            key = self.gen([*name_parts, _Part({"type": "string"}, name_parts[0].pointer, True)], refs)
+            key = self.gen(
+                [*name_parts, _Part({"type": "string"}, name_parts[0].pointer, True)], refs
+            )
         finally:
             self.plain_strings = saved
         if isinstance(key, _Never):
@@ -2497,11 +2728,14 @@ class _Translator:
                 raise self.refuse(
                     "propertyNames",
                     name_parts[0].pointer,
-                    f"allowed extra names include the declared name {name!r}, which cannot be excluded",
+                    f"allowed extra names include the declared name {name!r}, which cannot be "
+                    "excluded",
                 )
         return key
 
-    def pattern_members(self, flat: list[_Part], names: list[str], refs: tuple[str, ...]) -> list[str]:
+    def pattern_members(
+        self, flat: list[_Part], names: list[str], refs: tuple[str, ...]
+    ) -> list[str]:
         out = []
         for part in flat:
             patterns = part.schema.get("patternProperties") or {}
@@ -2524,7 +2758,9 @@ class _Translator:
                     for other, other_sub in other_patterns.items():
                         if other_part is part and other == pattern:
                             continue
-                        other_key = self.pattern_for_key(other, other_part.pointer, "patternProperties")
+                        other_key = self.pattern_for_key(
+                            other, other_part.pointer, "patternProperties"
+                        )
                         if other_key is not None and not _regex_disjoint(key, other_key):
                             value_parts.append(
                                 _Part(
@@ -2636,7 +2872,9 @@ def schema_to_regex(
     elif isinstance(whitespace, int) and whitespace >= 0:
         spaces = whitespace
     else:
-        raise InvalidOptionError(f"expected whitespace to be a bool or an int >= 0, found {whitespace!r}")
+        raise InvalidOptionError(
+            f"expected whitespace to be a bool or an int >= 0, found {whitespace!r}"
+        )
     if (
         not isinstance(max_recursion_depth, int)
         or isinstance(max_recursion_depth, bool)

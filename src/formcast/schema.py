@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import unquote, urldefrag, urljoin
 
-import jsonschema
-import jsonschema.validators
+import jsonschema  # type: ignore[import-untyped, unused-ignore]
+import jsonschema.validators  # type: ignore[import-untyped, unused-ignore]
 import pydantic
 
 from formcast.errors import SchemaError, UnsupportedSchemaError
@@ -124,7 +124,10 @@ def escape_pointer_token(token: str) -> str:
 
 
 def join_pointer(pointer: str, *tokens: str | int) -> str:
-    """Append reference tokens to a JSON pointer: ``join_pointer("/a", "b/c", 0) == "/a/b~1c/0"``."""
+    """Append reference tokens to a JSON pointer.
+
+    ``join_pointer("/a", "b/c", 0) == "/a/b~1c/0"``
+    """
     return pointer + "".join("/" + escape_pointer_token(str(t)) for t in tokens)
 
 
@@ -325,7 +328,9 @@ class References:
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
             else:
-                raise SchemaError(f"expected {pointer!r} to exist in the schema, found no such path")
+                raise SchemaError(
+                    f"expected {pointer!r} to exist in the schema, found no such path"
+                )
         return node
 
     def resolve(self, ref: str, at: str) -> tuple[Any, str]:
@@ -348,7 +353,9 @@ class References:
         elif (uri, fragment) in self._anchors:
             pointer = self._anchors[(uri, fragment)]
         else:
-            raise SchemaError(f"expected anchor {fragment!r} (from $ref {ref!r}) to exist, found none")
+            raise SchemaError(
+                f"expected anchor {fragment!r} (from $ref {ref!r}) to exist, found none"
+            )
         try:
             target = self.lookup(pointer)
         except SchemaError:
