@@ -1,6 +1,6 @@
 """A fixed sample of the shared maskbench schemas, judged through the public cursor API.
 
-Every 25th schema (sorted by file name, ~136 schemas across all origins) is compiled in
+Every 50th schema (sorted by file name, 69 schemas across all origins) is compiled in
 specification mode in a worker process with a time limit and a memory cap; every test
 instance is walked token by token. Soundness is absolute: no invalid instance may be
 accepted, and no schema may crash the compiler. The full run is
@@ -22,8 +22,8 @@ import maskbench
 
 @pytest.mark.slow
 def test_sample_has_no_invalidation_errors_and_no_crash(maskbench_dir: Path) -> None:
-    files = maskbench.schema_files(every=25)
-    assert len(files) > 100
+    files = maskbench.schema_files(every=50)
+    assert len(files) > 60
     results = list(maskbench.run_all(files, timeout=20.0, memory_mb=4096))
     print("\n" + maskbench.table(results))
     counts = collections.Counter(r.status for r in results)

@@ -282,14 +282,16 @@ _QUANTIFIER_START = frozenset("*+?{")
 
 
 class _Block(NamedTuple):
-    """The virtual copies of one counted repeat ``X{m,n}``.
+    """The virtual copies of one counted repeat ``X{m,n}`` (or ``X{m,}``, ``m >= 2``).
 
     ``X`` (the template) is the concrete states ``[s0, s0 + size_c)`` plus the virtual
     states ``[v0, v0 + span - size_c)`` of blocks nested in it. Copy ``j`` (0-based) of
     the template occupies the virtual ids ``[base + j * span, base + (j + 1) * span)``:
     concrete template states first, then nested virtual ones, in order. A virtual state's
-    edges are its template state's edges mapped into the copy, plus the epsilon edges
-    attached to that very id after the copy was made (chain, exits, glue of parents).
+    edges are its template state's edges mapped into the copy, plus, at the end of a copy,
+    the repeat's own glue (derived here, never stored: on to the next copy; out to the
+    last copy's end once ``low`` copies are done; for ``X{m,}`` the last copy loops and
+    leaves to ``exit``), plus the epsilon edges a parent attached to that very id.
     """
 
     base: int
@@ -300,6 +302,9 @@ class _Block(NamedTuple):
     v0: int
     x_start: int
     x_end: int
+    low: int
+    bounded: bool
+    exit: int  # X{m,}: the concrete state after the loop; -1 when bounded
 
     def copy_of(self, j: int, state: int) -> int:
         """The id in copy ``j`` of the template state ``state``."""
@@ -313,6 +318,23 @@ class _Block(NamedTuple):
         if local < self.size_c:
             return j, self.s0 + local
         return j, self.v0 + local - self.size_c
+
+    def glue(self, j: int) -> list[int]:
+        """Where the end of copy ``j`` leads (epsilon edges derived from the repeat)."""
+        last = self.copies - 1
+        out = []
+        if j < last:
+            out.append(self.copy_of(j + 1, self.x_start))
+            if self.bounded and j >= max(self.low, 1) - 1:
+                out.append(self.copy_of(last, self.x_end))
+        elif not self.bounded:
+            out.append(self.copy_of(last, self.x_start))
+            out.append(self.exit)
+        return out
+
+    def copies_still_needed(self, j: int) -> int:
+        """Copies after copy ``j`` that a shortest way out must still read."""
+        return max(0, max(self.low, 1) - 1 - j)
 
 
 class _Builder:
@@ -465,20 +487,11 @@ class _Builder:
             )
         size_c = self.n - s0
         size_v = self.vn - v0
-        if size_v == 0 and size_c * (copies - 1) <= _CONCRETE_COPY_LIMIT:
-            shifts = self.copy_last(s0, b0, e0, copies - 1)
-            starts = [start] + [start + shift for shift in shifts]
-            ends = [end] + [end + shift for shift in shifts]
-        else:
-            span = size_c + size_v
-            base = self.vn
-            self.vn += span * copies
-            if self.vn >= _VIRTUAL_LIMIT:
-                self.fail(f"the counted repeat {shown} makes the automaton too large", position)
-            block = _Block(base, span, copies, s0, size_c, v0, start, end)
-            self.blocks.append(block)
-            starts = [block.copy_of(j, start) for j in range(copies)]
-            ends = [block.copy_of(j, end) for j in range(copies)]
+        if size_v > 0 or size_c * (copies - 1) > _CONCRETE_COPY_LIMIT:
+            return self.virtual_repeat(frag, low, high, copies, shown, position)
+        shifts = self.copy_last(s0, b0, e0, copies - 1)
+        starts = [start] + [start + shift for shift in shifts]
+        ends = [end] + [end + shift for shift in shifts]
         esrc, edst = self.esrc, self.edst
         for i in range(copies - 1):
             esrc.append(ends[i])
@@ -498,6 +511,33 @@ class _Builder:
             self.eps(s, last)
             return (s, last, s0, b0, e0, v0)
         return (starts[0], last, s0, b0, e0, v0)
+
+    def virtual_repeat(
+        self, frag: Fragment, low: int, high: int | None, copies: int, shown: str, position: int
+    ) -> Fragment:
+        """``X{low,high}`` as a virtual block: O(1) here, whatever the number of copies."""
+        start, end, s0, b0, e0, v0 = frag
+        size_c = self.n - s0
+        span = size_c + self.vn - v0
+        base = self.vn
+        self.vn += span * copies
+        if self.vn >= _VIRTUAL_LIMIT:
+            self.fail(f"the counted repeat {shown} makes the automaton too large", position)
+        exit_state = self.fresh() if high is None else -1
+        block = _Block(
+            base, span, copies, s0, size_c, v0, start, end, low, high is not None, exit_state
+        )
+        self.blocks.append(block)
+        first = block.copy_of(0, start)
+        if high is None:
+            return (first, exit_state, s0, b0, e0, v0)
+        last = block.copy_of(copies - 1, end)
+        if low == 0:
+            s = self.fresh()
+            self.eps(s, first)
+            self.eps(s, last)
+            return (s, last, s0, b0, e0, v0)
+        return (first, last, s0, b0, e0, v0)
 
     def copy_last(self, s0: int, b0: int, e0: int, count: int) -> list[int]:
         """Append ``count`` copies of the (all concrete) states/edges from ``(s0, b0, e0)``.
@@ -885,7 +925,8 @@ class _ScopeDistances(NamedTuple):
 
     lo: int  # the scope's first concrete state
     concrete: list[int]  # per concrete state in [lo, lo + len(concrete))
-    skeleton: dict[int, int]  # per start/end of each copy of the scope's child blocks
+    skeleton: dict[int, int]  # per child block: its first copy's start, last copy's end
+    length: int  # block scopes: shortest way through the template (start to end)
 
 
 class LazyAutomaton:
@@ -929,11 +970,12 @@ class LazyAutomaton:
         concrete = esrc < _VIRTUAL_BASE
         self._esrc = esrc[concrete]
         self._edst = edst[concrete]
-        # epsilon edges leaving virtual states (glue attached to copies), by source
+        extra_src, extra_dst = esrc[~concrete], edst[~concrete]
+        extra_dst = self._bypass_epsilon_chains(extra_dst)
+        # epsilon edges a parent attached to a virtual state (a copy's start or end)
         self._extras: dict[int, list[int]] = {}
-        for src, dst in zip(esrc[~concrete].tolist(), edst[~concrete].tolist(), strict=True):
+        for src, dst in zip(extra_src.tolist(), extra_dst.tolist(), strict=True):
             self._extras.setdefault(src, []).append(dst)
-        self._bypass_epsilon_chains()
         self._sets: list[frozenset[int]] = []
         self._table: IntArray = np.full((_INITIAL_CAPACITY, 256), _UNBUILT, dtype=np.int32)
         self._flat: IntArray = self._table.reshape(-1)
@@ -945,7 +987,7 @@ class LazyAutomaton:
         self._built[DEAD] = True
         self._add_state(self._closure(self._start))
 
-    def _bypass_epsilon_chains(self) -> None:
+    def _bypass_epsilon_chains(self, extra_dst: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Point edges past concrete states whose only way out is one epsilon edge.
 
         Thompson glue (sequence links, alternation exits) leaves many such states; an
@@ -956,7 +998,7 @@ class LazyAutomaton:
         """
         n = self._nfa_states
         if self._esrc.size == 0:
-            return
+            return extra_dst
         eps_out = np.bincount(self._esrc, minlength=n)
         byte_out = np.bincount(self._bsrc, minlength=n)
         single = (eps_out == 1) & (byte_out == 0)
@@ -985,10 +1027,9 @@ class LazyAutomaton:
         keep = ~from_single
         self._esrc = self._esrc[keep]
         self._edst = redirect(self._edst[keep])
-        for src, targets in self._extras.items():
-            self._extras[src] = redirect(np.asarray(targets, dtype=np.int64)).tolist()
         if self._start < _VIRTUAL_BASE:
             self._start = int(following[self._start])
+        return redirect(extra_dst)
 
     # -- derived structures (rebuilt after unpickling) --------------------------------
     def _prepare(self) -> None:
@@ -1093,6 +1134,8 @@ class LazyAutomaton:
             copy_of = block.copy_of
             byte_edges = [(lo, hi, copy_of(j, t)) for lo, hi, t in byte_edges]
             eps_targets = [copy_of(j, t) for t in eps_targets]
+            if virtual == copy_of(j, block.x_end):
+                eps_targets.extend(block.glue(j))
             eps_targets.extend(extras.get(virtual, ()))
             memo[virtual] = (byte_edges, eps_targets)
         return byte_edges, eps_targets
@@ -1313,27 +1356,38 @@ class LazyAutomaton:
         """Distance from ``state`` to the target of ``scope`` (-1: the top scope).
 
         A state inside copy ``j`` of a child block is as far as its template state is
-        from the template's end, plus the distance of that copy's end.
+        from the template's end, plus the way out from the end of copy ``j``.
         """
         total = 0
         while True:
             table = tables[scope]
             if state < _VIRTUAL_BASE:
-                offset = state - table.lo
-                if not 0 <= offset < len(table.concrete):
-                    return UNREACHABLE
-                return min(total + table.concrete[offset], UNREACHABLE)
+                return min(total + _concrete_distance(table, state), UNREACHABLE)
             found = table.skeleton.get(state)
             if found is not None:
                 return min(total + found, UNREACHABLE)
             index = bisect_right(self._block_bases, state) - 1
             block = self._blocks[index]
             j, template = block.locate(state)
-            after = table.skeleton.get(block.copy_of(j, block.x_end))
-            if after is None or after >= UNREACHABLE:
+            after = self._copy_end_distance(table, block, tables[index].length, j)
+            if after >= UNREACHABLE:
                 return UNREACHABLE
             total += after
             scope, state = index, template
+
+    def _copy_end_distance(self, table: _ScopeDistances, block: _Block, length: int, j: int) -> int:
+        """Distance (in the block's parent scope) from the end of copy ``j`` to the target."""
+        if block.bounded:
+            tail = table.skeleton.get(block.copy_of(block.copies - 1, block.x_end), UNREACHABLE)
+            needed = block.copies_still_needed(j)
+        else:
+            tail = _concrete_distance(table, block.exit)
+            needed = block.low - 1 - j
+        if needed > 0:
+            if length >= UNREACHABLE:
+                return UNREACHABLE
+            tail += needed * length
+        return min(tail, UNREACHABLE)
 
     def _scope_tables(self, usable: BoolArray | None) -> dict[int, _ScopeDistances]:
         """Distances to each scope's target, blocks first (children before parents)."""
@@ -1344,10 +1398,13 @@ class LazyAutomaton:
             byte_ok = counts[self._bhi + 1] - counts[self._blo] > 0
         tables: dict[int, _ScopeDistances] = {}
         for index, block in enumerate(self._blocks):
-            tables[index] = self._scope_search(
+            table = self._scope_search(
                 tables, byte_ok, block.s0, block.s0 + block.size_c, self._children[index],
                 block.x_end,
             )  # fmt: skip
+            tables[index] = table  # length is read through the table itself:
+            length = self._distance_in(tables, index, block.x_start)
+            tables[index] = table._replace(length=length)
         tables[-1] = self._scope_search(
             tables, byte_ok, 0, self._nfa_states, self._top_children, self._final
         )
@@ -1364,19 +1421,28 @@ class LazyAutomaton:
     ) -> _ScopeDistances:
         """Shortest distances to ``target`` over one scope's graph, searched backwards.
 
-        Nodes: the concrete states ``[lo, hi)`` and the start and end of every copy of
-        each child block; a copy is summarized by one edge start -> end weighing the
-        child template's own shortest length. 0-1 BFS when all weights are 0/1, else
+        Nodes: the concrete states ``[lo, hi)`` and, per child block, its first copy's
+        start and (bounded) its last copy's end, joined by one edge weighing the fewest
+        copies that must be read times the template's shortest length. O(concrete states
+        + blocks): copies are never enumerated. 0-1 BFS when all weights are 0/1, else
         Dijkstra.
         """
         blocks = self._blocks
-        lengths = [self._distance_in(tables, child, blocks[child].x_start) for child in children]
         skeleton_ids: list[int] = []
+        summary: list[tuple[int, int, int]] = []
         for child in children:
             block = blocks[child]
-            for j in range(block.copies):
-                skeleton_ids.append(block.copy_of(j, block.x_start))
-                skeleton_ids.append(block.copy_of(j, block.x_end))
+            first = block.copy_of(0, block.x_start)
+            skeleton_ids.append(first)
+            length = tables[child].length
+            through = max(block.low, 1) if block.bounded else block.low
+            if block.bounded:
+                out = block.copy_of(block.copies - 1, block.x_end)
+                skeleton_ids.append(out)
+            else:
+                out = block.exit
+            if length < UNREACHABLE:
+                summary.append((first, out, min(through * length, UNREACHABLE)))
         skeleton = np.unique(np.asarray(skeleton_ids, dtype=np.int64))
         width = hi - lo
 
@@ -1401,31 +1467,17 @@ class LazyAutomaton:
         sources.append(self._esrc[chosen] - lo)
         targets.append(index_of(self._edst[chosen]))
         weights.append(np.zeros(int(chosen.sum()), dtype=np.int64))
-        extra_src: list[int] = []
-        extra_dst: list[int] = []
-        for position, node in enumerate(skeleton.tolist()):
-            for successor in self._extras.get(node, ()):
-                extra_src.append(width + position)
-                extra_dst.append(successor)
-        summary_src: list[int] = []
-        summary_dst: list[int] = []
-        summary_weight: list[int] = []
-        for child, length in zip(children, lengths, strict=True):
-            if length >= UNREACHABLE:
-                continue
-            block = blocks[child]
-            for j in range(block.copies):
-                summary_src.append(block.copy_of(j, block.x_start))
-                summary_dst.append(block.copy_of(j, block.x_end))
-                summary_weight.append(length)
-        if extra_src:
-            sources.append(np.asarray(extra_src, dtype=np.int64))
-            targets.append(index_of(np.asarray(extra_dst, dtype=np.int64)))
-            weights.append(np.zeros(len(extra_src), dtype=np.int64))
-        if summary_src:
-            sources.append(index_of(np.asarray(summary_src, dtype=np.int64)))
-            targets.append(index_of(np.asarray(summary_dst, dtype=np.int64)))
-            weights.append(np.asarray(summary_weight, dtype=np.int64))
+        extra: list[tuple[int, int, int]] = [
+            (node, successor, 0)
+            for node in skeleton.tolist()
+            for successor in self._extras.get(node, ())
+        ]
+        for edges in (extra, summary):
+            if edges:
+                triples = np.asarray(edges, dtype=np.int64)
+                sources.append(index_of(triples[:, 0]))
+                targets.append(index_of(triples[:, 1]))
+                weights.append(triples[:, 2])
         src = np.concatenate(sources)
         dst = np.concatenate(targets)
         weight = np.concatenate(weights)
@@ -1447,6 +1499,7 @@ class LazyAutomaton:
             lo=lo,
             concrete=distance[:width],
             skeleton=dict(zip(skeleton.tolist(), distance[width:], strict=True)),
+            length=UNREACHABLE,
         )
 
     def __repr__(self) -> str:
@@ -1454,6 +1507,13 @@ class LazyAutomaton:
             f"LazyAutomaton(pattern={_show(self.pattern)}, num_states={self.num_states}, "
             f"nfa_states={self._nfa_states}, virtual_states={self._virtual_states})"
         )
+
+
+def _concrete_distance(table: _ScopeDistances, state: int) -> int:
+    offset = state - table.lo
+    if 0 <= offset < len(table.concrete):
+        return table.concrete[offset]
+    return UNREACHABLE
 
 
 def _zero_one_bfs(
