@@ -1005,9 +1005,10 @@ class LazyAutomaton:
         single[self._esrc[self._edst >= _VIRTUAL_BASE]] = False  # keep ids concrete
         if self._final < _VIRTUAL_BASE:
             single[self._final] = False
-        for block in self._blocks:  # copies refer to their template's start by id
-            if block.x_start < _VIRTUAL_BASE:
-                single[block.x_start] = False
+        for block in self._blocks:  # derived glue refers to these by id
+            for state in (block.x_start, block.exit):
+                if 0 <= state < _VIRTUAL_BASE:
+                    single[state] = False
         following = np.arange(n, dtype=np.int64)
         from_single = single[self._esrc]
         following[self._esrc[from_single]] = self._edst[from_single]
