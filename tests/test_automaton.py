@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import formcast.automaton as automaton_module
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton, _utf8_sequences
 from formcast.errors import SchemaError, UserError
 
@@ -232,8 +233,23 @@ POOL = [
 
 
 @cache
-def lazy(pattern: str) -> LazyAutomaton:
-    return LazyAutomaton(pattern)
+def lazy(pattern: str, virtual: bool = False) -> LazyAutomaton:
+    """The automaton of ``pattern``; ``virtual``: every counted repeat a virtual block."""
+    if not virtual:
+        return LazyAutomaton(pattern)
+    return _all_virtual(pattern)
+
+
+def _all_virtual(pattern: str) -> LazyAutomaton:
+    saved = automaton_module._CONCRETE_COPY_LIMIT
+    automaton_module._CONCRETE_COPY_LIMIT = -1
+    try:
+        return LazyAutomaton(pattern)
+    finally:
+        automaton_module._CONCRETE_COPY_LIMIT = saved
+
+
+VIRTUAL = pytest.mark.parametrize("virtual", [False, True], ids=["concrete", "virtual"])
 
 
 def oracle(pattern: str, text: str) -> bool:
@@ -243,9 +259,10 @@ def oracle(pattern: str, text: str) -> bool:
 # ----------------------------------------------------------------- agreement with re
 
 
+@VIRTUAL
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_agrees_with_re_on_pool(pattern: str) -> None:
-    automaton = lazy(pattern)
+def test_agrees_with_re_on_pool(pattern: str, virtual: bool) -> None:
+    automaton = lazy(pattern, virtual)
     for text in POOL:
         assert automaton.matches(text.encode()) == oracle(pattern, text), (pattern, text)
 
@@ -449,30 +466,37 @@ def _explore(automaton: LazyAutomaton, limit: int = 3000) -> list[int]:
 BELLMAN_PATTERNS = [*[p for p in PATTERNS if p not in ("", "^", "$")][::3], JSON_OBJECT]
 
 
+@VIRTUAL
 @pytest.mark.parametrize("pattern", [*BELLMAN_PATTERNS, r"[^\x00-\x7f]{2}é"])
-def test_every_state_can_accept_and_distances_satisfy_bellman(pattern: str) -> None:
-    automaton = lazy(pattern)
+def test_every_state_can_accept_and_distances_satisfy_bellman(pattern: str, virtual: bool) -> None:
+    automaton = lazy(pattern, virtual)
     states = _explore(automaton)
     no_ascii_letters = np.ones(256, dtype=np.bool_)
     no_ascii_letters[ord("a") : ord("z") + 1] = False
-    for usable in (None, no_ascii_letters):
-        allowed = np.ones(256, dtype=np.bool_) if usable is None else usable
-        for state in states:
-            distance = automaton.min_bytes_to_accept(state, usable)
-            if usable is None:
-                assert distance < UNREACHABLE, (pattern, state)
-            if automaton.is_accepting(state):
-                assert distance == 0
-                continue
-            row = automaton.row(state)
-            successors = [
-                automaton.min_bytes_to_accept(int(t), usable)
-                for t in set(row[allowed].tolist())
-                if t != DEAD
-            ]
-            best = min(successors, default=UNREACHABLE)
-            expected = UNREACHABLE if best >= UNREACHABLE else best + 1
-            assert distance == expected, (pattern, state)
+    _check_bellman(automaton, states, None)
+    _check_bellman(automaton, states, no_ascii_letters)
+
+
+def _check_bellman(automaton: LazyAutomaton, states: list[int], usable: np.ndarray | None) -> None:
+    """distance(s) = 0 if accepting, else 1 + min over usable successors (and every
+    state can reach acceptance with all bytes)."""
+    allowed = np.ones(256, dtype=np.bool_) if usable is None else usable
+    for state in states:
+        distance = automaton.min_bytes_to_accept(state, usable)
+        if usable is None:
+            assert distance < UNREACHABLE, (automaton.pattern, state)
+        if automaton.is_accepting(state):
+            assert distance == 0
+            continue
+        row = automaton.row(state)
+        successors = [
+            automaton.min_bytes_to_accept(int(t), usable)
+            for t in set(row[allowed].tolist())
+            if t != DEAD
+        ]
+        best = min(successors, default=UNREACHABLE)
+        expected = UNREACHABLE if best >= UNREACHABLE else best + 1
+        assert distance == expected, (automaton.pattern, state)
 
 
 def test_random_walks_never_strand() -> None:
@@ -772,6 +796,37 @@ def _synthetic_regex(properties: int) -> str:
     return r"\{" + "(?:" + ",".join(f"(?:{p})?" for p in parts) + r")\}"
 
 
+def _complete(automaton: LazyAutomaton, path: bytearray, state: int) -> bytes:
+    """``path`` followed by a shortest way from ``state`` to acceptance."""
+    while not automaton.is_accepting(state):
+        row = automaton.row(state)
+        byte = min(
+            (b for b in range(256) if row[b] != DEAD),
+            key=lambda b: automaton.min_bytes_to_accept(int(row[b])),
+        )
+        path.append(byte)
+        state = int(row[byte])
+    return bytes(path)
+
+
+def _random_walk(
+    automaton: LazyAutomaton, rng: np.random.Generator, steps: int
+) -> tuple[bytearray, int]:
+    """Random live bytes, preferring printable ASCII (so walks get somewhere)."""
+    path = bytearray()
+    state = automaton.initial
+    for _ in range(steps):
+        live = automaton.live_bytes(state)
+        if live.size == 0:
+            break
+        printable = live[(live >= 0x20) & (live < 0x7F)]
+        pool = printable if printable.size and rng.random() < 0.9 else live
+        byte = int(rng.choice(pool))
+        path.append(byte)
+        state = automaton.walk(bytes([byte]), state)
+    return path, state
+
+
 def test_performance_smoke_on_large_json_schema_regexes() -> None:
     """Print compile/row/step timings; assert only generous bounds."""
     cases: list[tuple[str, str]] = []
@@ -779,6 +834,10 @@ def test_performance_smoke_on_large_json_schema_regexes() -> None:
         regex = _schema_regex("Kubernetes---kb_1_Normalized.json", mode)
         if regex is not None:
             cases.append((f"kb_1 {mode}", regex))
+    # nested counted repeats: {0,32767} strings inside {0,99} arrays (~1e8 copied states)
+    regex = _schema_regex("Github_easy---o9772.json", "generation")
+    if regex is not None:
+        cases.append(("o9772 nested repeats", regex))
     if not cases:
         cases.append(("synthetic", _synthetic_regex(400)))
     for label, regex in cases:
@@ -790,23 +849,22 @@ def test_performance_smoke_on_large_json_schema_regexes() -> None:
         started = time.perf_counter()
         distance = automaton.min_bytes_to_accept(automaton.initial)
         searched = time.perf_counter() - started
-        # follow the shortest completion: it must be a document re accepts
-        path = bytearray()
-        state = automaton.initial
-        while not automaton.is_accepting(state):
-            row = automaton.row(state)
-            byte = min(
-                (b for b in range(256) if row[b] != DEAD),
-                key=lambda b: automaton.min_bytes_to_accept(int(row[b])),
-            )
-            path.append(byte)
-            state = int(row[byte])
-        assert len(path) == distance
-        document = path.decode()
+        # the shortest completion, and random walks completed the shortest way, must be
+        # documents that re accepts and JSON parses
+        document = _complete(automaton, bytearray(), automaton.initial).decode()
+        assert len(document.encode()) == distance
+        pattern = re.compile(regex)
+        rng = np.random.default_rng(5)
+        for _ in range(3):
+            walked, state = _random_walk(automaton, rng, 400)
+            text = _complete(automaton, walked, state).decode()
+            json.loads(text)
+            assert pattern.fullmatch(text) is not None, text[:200]
         json.loads(document)
-        assert re.fullmatch(regex, document) is not None
+        assert pattern.fullmatch(document) is not None
         print(
-            f"\n{label}: {len(regex)} chars, NFA {automaton.nfa_size}, compile "
+            f"\n{label}: {len(regex)} chars, NFA {automaton.nfa_size} + "
+            f"{automaton.virtual_states} virtual, compile "
             f"{compiled * 1000:.0f} ms, first min_bytes_to_accept {searched * 1000:.0f} ms, "
             f"shortest document {document[:60]!r}"
         )
@@ -860,14 +918,76 @@ def _regexes(draw: st.DrawFn) -> str:
     return _render(draw, 4)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@VIRTUAL
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pattern=_regexes(), texts=st.lists(st.text(_ALPHABET, max_size=6), max_size=25))
-def test_random_regexes_agree_with_re(pattern: str, texts: list[str]) -> None:
-    automaton = LazyAutomaton(pattern)
+def test_random_regexes_agree_with_re(pattern: str, texts: list[str], virtual: bool) -> None:
+    automaton = _all_virtual(pattern) if virtual else LazyAutomaton(pattern)
     for text in texts:
         assert automaton.matches(text.encode()) == oracle(pattern, text), (pattern, text)
-    # and every state reached by those texts can still be completed
+    # every state reached by those texts can still be completed, and distances are exact
     for text in texts:
         state = automaton.walk(text.encode())
         if state != DEAD:
             assert automaton.min_bytes_to_accept(state) < UNREACHABLE
+    _check_bellman(automaton, _explore(automaton, limit=100), None)
+
+
+# ----------------------------------------------------- nested huge counted repeats
+
+
+@pytest.mark.parametrize(
+    "pattern,samples",
+    [
+        (r'\[(?:"[a-z]{0,32767}",){0,99}\]', ['["ab",]', '["' + "x" * 5000 + '",' * 2 + "]"]),
+        (r'\[(?:"[a-z]{0,3000}",){0,99}\]', ['["' + "x" * 3000 + '",]', '["' + "x" * 3001 + '",]']),
+        (
+            r"(?:(?:ab){2,1000}c){3,500}d",
+            ["ababcababcababcd", "ab" * 1000 + "c" + "ababc" * 2 + "d"],
+        ),
+        (r"(?:x(?:y{1,3000}z){2,}){0,4000}", ["", "xyzyz", "xyyzyzyz" + "xyzyz" * 3999]),
+        (r"(?:[^\"\\]{0,50}\"){1,20000}", ["é" * 50 + '"', '"' * 3 + "x" * 51 + '"', '"' * 900]),
+        (r"(?:a{0,10000}b){2,3}", ["bb", "a" * 10000 + "bb", "a" * 10001 + "bb", "bbbb"]),
+    ],
+)
+def test_nested_huge_counted_repeats_stay_small(pattern: str, samples: list[str]) -> None:
+    started = time.perf_counter()
+    automaton = LazyAutomaton(pattern)
+    elapsed = time.perf_counter() - started
+    assert automaton.nfa_size[0] < 10_000 and elapsed < 1, (automaton.nfa_size, elapsed)
+    assert automaton.virtual_states > 10_000
+    for text in samples:
+        assert automaton.matches(text.encode()) == oracle(pattern, text), text[:40]
+        # prefixes stay live exactly when re can still complete them: spot-check the end
+        assert automaton.walk(text.encode()[:-1]) != DEAD or not oracle(pattern, text)
+    state = automaton.initial
+    distance = automaton.min_bytes_to_accept(state)
+    assert distance < UNREACHABLE
+    for _ in range(distance):  # a shortest completion exists and is what re accepts
+        row = automaton.row(state)
+        state = min(
+            (int(t) for t in set(row.tolist()) if t != DEAD), key=automaton.min_bytes_to_accept
+        )
+    assert automaton.is_accepting(state)
+
+
+def test_huge_nested_repeat_distances_are_exact() -> None:
+    automaton = LazyAutomaton(r"(?:(?:ab){3,1000}c){2,500}d")
+    assert automaton.min_bytes_to_accept(automaton.initial) == 2 * 7 + 1
+    for prefix, expected in [(b"ab", 13), (b"ababab", 9), (b"abababc", 8), (b"abababa", 10)]:
+        assert automaton.min_bytes_to_accept(automaton.walk(prefix)) == expected, prefix
+    no_c = np.ones(256, dtype=np.bool_)
+    no_c[ord("c")] = False
+    assert automaton.min_bytes_to_accept(automaton.initial, no_c) == UNREACHABLE
+    _check_bellman(automaton, _explore(automaton, limit=400), None)
+    _check_bellman(automaton, _explore(automaton, limit=400), no_c)
+
+
+def test_pickle_keeps_virtual_blocks() -> None:
+    pattern = r"(?:(?:ab){3,1000}c){2,500}d"
+    automaton = LazyAutomaton(pattern)
+    automaton.walk(b"ababab" * 3)
+    copy = pickle.loads(pickle.dumps(automaton))
+    for text in ["abababcabababcd", "ab" * 1000 + "c" + "ab" * 3 + "cd", "abababcd"]:
+        assert copy.matches(text.encode()) == oracle(pattern, text)
+    assert copy.min_bytes_to_accept(copy.initial) == 15

@@ -14,23 +14,33 @@ Pipeline, and what each step costs:
    whole blocks), then a small deterministic byte trie that is cached per set and
    instantiated by offsetting state ids. ``[^"\\\\]`` costs ~10 NFA states, never an
    enumeration of code points. Runs of literal characters become one chain.
-   Counted repeats ``X{m,n}`` copy ``X``'s states and edges with numpy (``n`` copies
-   chained, with exits after copies ``m..n``: linear in ``n``, not quadratic).
-2. **Trimmed by construction**: a sub-expression whose language is empty (a class with
+2. **Counted repeats** ``X{m,n}``: ``n`` copies of ``X`` chained by epsilon edges, with
+   an exit after each of copies ``m..n`` (never nested optionals, so linear in ``n``).
+   Small ones (at most 4,096 added states) are copied concretely with numpy. Larger
+   ones, and any repeat of a fragment that holds one, become a *virtual block*: ``X``
+   is kept once as a template and the copies are id ranges whose edges are derived on
+   demand (template edges shifted into the copy, plus the repeat's own glue). Real
+   schemas nest them (``maxLength: 32767`` strings inside ``maxItems: 99`` arrays would
+   be ~10^8 copied states); as blocks they cost O(1) to build.
+3. **Trimmed by construction**: a sub-expression whose language is empty (a class with
    no encodable character, such as ``[\\ud800-\\udfff]``) is never linked in, so every
    NFA state reachable from the start can reach the accepting state. Hence every DFA
-   state other than :data:`DEAD` can be completed to an accepted string.
-3. **Lazy subset construction**: a DFA state is the frozenset of the "important" NFA
+   state other than :data:`DEAD` can be completed to an accepted string. Concrete
+   states whose only way out is one epsilon edge are then bypassed (pointer jumping).
+4. **Lazy subset construction**: a DFA state is the frozenset of the "important" NFA
    states (those with byte edges, plus the final state) in an epsilon closure. A row is
-   built by sweeping the byte-range edges of the members (one frozenset per byte
-   segment, never per byte); epsilon closures of single NFA states are memoized.
+   built by grouping the members' byte-range edges by range, joining their targets,
+   and splitting overlapping ranges into segments (one frozenset per segment, never
+   per byte); epsilon closures of single NFA states are memoized.
 
-Measured CPU time (one core, Python 3.11, see ``tests/test_automaton.py`` which prints
-them): compiling a JSON-Schema regex of ~3,000 characters ~2-5 ms, of 100,000 characters
-~0.1-0.3 s; one row ~10-60 us; :meth:`LazyAutomaton.step` over 49k (state, byte) pairs
-whose rows exist ~0.3 ms. The first :meth:`LazyAutomaton.min_bytes_to_accept` call per
-``usable`` mask runs a reverse search over the whole NFA (O(NFA size), ~0.1 s per
-100,000 pattern characters); later calls are O(members of the state).
+Measured CPU time (one core of a shared 2-core machine, Python 3.11; 360 JSON-Schema
+regexes from ``maskbench``, ``tests/test_automaton.py`` prints some): compiling ~2 us
+per pattern character (1,000 characters ~1 ms; 3,000 ~5 ms; 100,000 ~0.1 s; 900,000
+~1.1 s); a row ~20-100 us (a few hundred us for states with hundreds of NFA members);
+:meth:`LazyAutomaton.step` over 49k (state, byte) pairs whose rows exist ~0.3 ms. The
+first :meth:`LazyAutomaton.min_bytes_to_accept` call per ``usable`` mask runs a search
+backwards over the concrete NFA (~0.05-0.1 s per 100,000 pattern characters; virtual copies
+are summarized, never enumerated); later calls are O(members of the state).
 
 Dialect (Python :mod:`re` syntax, full-match semantics): literals (any character),
 escapes of punctuation, ``\\n \\t \\r \\f \\v \\a \\0``, octal, ``\\xNN \\uNNNN
@@ -100,7 +110,7 @@ _CONCRETE_COPY_LIMIT = 4096  # repeats adding more states than this become virtu
 _MAX_COPIES = 1_000_000
 _UNBUILT = -1  # table entries of rows not built yet
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
-_MAX_NFA_STATES = 4_000_000
+_CONCRETE_BUDGET = 1_000_000  # past this many concrete states, every repeat is virtual
 _SHOWN_PATTERN = 80
 _INITIAL_CAPACITY = 64
 
@@ -487,7 +497,8 @@ class _Builder:
             )
         size_c = self.n - s0
         size_v = self.vn - v0
-        if size_v > 0 or size_c * (copies - 1) > _CONCRETE_COPY_LIMIT:
+        added = size_c * (copies - 1)
+        if size_v > 0 or added > _CONCRETE_COPY_LIMIT or self.n + added > _CONCRETE_BUDGET:
             return self.virtual_repeat(frag, low, high, copies, shown, position)
         shifts = self.copy_last(s0, b0, e0, copies - 1)
         starts = [start] + [start + shift for shift in shifts]
@@ -917,9 +928,6 @@ def _csr(keys: npt.NDArray[np.integer[Any]], count: int) -> tuple[npt.NDArray[np
     return order, offsets
 
 
-_LOHI = itemgetter(0, 1)
-
-
 class _ScopeDistances(NamedTuple):
     """Distances to a scope's target: the final state (top) or a template's end (block)."""
 
@@ -940,8 +948,9 @@ class LazyAutomaton:
           fully matches (see the module docstring for the dialect); no invalid UTF-8.
         * Every state other than :data:`DEAD` can reach an accepting state.
 
-    Construction parses the pattern and builds its NFA (linear time, see the module
-    docstring); rows cost ~10-100 us each the first time a state is reached.
+    Construction parses the pattern and builds its NFA (linear time, ~2 us per pattern
+    character); rows cost ~20-100 us each the first time a state is reached. Refuses
+    patterns outside the dialect, and patterns matching nothing, with SchemaError.
     """
 
     def __init__(self, pattern: str) -> None:
@@ -1058,8 +1067,9 @@ class LazyAutomaton:
                     self._children[index].append(inner)
         self._top_children = [i for i, p in enumerate(parent) if p < 0]
         self._closures: dict[int, frozenset[int]] = {}
-        self._moves: dict[int, list[tuple[int, int, frozenset[int]]]] = {}
+        self._moves: dict[int, list[tuple[int, frozenset[int]]]] = {}
         self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
+        self._relative: dict[tuple[int, int], _Relative] = {}
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
         self._distances: dict[bytes | None, dict[int, _ScopeDistances]] = {}
         self._lock = threading.Lock()
@@ -1107,35 +1117,51 @@ class LazyAutomaton:
     def _virtual_edges(self, state: int) -> tuple[list[tuple[int, int, int]], list[int]]:
         """``(byte edges, epsilon targets)`` of a virtual state (memoized).
 
-        Follows the chain copy -> template state down to a concrete state (iteratively:
-        nested repeats nest the chain), then maps the edges back up, adding at each
-        level the epsilon edges attached to that copy's own id.
+        A copy's state has its template state's edges shifted into the copy. The
+        template's edges are cached per (block, template state) relative to the copy's
+        first id, so resolving the same state in another copy is one addition per edge;
+        only the first time is the template state itself resolved (iteratively down the
+        nesting of repeats). Plus the repeat's glue at a copy's end, plus the edges a
+        parent attached to this very id.
         """
         memo = self._virtual
         found = memo.get(state)
         if found is not None:
             return found
-        chain: list[tuple[int, _Block, int]] = []
+        relative = self._relative
+        chain: list[tuple[int, int, int, int, _Relative | None]] = []
         current = state
-        while current >= _VIRTUAL_BASE and current not in memo:
-            block = self._blocks[bisect_right(self._block_bases, current) - 1]
-            j, template = block.locate(current)
-            chain.append((current, block, j))
+        while True:
+            index = bisect_right(self._block_bases, current) - 1
+            j, template = self._blocks[index].locate(current)
+            rel = relative.get((index, template))
+            chain.append((current, index, j, template, rel))
+            if rel is not None:
+                break
             current = template
-        if current >= _VIRTUAL_BASE:
-            byte_edges, eps_targets = memo[current]
-        else:
-            a, b = self._boff[current], self._boff[current + 1]
-            byte_edges = list(
-                zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True)
-            )
-            eps_targets = self._edst_l[self._eoff[current] : self._eoff[current + 1]]
+            if current < _VIRTUAL_BASE or current in memo:
+                break
+        byte_edges: list[tuple[int, int, int]] = []
+        eps_targets: list[int] = []
+        if chain[-1][4] is None:  # the bottom template state's own edges are needed
+            if current >= _VIRTUAL_BASE:
+                byte_edges, eps_targets = memo[current]
+            else:
+                a, b = self._boff[current], self._boff[current + 1]
+                byte_edges = list(
+                    zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True)
+                )
+                eps_targets = self._edst_l[self._eoff[current] : self._eoff[current + 1]]
         extras = self._extras
-        for virtual, block, j in reversed(chain):
-            copy_of = block.copy_of
-            byte_edges = [(lo, hi, copy_of(j, t)) for lo, hi, t in byte_edges]
-            eps_targets = [copy_of(j, t) for t in eps_targets]
-            if virtual == copy_of(j, block.x_end):
+        for virtual, index, j, template, rel in reversed(chain):
+            block = self._blocks[index]
+            if rel is None:
+                rel = _relative_edges(block, template, byte_edges, eps_targets)
+                relative[(index, template)] = rel
+            offset = block.base + j * block.span
+            byte_edges = [(lo, hi, offset + r) for lo, hi, r in rel[0]]
+            eps_targets = [offset + r for r in rel[1]]
+            if rel[2]:
                 eps_targets.extend(block.glue(j))
             eps_targets.extend(extras.get(virtual, ()))
             memo[virtual] = (byte_edges, eps_targets)
@@ -1176,14 +1202,16 @@ class LazyAutomaton:
         self._closures[state] = result
         return result
 
-    def _moves_of(self, state: int) -> list[tuple[int, int, frozenset[int]]]:
+    def _moves_of(self, state: int) -> list[tuple[int, frozenset[int]]]:
+        """Byte edges of ``state`` as ``(lo << 8 | hi, closure of the target)`` (memoized)."""
         closure = self._closure
         if state < _VIRTUAL_BASE:
             a, b = self._boff[state], self._boff[state + 1]
             blo, bhi, bdst = self._blo_l, self._bhi_l, self._bdst_l
-            moves = [(blo[k], bhi[k], closure(bdst[k])) for k in range(a, b)]
+            moves = [(blo[k] << 8 | bhi[k], closure(bdst[k])) for k in range(a, b)]
         else:
-            moves = [(lo, hi, closure(t)) for lo, hi, t in self._virtual_edges(state)[0]]
+            edges = self._virtual_edges(state)[0]
+            moves = [(lo << 8 | hi, closure(t)) for lo, hi, t in edges]
         self._moves[state] = moves
         return moves
 
@@ -1208,25 +1236,34 @@ class LazyAutomaton:
         return sid
 
     def _build_row(self, sid: int) -> None:
-        """Compute and store the row of ``sid`` (caller holds the lock)."""
-        edges: list[tuple[int, int, frozenset[int]]] = []
+        """Compute and store the row of ``sid`` (caller holds the lock).
+
+        The members' byte-range edges are grouped by identical range first (many members
+        share ranges: the same class in several alternatives), their target sets joined
+        once per range, and only then are overlapping ranges split into segments.
+        """
+        groups: dict[int, list[frozenset[int]]] = {}
         moves, moves_of = self._moves, self._moves_of
         for member in self._sets[sid]:
             found = moves.get(member)
-            edges.extend(moves_of(member) if found is None else found)
-        segments: list[tuple[int, int, frozenset[int]]]
-        if len(edges) <= 1:
-            segments = edges
-        else:
-            edges.sort(key=_LOHI)
-            previous_hi = -1
-            for lo, hi, _ in edges:
-                if lo <= previous_hi:
-                    segments = _sweep(edges)
-                    break
-                previous_hi = hi
-            else:
-                segments = edges
+            for key, successors in moves_of(member) if found is None else found:
+                group = groups.get(key)
+                if group is None:
+                    groups[key] = [successors]
+                else:
+                    group.append(successors)
+        segments: list[tuple[int, int, frozenset[int]]] = []
+        previous_hi = -1
+        overlapping = False
+        for key in sorted(groups):
+            targets = groups[key]
+            lo, hi = key >> 8, key & 0xFF
+            overlapping = overlapping or lo <= previous_hi
+            previous_hi = max(previous_hi, hi)
+            joined = targets[0] if len(targets) == 1 else frozenset().union(*targets)
+            segments.append((lo, hi, joined))
+        if overlapping:
+            segments = _sweep(segments)
         ids = self._ids
         resolved = []
         for lo, hi, members in segments:
@@ -1508,6 +1545,23 @@ class LazyAutomaton:
             f"LazyAutomaton(pattern={_show(self.pattern)}, num_states={self.num_states}, "
             f"nfa_states={self._nfa_states}, virtual_states={self._virtual_states})"
         )
+
+
+# A template state's edges relative to its copy's first id, and whether it is the end.
+_Relative = tuple[list[tuple[int, int, int]], list[int], bool]
+
+
+def _relative_edges(
+    block: _Block, template: int, byte_edges: list[tuple[int, int, int]], eps_targets: list[int]
+) -> _Relative:
+    def rel(t: int) -> int:
+        return t - block.s0 if t < _VIRTUAL_BASE else block.size_c + t - block.v0
+
+    return (
+        [(lo, hi, rel(t)) for lo, hi, t in byte_edges],
+        [rel(t) for t in eps_targets],
+        template == block.x_end,
+    )
 
 
 def _concrete_distance(table: _ScopeDistances, state: int) -> int:

@@ -1379,12 +1379,17 @@ _Result = str | _Never
 
 
 class _TooLarge(Exception):
-    """Raised as soon as a partial regex exceeds ``MAX_REGEX_LENGTH``."""
+    """Raised as soon as a partial regex exceeds ``MAX_REGEX_LENGTH`` (or the work budget)."""
 
-    def __init__(self, keyword: str, pointer: str) -> None:
-        super().__init__(keyword, pointer)
+    def __init__(self, keyword: str, pointer: str, reason: str) -> None:
+        super().__init__(keyword, pointer, reason)
         self.keyword = keyword
         self.pointer = pointer
+        self.reason = reason
+
+
+_MAX_BRANCHES = 4000
+"""Most ``anyOf``/``oneOf`` branches (after distribution) one translation may generate."""
 
 
 @dataclass(frozen=True)
@@ -1526,6 +1531,7 @@ class _Translator:
         self.validator = cls(root, format_checker=cls.FORMAT_CHECKER)
         self.plain_strings = False
         self.recursive = False
+        self.branches = 0
         self._any: dict[int, str] = {}
         self._pattern_cache: dict[tuple[str, bool], str | None] = {}
 
@@ -1600,7 +1606,11 @@ class _Translator:
                     (k for k in ("anyOf", "oneOf", "properties", "items", "$ref") if k in schema),
                     "$ref",
                 )
-            raise _TooLarge(keyword, parts[0].pointer if parts else "")
+            raise _TooLarge(
+                keyword,
+                parts[0].pointer if parts else "",
+                f"the regex would exceed MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+            )
         return result
 
     def _gen(self, parts: list[_Part], refs: tuple[str, ...]) -> _Result:
@@ -2897,11 +2907,7 @@ def schema_to_regex(
                 if translator.recursive and depth > 0:
                     depth -= 1
                     continue
-                raise UnsupportedSchemaError(
-                    error.keyword,
-                    error.pointer,
-                    f"the regex would exceed MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
-                ) from None
+                raise UnsupportedSchemaError(error.keyword, error.pointer, error.reason) from None
     except RecursionError:
         raise UnsupportedSchemaError("$ref", "", "the schema nests too deeply") from None
     finally:
