@@ -177,6 +177,18 @@ CASES: list[Case] = [
     ("const", {"const": {"a": [1, "x"]}}, [{"a": [1, "x"]}], [{"a": [1]}]),
     ("enum filtered by type", {"type": "string", "enum": ["a", 1, "b"]}, ["a", "b"], [1]),
     (
+        "enum duplicates, true is not 1",
+        {"enum": [1, 1.0, True, {"a": 1, "b": 2}, {"b": 2, "a": 1}, "x", "x"]},
+        [1, True, {"a": 1, "b": 2}, "x"],
+        [False, 0, {"a": 1}, "y"],
+    ),
+    (
+        "enum with type list and const",
+        {"type": ["integer", "null"], "enum": [1, "1", None, 2.5], "const": 1},
+        [1],
+        ["1", None, 2.5],
+    ),
+    (
         "enum filtered by minLength",
         {"enum": ["a", "bb", "ccc"], "minLength": 2},
         ["bb", "ccc"],
