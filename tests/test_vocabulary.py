@@ -120,3 +120,33 @@ def test_sentencepiece_space_and_byte_fallback() -> None:
     assert token_bytes["é"] == "é".encode()
     assert vocabulary.eos_token_ids == {tokenizer.eos_token_id}
     assert vocabulary.token_bytes[tokenizer.eos_token_id] == b""
+
+
+def _trie_tokens(vocabulary: Vocabulary) -> dict[int, bytes]:
+    """Rebuild every token's bytes from the trie levels (node -> prefix)."""
+    prefixes = [b""]
+    rebuilt: dict[int, bytes] = {}
+    for level in vocabulary.trie.levels:
+        prefixes = [
+            prefixes[int(parent)] + bytes([int(byte)])
+            for parent, byte in zip(level.node_parents, level.node_bytes, strict=True)
+        ]
+        for node, token in zip(level.end_nodes, level.end_tokens, strict=True):
+            rebuilt[int(token)] = prefixes[int(node)]
+    return rebuilt
+
+
+def test_trie_holds_every_usable_token_once_with_shared_prefixes() -> None:
+    tokens = [b"", b"a", b"ab", b"abc", b"ab", b"b\x00", b"b", b"b\x00\x00", b"\x00", b"ba"]
+    vocabulary = Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])
+    assert _trie_tokens(vocabulary) == {i: t for i, t in enumerate(tokens) if t}
+    sizes = [level.node_bytes.size for level in vocabulary.trie.levels]
+    assert sizes == [3, 3, 2]  # {a, b, \0}, {ab, b\0, ba}, {abc, b\0\0}
+
+
+def test_trie_of_the_real_vocabulary(vocabulary: Vocabulary) -> None:
+    rebuilt = _trie_tokens(vocabulary)
+    assert rebuilt == {int(i): vocabulary.token_bytes[i] for i in vocabulary.usable_token_ids}
+    assert sum(level.node_bytes.size for level in vocabulary.trie.levels) < int(
+        vocabulary.lengths.sum()
+    )

@@ -136,10 +136,7 @@ def budget_restricts(cursor: Cursor, tokens_left: int | None) -> bool:
     """Whether the budget removes any token from the cursor's current row."""
     if tokens_left is None:
         return False
-    index = cursor.index
-    return bool(
-        index.budget_row(cursor.state, tokens_left)[0].size != index.row(cursor.state)[0].size
-    )
+    return cursor.index.budget_binds(cursor.state, tokens_left)
 
 
 def allowed_mask(

@@ -6,10 +6,12 @@ picklable, and safe to share between threads and sequences; per-sequence state l
 a :class:`formcast.guide.Cursor`.
 
 Cost model: construction is O(1) beyond the automaton's own (lazy) construction. A row
-(one automaton state) is computed by advancing *all* token byte strings through the byte
-automaton at once with numpy, dropping tokens as soon as they die, and determinizing
-automaton states as the walk reaches them; a row costs ~0.3-5 ms for a 49k-token
-vocabulary and is computed once, the first time a sequence reaches that state.
+(one automaton state) is computed by walking the vocabulary's prefix trie level by level
+with numpy: every distinct token prefix whose parent is still alive is stepped through the
+byte automaton once, and automaton states are determinized as the walk reaches them. A
+row costs ~0.2 ms when few tokens fit (a number, a key) and ~6 ms inside a free string
+for a 49k-token vocabulary, and is computed once, the first time a sequence reaches that
+state. Budget distances are computed only when budget-limited decoding asks for them.
 """
 
 from __future__ import annotations
@@ -36,14 +38,15 @@ UNREACHABLE = np.iinfo(np.int32).max // 2
 
 
 class _Row:
-    """One state's allowed tokens, their next states, and those states' budget distances."""
+    """One state's allowed tokens and their next states; the budget distances of those
+    states are filled in on first use (only budget-limited decoding needs them)."""
 
     __slots__ = ("distances", "next_states", "token_ids")
 
-    def __init__(self, token_ids: IntArray, next_states: IntArray, distances: IntArray) -> None:
+    def __init__(self, token_ids: IntArray, next_states: IntArray) -> None:
         self.token_ids = token_ids
         self.next_states = next_states
-        self.distances = distances
+        self.distances: IntArray | None = None
 
 
 class TokenIndex:
@@ -141,11 +144,16 @@ class TokenIndex:
             self._distances[state] = distance
         return distance
 
+    def budget_binds(self, state: int, tokens_left: int) -> bool:
+        """Whether :meth:`budget_row` would drop any token of ``state``'s row."""
+        distances = self._distances_of(self._row(state))
+        return bool(distances.size) and int(distances.max()) > tokens_left - 1
+
     def budget_row(self, state: int, tokens_left: int) -> tuple[IntArray, IntArray]:
         """The row of ``state`` keeping only tokens after which ``tokens_left - 1`` tokens
         still suffice to reach an accepting state (EOS counts as no token)."""
         found = self._row(state)
-        keep = found.distances <= tokens_left - 1
+        keep = self._distances_of(found) <= tokens_left - 1
         if keep.all():
             return found.token_ids, found.next_states
         return found.token_ids[keep], found.next_states[keep]
@@ -188,39 +196,50 @@ class TokenIndex:
         cached = self._rows.get(state)
         if cached is not None:
             return cached
-        token_ids, next_states = self._walk_vocabulary(state)
-        unique, inverse = np.unique(next_states, return_inverse=True)
-        per_state = np.fromiter(
-            (self.min_tokens_to_accept(int(s)) for s in unique),
-            dtype=np.int32,
-            count=unique.size,
-        )
-        computed = _Row(token_ids, next_states, per_state[inverse].astype(np.int32))
+        computed = _Row(*self._walk_vocabulary(state))
         with self._lock:
             return self._rows.setdefault(state, computed)
 
+    def _distances_of(self, row: _Row) -> IntArray:
+        """``min_tokens_to_accept`` of each next state of ``row`` (computed once per row)."""
+        if row.distances is None:
+            unique, inverse = np.unique(row.next_states, return_inverse=True)
+            per_state = np.fromiter(
+                (self.min_tokens_to_accept(int(s)) for s in unique),
+                dtype=np.int32,
+                count=unique.size,
+            )
+            row.distances = per_state[inverse].astype(np.int32)
+        return row.distances
+
     def _walk_vocabulary(self, state: int) -> tuple[IntArray, IntArray]:
-        vocabulary = self.vocabulary
-        lengths = vocabulary.lengths
-        matrix = vocabulary.byte_matrix
+        """Advance every token from ``state`` at once, one trie level (byte position) at a
+        time: each distinct prefix is stepped once, and only while its parent is alive."""
         step = self.automaton.step
-        candidates = vocabulary.usable_token_ids
-        states = step(np.full(candidates.size, state, dtype=np.int32), matrix[candidates, 0])
-        done_ids: list[IntArray] = []
-        done_states: list[IntArray] = []
-        position = 1
-        while candidates.size:
-            alive = states != DEAD
-            candidates, states = candidates[alive], states[alive]
-            finished = lengths[candidates] == position
-            done_ids.append(candidates[finished])
-            done_states.append(states[finished])
-            candidates, states = candidates[~finished], states[~finished]
-            if not candidates.size:
+        level_states = np.full(1, state, dtype=np.int32)
+        found_ids: list[IntArray] = []
+        found_states: list[IntArray] = []
+        for level in self.vocabulary.trie.levels:
+            inherited = level_states[level.node_parents]
+            live = np.flatnonzero(inherited != DEAD)
+            if not live.size:
                 break
-            states = step(states, matrix[candidates, position])
-            position += 1
-        token_ids = np.concatenate(done_ids) if done_ids else np.empty(0, np.int32)
-        next_states = np.concatenate(done_states) if done_states else np.empty(0, np.int32)
-        order = np.argsort(token_ids, kind="stable")
-        return token_ids[order].astype(np.int32), next_states[order].astype(np.int32)
+            level_states = np.full(inherited.size, DEAD, dtype=np.int32)
+            level_states[live] = step(inherited[live], level.node_bytes[live])
+            ending = level_states[level.end_nodes]
+            kept = ending != DEAD
+            found_ids.append(level.end_tokens[kept])
+            found_states.append(ending[kept])
+        return _sorted_by_token(found_ids, found_states, self.vocabulary.size)
+
+
+def _sorted_by_token(
+    ids: list[IntArray], states: list[IntArray], size: int
+) -> tuple[IntArray, IntArray]:
+    """Concatenate (token, state) pairs and order them by token id (a scatter, not a sort)."""
+    if not ids:
+        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)
+    table = np.full(size, DEAD, dtype=np.int32)
+    table[np.concatenate(ids)] = np.concatenate(states)
+    token_ids = np.flatnonzero(table != DEAD).astype(np.int32)
+    return token_ids, table[token_ids]

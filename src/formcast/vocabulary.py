@@ -174,6 +174,13 @@ class Vocabulary:
             table[self.token_bytes[token_id][0]] = token_id
         return table
 
+    @cached_property
+    def trie(self) -> TokenTrie:
+        """The usable tokens' byte strings as a prefix tree (see :class:`TokenTrie`).
+
+        Built once per vocabulary with array operations (~50 ms for 49k tokens)."""
+        return TokenTrie.build(self)
+
     def __getstate__(self) -> dict[str, Any]:
         # Derived arrays are rebuilt on demand; pickles stay small.
         return {
@@ -239,3 +246,70 @@ def _token_decoder(tokenizer: Any) -> Any:
         f"is ByteLevel, Metaspace or ByteFallback), found {type(tokenizer).__name__} with an "
         "unrecognised decoder"
     )
+
+
+@dataclass(frozen=True, eq=False)
+class TrieLevel:
+    """The trie nodes at one depth ``d``: the distinct ``d``-byte prefixes of tokens.
+
+    Node ``n`` extends node ``node_parents[n]`` of depth ``d - 1`` (the root, 0, for
+    ``d = 1``) by byte ``node_bytes[n]``. Token ``end_tokens[i]`` has exactly the bytes
+    of node ``end_nodes[i]``.
+    """
+
+    node_parents: npt.NDArray[np.int32]
+    node_bytes: npt.NDArray[np.uint8]
+    end_nodes: npt.NDArray[np.int32]
+    end_tokens: npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, eq=False)
+class TokenTrie:
+    """The prefix tree of a vocabulary's usable tokens, one :class:`TrieLevel` per depth.
+
+    Walking the trie instead of every token visits each shared prefix once: 49k
+    SmolLM2 tokens hold 332k bytes but only 100k distinct prefixes.
+    """
+
+    levels: tuple[TrieLevel, ...]
+
+    @classmethod
+    def build(cls, vocabulary: Vocabulary) -> TokenTrie:
+        """Sort the tokens' bytes, then number the distinct prefixes depth by depth."""
+        ids = vocabulary.usable_token_ids
+        matrix = vocabulary.byte_matrix[ids]
+        lengths = vocabulary.lengths[ids]
+        # Lexicographic order: zero padding sorts a prefix before its extensions, and the
+        # length breaks the tie between a token ending in 0x00 bytes and a shorter one.
+        order = np.lexsort((lengths, *matrix.T[::-1]))
+        ids, matrix, lengths = ids[order], matrix[order], lengths[order]
+        node = np.zeros(ids.size, dtype=np.int32)  # each token's node at the previous depth
+        levels = tuple(
+            _trie_level(depth, ids, matrix, lengths, node)
+            for depth in range(1, int(lengths.max(initial=0)) + 1)
+        )
+        return cls(levels)
+
+
+def _trie_level(
+    depth: int,
+    ids: npt.NDArray[np.int32],
+    matrix: npt.NDArray[np.uint8],
+    lengths: npt.NDArray[np.int32],
+    node: npt.NDArray[np.int32],
+) -> TrieLevel:
+    """One trie level from lexicographically sorted tokens; updates ``node`` in place to
+    each token's node at ``depth`` (tokens shorter than ``depth`` keep stale values).
+
+    Tokens sharing a ``depth``-byte prefix are contiguous in sorted order, so a new node
+    starts wherever the parent or the byte at ``depth`` changes."""
+    reaching = np.flatnonzero(lengths >= depth)
+    parents = node[reaching]
+    column = matrix[reaching, depth - 1]
+    fresh = np.ones(reaching.size, dtype=bool)
+    fresh[1:] = (parents[1:] != parents[:-1]) | (column[1:] != column[:-1])
+    numbers = (np.cumsum(fresh) - 1).astype(np.int32)
+    node[reaching] = numbers
+    starts = np.flatnonzero(fresh)
+    ending = lengths[reaching] == depth
+    return TrieLevel(parents[starts], column[starts], numbers[ending], ids[reaching[ending]])
