@@ -103,6 +103,15 @@ class Cursor:
         Cost: without ``tokens_left``, a copy of a per-state cached array (~1 µs for 49k
         tokens once the state's row exists); with it, one pass over the row.
         """
+        if tokens_left is None and not self._finished:
+            # Hot path: one dict lookup and one copy when the state's mask exists.
+            packed = self.index.cached_packed_mask(self.state, width)
+            if packed is not None:
+                if out is None:
+                    return packed.copy()
+                if out.shape == packed.shape and out.dtype == np.uint32:
+                    np.copyto(out, packed)
+                    return out
         width = self._check_width(width)
         words = (width + 31) // 32
         if out is not None and (out.shape != (words,) or out.dtype != np.uint32):

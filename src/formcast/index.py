@@ -158,6 +158,11 @@ class TokenIndex:
             return found.token_ids, found.next_states
         return found.token_ids[keep], found.next_states[keep]
 
+    def cached_packed_mask(self, state: int, width: int | None) -> npt.NDArray[np.uint32] | None:
+        """:meth:`packed_mask` if it was already built (``width`` None: the vocabulary
+        size), else ``None``; never computes anything."""
+        return self._packed.get((state, self.vocabulary.size if width is None else width))
+
     def packed_mask(self, state: int, width: int) -> npt.NDArray[np.uint32]:
         """The packed allowed-token bitmask of ``state`` for logits of ``width`` (EOS set in
         accepting states): bit ``i % 32`` of word ``i // 32``. Cached per (state, width);

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import unquote, urldefrag, urljoin
@@ -142,10 +144,14 @@ def validator_class(schema: Any) -> Any:
     """The jsonschema validator class for a document (see :func:`load_schema`).
 
     The class named by ``$schema``; without one, draft 2020-12, or draft 7 / draft 4 when
-    only those metaschemas accept the document (older spellings).
+    only those metaschemas accept the document (older spellings). A document that just
+    went through :func:`load_schema` is answered from memory, without validating again.
     """
     if not isinstance(schema, dict):
         return jsonschema.Draft202012Validator
+    known = _checked.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
     first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     if "$schema" in schema:
         return first
@@ -156,6 +162,22 @@ def validator_class(schema: Any) -> Any:
             continue
         return cls
     return first
+
+
+# The last few documents load_schema validated, by identity, with the class that accepted
+# them: schema_to_regex asks validator_class for the same object right after.
+_checked: OrderedDict[int, tuple[dict[str, Any], Any]] = OrderedDict()
+_CHECKED_SIZE = 8
+
+
+_checked_lock = threading.Lock()
+
+
+def _remember(schema: dict[str, Any], cls: Any) -> None:
+    with _checked_lock:
+        _checked[id(schema)] = (schema, cls)
+        while len(_checked) > _CHECKED_SIZE:
+            _checked.popitem(last=False)
 
 
 def _check_metaschema(schema: dict[str, Any] | bool) -> None:
@@ -171,6 +193,7 @@ def _check_metaschema(schema: dict[str, Any] | bool) -> None:
     first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         first.check_schema(schema)
+        _remember(schema, first)
         return
     except jsonschema.SchemaError as error:
         if explicit:
@@ -182,6 +205,7 @@ def _check_metaschema(schema: dict[str, Any] | bool) -> None:
     for fallback in (jsonschema.Draft7Validator, jsonschema.Draft4Validator):
         try:
             fallback.check_schema(schema)
+            _remember(schema, fallback)
             return
         except jsonschema.SchemaError:
             continue
