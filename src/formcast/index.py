@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, LazyAutomaton
-from formcast.vocabulary import Vocabulary
+from formcast.vocabulary import PLAIN_BYTES, TokenTrie, Vocabulary
 
 if TYPE_CHECKING:
     from formcast.guide import Cursor
@@ -218,13 +218,28 @@ class TokenIndex:
         return row.distances
 
     def _walk_vocabulary(self, state: int) -> tuple[IntArray, IntArray]:
-        """Advance every token from ``state`` at once, one trie level (byte position) at a
+        """Every token allowed in ``state`` and the state it leads to.
+
+        A state that loops on every plain byte (inside a free JSON string) keeps every
+        plain token without a walk; only the other tokens are walked then."""
+        vocabulary = self.vocabulary
+        if bool(np.all(self.automaton.row(state)[PLAIN_BYTES] == state)):
+            ids, states = self._walk_trie(vocabulary.other_trie, state)
+            plain = vocabulary.plain_token_ids
+            ids.append(plain)
+            states.append(np.full(plain.size, state, dtype=np.int32))
+        else:
+            ids, states = self._walk_trie(vocabulary.trie, state)
+        return _sorted_by_token(ids, states, vocabulary.size)
+
+    def _walk_trie(self, trie: TokenTrie, state: int) -> tuple[list[IntArray], list[IntArray]]:
+        """Advance every token of ``trie`` from ``state``, one level (byte position) at a
         time: each distinct prefix is stepped once, and only while its parent is alive."""
         step = self.automaton.step
         level_states = np.full(1, state, dtype=np.int32)
         found_ids: list[IntArray] = []
         found_states: list[IntArray] = []
-        for level in self.vocabulary.trie.levels:
+        for level in trie.levels:
             inherited = level_states[level.node_parents]
             live = np.flatnonzero(inherited != DEAD)
             if not live.size:
@@ -235,7 +250,7 @@ class TokenIndex:
             kept = ending != DEAD
             found_ids.append(level.end_tokens[kept])
             found_states.append(ending[kept])
-        return _sorted_by_token(found_ids, found_states, self.vocabulary.size)
+        return found_ids, found_states
 
 
 def _sorted_by_token(
