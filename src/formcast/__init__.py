@@ -29,6 +29,7 @@ from formcast.errors import (
 if TYPE_CHECKING:
     from formcast.api import extract, extract_many, function, get_default_extractor
     from formcast.automaton import LazyAutomaton
+    from formcast.cache import clear_disk_cache, save_to_disk_cache
     from formcast.compiler import compile
     from formcast.constraint import Regex
     from formcast.decoding import FormcastLogitsProcessor, SamplingOptions
@@ -47,6 +48,8 @@ _LAZY = {
     "function": "formcast.api",
     "get_default_extractor": "formcast.api",
     "compile": "formcast.compiler",
+    "clear_disk_cache": "formcast.cache",
+    "save_to_disk_cache": "formcast.cache",
     "Regex": "formcast.constraint",
     "FormcastLogitsProcessor": "formcast.decoding",
     "SamplingOptions": "formcast.decoding",
@@ -85,12 +88,14 @@ __all__ = [
     "UnsupportedSchemaError",
     "UserError",
     "Vocabulary",
+    "clear_disk_cache",
     "compile",
     "compile_regex",
     "extract",
     "extract_many",
     "function",
     "get_default_extractor",
+    "save_to_disk_cache",
     "schema_to_regex",
 ]
 

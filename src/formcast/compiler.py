@@ -5,8 +5,9 @@ This is the low-level entry point::
     index = formcast.compile(Receipt, tokenizer)     # immutable, picklable, shareable
     cursor = index.cursor()                          # cheap, one per sequence
 
-Compiled indexes are memoised in-process by (regex, options, vocabulary fingerprint), so
-compiling the same type twice for the same tokenizer is a dictionary lookup.
+Compiled indexes are memoised in-process by (constraint, options, vocabulary fingerprint),
+so compiling the same type twice for the same tokenizer is a dictionary lookup, and on disk
+(:mod:`formcast.cache`), so that another process skips the regex and the automaton too.
 """
 
 from __future__ import annotations
@@ -15,16 +16,18 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from formcast import cache as disk_cache
 from formcast.automaton import LazyAutomaton
-from formcast.constraint import output_spec
+from formcast.cache import CacheSetting
+from formcast.constraint import constraint_key, output_spec
 from formcast.index import TokenIndex
 from formcast.schema import Mode
 from formcast.vocabulary import Vocabulary
 
-__all__ = ["compile", "vocabulary_of"]
+__all__ = ["clear_memory_cache", "compile", "vocabulary_of"]
 
-_INDEX_CACHE_SIZE = 64
-_index_cache: OrderedDict[tuple[str, str], TokenIndex] = OrderedDict()
+_INDEX_CACHE_SIZE = 128  # keys; an index has up to two (its source and its regex)
+_index_cache: OrderedDict[tuple[str, str, str], TokenIndex] = OrderedDict()
 _vocabularies: dict[int, tuple[Any, Vocabulary]] = {}
 _lock = threading.Lock()
 
@@ -51,6 +54,7 @@ def compile(
     mode: Mode = "generation",
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
+    cache: CacheSetting = None,
 ) -> TokenIndex:
     """Compile ``output`` for ``tokenizer`` into a :class:`TokenIndex`.
 
@@ -64,31 +68,80 @@ def compile(
         whitespace: ``False`` for compact JSON; ``True`` or an int to allow bounded
             whitespace between JSON tokens.
         max_recursion_depth: how deep recursive schemas are unrolled.
+        cache: the disk cache (:mod:`formcast.cache`): ``None`` follows
+            ``$FORMCAST_DISK_CACHE`` (on by default), ``False`` neither reads nor writes
+            it, ``True`` uses the default folder, a path uses that folder as the cache
+            root.
 
     Cost: regex construction and automaton compilation on the first call for a given
-    type and vocabulary (milliseconds to ~1 s for large schemas); index rows are built
-    lazily while decoding. Later calls hit an in-process cache.
+    type and vocabulary (milliseconds to ~1 s for large schemas); with the disk cache on,
+    that first call also builds the initial state's row and writes the entry (a pickle of
+    ~0.1-10 MB). Later calls hit an in-process cache; the first call of another process
+    loads the entry (about a millisecond for typical schemas, plus the schema's canonical
+    key: ``model_json_schema()`` and one ``json.dumps``). Index rows are built lazily
+    while decoding; :func:`formcast.save_to_disk_cache` stores the ones built since.
 
     Raises:
         SchemaError: the output type cannot be read as a constraint.
         UnsupportedSchemaError: the schema uses a keyword that cannot be enforced exactly.
+        InvalidOptionError: ``cache`` is not None, a bool or a folder path.
     """
+    folder = disk_cache.resolve(cache)
     vocabulary = vocabulary_of(tokenizer)
+    fingerprint = vocabulary.fingerprint
+    source = constraint_key(
+        output, mode=mode, whitespace=whitespace, max_recursion_depth=max_recursion_depth
+    )
+    entry = ""
+    if source is None:
+        folder = None  # no exact key: the disk cache cannot be used
+    else:
+        found = _remembered(("source", source, fingerprint))
+        if found is not None:
+            return found
+        if folder is not None:
+            entry = disk_cache.entry_key(source, fingerprint)
+            index = disk_cache.load(folder, entry, vocabulary)
+            if index is not None:
+                index.description = _describe(output)
+                _remember(("source", source, fingerprint), index)
+                return index
     spec = output_spec(
         output, mode=mode, whitespace=whitespace, max_recursion_depth=max_recursion_depth
     )
-    key = (spec.key, vocabulary.fingerprint)
+    index = _remembered(("regex", spec.key, fingerprint))
+    if index is None:
+        automaton = LazyAutomaton(spec.regex)
+        index = TokenIndex(automaton, vocabulary, description=_describe(output))
+    if folder is not None:
+        index.row(index.initial_state)  # so that a hit answers the first mask at once
+        disk_cache.store(folder, entry, index)
+    _remember(("regex", spec.key, fingerprint), index)
+    if source is not None:
+        _remember(("source", source, fingerprint), index)
+    return index
+
+
+def clear_memory_cache() -> None:
+    """Forget the indexes compiled in this process (the disk cache is left alone)."""
     with _lock:
-        cached = _index_cache.get(key)
-        if cached is not None:
+        _index_cache.clear()
+
+
+def _remembered(key: tuple[str, str, str]) -> TokenIndex | None:
+    with _lock:
+        found = _index_cache.get(key)
+        if found is not None:
             _index_cache.move_to_end(key)
-            return cached
-    index = TokenIndex(LazyAutomaton(spec.regex), vocabulary, description=_describe(output))
+        return found
+
+
+def _remember(key: tuple[str, str, str], index: TokenIndex) -> None:
     with _lock:
         _index_cache[key] = index
+        _index_cache.move_to_end(key)
         while len(_index_cache) > _INDEX_CACHE_SIZE:
             _index_cache.popitem(last=False)
-    return index
 
 
 def _describe(output: Any) -> str:

@@ -1,0 +1,368 @@
+"""A disk cache of compiled constraints, so that a second process reuses a compile.
+
+:func:`formcast.compile` looks a constraint up here before it builds anything. An entry
+is a pickled :class:`~formcast.index.TokenIndex`: the lazy automaton with the states
+determinized so far and the token rows computed so far (at least the initial state's,
+so the first mask of a new process is a lookup).
+
+Key: sha256 of the constraint's canonical text (:func:`formcast.constraint.constraint_key`:
+the JSON Schema document, or the pattern of a :class:`~formcast.Regex`, plus ``mode``,
+``whitespace`` and ``max_recursion_depth``), the vocabulary's
+:attr:`~formcast.Vocabulary.fingerprint`, and the environment: :data:`FORMAT_VERSION`,
+formcast's version, a digest of the source of the modules that decide what an index
+answers, and the Python and numpy versions. The key never needs the regex, so a hit
+builds neither the regex nor the automaton.
+
+Folder: ``<cache>/constraints/`` where ``<cache>`` is :func:`formcast.models.cache_dir`
+(``$FORMCAST_CACHE_DIR``, else ``$XDG_CACHE_HOME/formcast``, else ``~/.cache/formcast``).
+Set ``FORMCAST_DISK_CACHE=0`` (or pass ``cache=False`` to ``compile``) to turn it off.
+
+Safety: files are written to a temporary name and moved into place with
+:func:`os.replace`, so readers see a whole entry or none and concurrent writers of one key
+simply race to write the same content. A file that is truncated, corrupted (a sha256 of
+the payload is checked before unpickling), written by another format or not owned by the
+current user is a miss, and the next compile overwrites it. Pickle runs code when loaded:
+only files in the user's own cache folder are read, so keep that folder private.
+
+Size: an entry larger than :data:`MAX_ENTRY_BYTES` is not written, and when the folder
+grows beyond ``$FORMCAST_DISK_CACHE_MAX_MB`` (default :data:`DEFAULT_MAX_MB`) the least
+recently used entries (by modification time; a hit touches its file) are deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+import struct
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import numpy as np
+
+from formcast.errors import InvalidOptionError
+from formcast.index import TokenIndex
+from formcast.models import cache_dir
+from formcast.vocabulary import Vocabulary
+
+__all__ = [
+    "DEFAULT_MAX_MB",
+    "FORMAT_VERSION",
+    "MAX_ENTRY_BYTES",
+    "CacheSetting",
+    "clear_disk_cache",
+    "disk_cache_dir",
+    "disk_cache_stats",
+    "save_to_disk_cache",
+]
+
+#: Bumped whenever the layout of an entry changes; older entries are then misses.
+FORMAT_VERSION = 1
+#: Entries whose payload is larger than this are not written (bytes).
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+#: Default bound of the whole folder, in MiB (``$FORMCAST_DISK_CACHE_MAX_MB``).
+DEFAULT_MAX_MB = 1024
+
+CacheSetting: TypeAlias = bool | str | os.PathLike[str] | None
+"""``compile(..., cache=...)``: ``None`` follows ``$FORMCAST_DISK_CACHE`` (on unless it is
+``0``/``false``/``no``/``off``), ``False`` turns the disk cache off, ``True`` turns it
+on in the default folder, a path turns it on with that folder as the cache root."""
+
+_SUBFOLDER = "constraints"
+_SUFFIX = ".fcidx"
+_TEMP_PREFIX = ".tmp-"
+_STALE_TEMP_SECONDS = 3600
+_MAGIC = b"FCIX"
+# magic, format version, entry key (sha256), payload sha256, payload length
+_HEADER = struct.Struct("<4sI32s32sQ")
+# Modules whose code decides what a compiled index answers: any change there is a miss.
+_SOURCES = (
+    "schema.py",
+    "regex.py",
+    "automaton.py",
+    "index.py",
+    "constraint.py",
+    "vocabulary.py",
+    "cache.py",
+)
+_OFF = frozenset({"0", "false", "no", "off"})
+
+_counters = {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
+_counters_lock = threading.Lock()
+# index -> (folder, entry key, rows when last written), for save_to_disk_cache
+_origins: weakref.WeakKeyDictionary[TokenIndex, tuple[Path, str, int]] = weakref.WeakKeyDictionary()
+
+
+def _count(name: str) -> None:
+    with _counters_lock:
+        _counters[name] += 1
+
+
+def disk_cache_stats() -> dict[str, int]:
+    """Counts for this process: ``hits``, ``misses`` (lookups that found no usable entry),
+    ``writes`` and ``rejected`` (files found but unreadable, corrupted or of another
+    format: misses too)."""
+    with _counters_lock:
+        return dict(_counters)
+
+
+def disk_cache_dir(root: str | os.PathLike[str] | None = None) -> Path:
+    """The folder holding compiled constraints: ``<root>/constraints`` where ``root``
+    defaults to :func:`formcast.models.cache_dir`. Not created by this call."""
+    return cache_dir(root) / _SUBFOLDER
+
+
+def resolve(setting: CacheSetting) -> Path | None:
+    """The folder to use for ``compile(..., cache=setting)``, or None when disabled.
+
+    Raises:
+        InvalidOptionError: ``setting`` is not None, a bool, a str or a path.
+    """
+    if setting is False:
+        return None
+    if setting is None:
+        flag = os.environ.get("FORMCAST_DISK_CACHE", "").strip().lower()
+        if flag in _OFF:
+            return None
+        return disk_cache_dir()
+    if setting is True:
+        return disk_cache_dir()
+    if not isinstance(setting, (str, os.PathLike)):
+        raise InvalidOptionError(
+            f"expected cache to be None, a bool or a folder path, found {setting!r}"
+        )
+    return disk_cache_dir(setting)
+
+
+@lru_cache(maxsize=1)
+def _environment() -> str:
+    from formcast import __version__
+
+    here = Path(__file__).resolve().parent
+    code = hashlib.sha256()
+    for name in _SOURCES:
+        try:
+            code.update(name.encode() + b"\0" + (here / name).read_bytes())
+        except OSError:  # e.g. a zipped install: the version alone has to do
+            code.update(name.encode() + b"\0?")
+    return json.dumps(
+        {
+            "format": FORMAT_VERSION,
+            "formcast": __version__,
+            "code": code.hexdigest(),
+            "python": list(sys.version_info[:2]),
+            "numpy": np.__version__,
+        },
+        sort_keys=True,
+    )
+
+
+def entry_key(constraint: str, fingerprint: str) -> str:
+    """The sha256 (hex) naming the entry of a constraint key for a vocabulary fingerprint."""
+    digest = hashlib.sha256()
+    for part in (_environment(), fingerprint, constraint):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+# -- reading ---------------------------------------------------------------------------------
+def load(folder: Path, key: str, vocabulary: Vocabulary) -> TokenIndex | None:
+    """The cached index of ``key``, bound to ``vocabulary``; None on a miss.
+
+    Never raises: a missing, unreadable, truncated, corrupted or foreign file is a miss.
+    """
+    path = folder / (key + _SUFFIX)
+    try:
+        data = _read_own_file(path)
+    except OSError:
+        _count("misses")
+        return None
+    index = _decode(data, key, vocabulary)
+    if index is None:
+        _count("rejected")
+        _count("misses")
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # recently used, for the size bound
+    _origins[index] = (folder, key, index.computed_rows)
+    _count("hits")
+    return index
+
+
+def _read_own_file(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and os.fstat(handle.fileno()).st_uid != getuid():
+            raise PermissionError(f"{path} is not owned by the current user")
+        return handle.read()
+
+
+def _decode(data: bytes, key: str, vocabulary: Vocabulary) -> TokenIndex | None:
+    try:
+        if len(data) < _HEADER.size:
+            return None
+        magic, version, stored_key, checksum, length = _HEADER.unpack_from(data)
+        payload = memoryview(data)[_HEADER.size :]
+        if (
+            magic != _MAGIC
+            or version != FORMAT_VERSION
+            or stored_key != bytes.fromhex(key)
+            or length != len(payload)
+            or hashlib.sha256(payload).digest() != checksum
+        ):
+            return None
+        state = pickle.loads(payload)
+        if not isinstance(state, dict) or "vocabulary" in state:
+            return None
+        index = TokenIndex.__new__(TokenIndex)
+        index.__setstate__({**state, "vocabulary": vocabulary})
+        index.row(index.initial_state)  # a broken entry fails here, not in a decoding loop
+        return index
+    except Exception:  # anything a damaged pickle can raise is a miss
+        return None
+
+
+# -- writing ---------------------------------------------------------------------------------
+def store(folder: Path, key: str, index: TokenIndex) -> bool:
+    """Write ``index`` as the entry of ``key``; False if it was not written (too large,
+    or the folder is not writable). Never raises for I/O errors."""
+    rows = index.computed_rows
+    payload = _encode(index)
+    if payload is None or len(payload) > MAX_ENTRY_BYTES:
+        return False
+    header = _HEADER.pack(
+        _MAGIC, FORMAT_VERSION, bytes.fromhex(key), hashlib.sha256(payload).digest(), len(payload)
+    )
+    temporary: str | None = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=_SUFFIX, dir=folder)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(header)
+            handle.write(payload)
+        os.replace(temporary, folder / (key + _SUFFIX))
+        temporary = None
+    except OSError:
+        return False
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+    _origins[index] = (folder, key, rows)
+    _count("writes")
+    _enforce_bound(folder)
+    return True
+
+
+def _encode(index: TokenIndex) -> bytes | None:
+    """The index's state without its vocabulary (the loader has it), pickled while no
+    other thread can add rows, so the automaton's table and flags stay consistent."""
+    automaton_lock = getattr(index.automaton, "_lock", None)
+    index_lock = getattr(index, "_lock", None)
+    with _holding(automaton_lock), _holding(index_lock):
+        state = dict(index.__getstate__())
+        if state.get("vocabulary") is not index.vocabulary:
+            return None  # an index layout this module does not know: do not cache it
+        del state["vocabulary"]
+        for name, value in state.items():
+            if isinstance(value, dict):
+                state[name] = dict(value)
+        try:
+            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            return None
+
+
+@contextlib.contextmanager
+def _holding(lock: Any) -> Iterator[None]:
+    if lock is None:
+        yield
+        return
+    with lock:
+        yield
+
+
+def _max_bytes() -> int:
+    try:
+        megabytes = float(os.environ.get("FORMCAST_DISK_CACHE_MAX_MB", DEFAULT_MAX_MB))
+    except ValueError:
+        megabytes = DEFAULT_MAX_MB
+    return max(int(megabytes * 1024 * 1024), 0)
+
+
+def _enforce_bound(folder: Path) -> None:
+    """Delete least recently used entries beyond the size bound, and temporary files
+    left by writers that died (older than an hour)."""
+    limit = _max_bytes()
+    now = time.time()
+    entries: list[tuple[float, int, Path]] = []
+    try:
+        with os.scandir(folder) as scan:
+            for item in scan:
+                with contextlib.suppress(OSError):
+                    info = item.stat(follow_symlinks=False)
+                    if item.name.startswith(_TEMP_PREFIX):
+                        if now - info.st_mtime > _STALE_TEMP_SECONDS:
+                            os.unlink(item.path)
+                    elif item.name.endswith(_SUFFIX):
+                        entries.append((info.st_mtime, info.st_size, Path(item.path)))
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries, key=lambda entry: entry[0]):
+        if total <= limit:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            total -= size
+
+
+# -- public helpers --------------------------------------------------------------------------
+def save_to_disk_cache(index: TokenIndex) -> bool:
+    """Write ``index`` again with every row computed so far, so that the next process
+    starts with them (e.g. after a batch of extractions). Returns True if written.
+
+    Only indexes that :func:`formcast.compile` loaded from or wrote to the disk cache
+    have an entry to update; for others, and when no row was added since the entry was
+    written, nothing happens. Cost: pickling the rows (~0.5 ms per 100 KB) and one file
+    write; other threads that would add rows wait meanwhile.
+    """
+    origin = _origins.get(index)
+    if origin is None:
+        return False
+    folder, key, rows = origin
+    if index.computed_rows <= rows:
+        return False
+    return store(folder, key, index)
+
+
+def clear_disk_cache(root: str | os.PathLike[str] | None = None) -> int:
+    """Delete every cached constraint under ``root`` (default: :func:`disk_cache_dir`'s
+    root) and return how many entries were removed. Converted models are kept."""
+    folder = disk_cache_dir(root)
+    removed = 0
+    try:
+        with os.scandir(folder) as scan:
+            names = [item.path for item in scan]
+    except OSError:
+        return 0
+    for path in names:
+        name = os.path.basename(path)
+        if not (name.endswith(_SUFFIX) or name.startswith(_TEMP_PREFIX)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            if not name.startswith(_TEMP_PREFIX):
+                removed += 1
+    return removed

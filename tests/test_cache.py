@@ -1,0 +1,491 @@
+"""The disk cache of compiled constraints (formcast.cache, formcast.compile(cache=...)).
+
+Every test points ``$FORMCAST_CACHE_DIR`` at its own ``tmp_path``, so the user's cache is
+never read or written, and uses a hand-built vocabulary (no model needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+from pydantic import BaseModel
+
+import formcast
+import formcast.cache as disk_cache
+from formcast.compiler import clear_memory_cache
+from formcast.constraint import constraint_key
+from formcast.index import TokenIndex
+from formcast.vocabulary import Vocabulary
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TOKENS: list[bytes] = [bytes([b]) for b in range(32, 127)] + [
+    b'{"',
+    b'":',
+    b'":"',
+    b'","',
+    b'"}',
+    b'",',
+    b"name",
+    b"city",
+    b"true",
+    b"null",
+    b"12",
+    b"\xc3",
+    b"\xa9",
+    b"\xc3\xa9",
+    "日本".encode(),
+    b"\n",
+]
+EOS = len(TOKENS)
+TOKENS.append(b"")
+
+# Defined here and, verbatim, in the second process (see _SECOND_PROCESS).
+MODEL_SOURCE = textwrap.dedent(
+    """
+    from pydantic import BaseModel
+
+    class Place(BaseModel):
+        name: str
+        population: int
+        capital: bool | None = None
+    """
+)
+_namespace: dict[str, Any] = {}
+exec(MODEL_SOURCE, _namespace)
+Place: type[BaseModel] = _namespace["Place"]
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 20},
+        "tags": {"type": "array", "items": {"enum": ["a", "b", "é"]}, "maxItems": 3},
+        "size": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]},
+    },
+    "required": ["city"],
+}
+
+
+def vocabulary(tokens: list[bytes] = TOKENS) -> Vocabulary:
+    return Vocabulary.from_token_bytes(tokens, [EOS])
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("FORMCAST_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FORMCAST_DISK_CACHE", raising=False)
+    monkeypatch.delenv("FORMCAST_DISK_CACHE_MAX_MB", raising=False)
+    clear_memory_cache()
+    yield tmp_path / "constraints"
+    clear_memory_cache()
+
+
+def entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.fcidx")) if folder.is_dir() else []
+
+
+def compile_fresh(output: Any, vocab: Vocabulary, **options: Any) -> TokenIndex:
+    """Compile with the in-process memo cleared, so the disk cache is consulted."""
+    clear_memory_cache()
+    return formcast.compile(output, vocab, **options)
+
+
+# ------------------------------------------------------------------ a second process
+
+
+_SECOND_PROCESS = """
+import json, sys
+import formcast
+import formcast.cache
+import formcast.compiler
+import formcast.constraint
+from formcast.vocabulary import Vocabulary
+
+def refuse(*args, **kwargs):
+    raise AssertionError("a disk-cache hit must not build the regex or the automaton")
+
+formcast.constraint.schema_to_regex = refuse
+formcast.compiler.LazyAutomaton = refuse
+
+TOKENS = {tokens!r}
+vocabulary = Vocabulary.from_token_bytes(TOKENS, [{eos}])
+{model_source}
+out = {{}}
+for name, output in (("place", Place), ("schema", json.loads({schema!r}))):
+    index = formcast.compile(output, vocabulary, mode="specification")
+    out[name] = [index.description, index.cursor().allowed_token_ids().tolist()]
+out["stats"] = formcast.cache.disk_cache_stats()
+print(json.dumps(out))
+"""
+
+
+def run_second_process(cache_root: Path) -> dict[str, Any]:
+    code = _SECOND_PROCESS.format(
+        tokens=TOKENS, eos=EOS, model_source=MODEL_SOURCE, schema=json.dumps(SCHEMA)
+    )
+    env = {**os.environ, "FORMCAST_CACHE_DIR": str(cache_root)}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_second_process_hits_without_building_the_regex(_private_cache: Path) -> None:
+    vocab = vocabulary()
+    place = formcast.compile(Place, vocab, mode="specification")
+    schema = formcast.compile(SCHEMA, vocab, mode="specification")
+    assert len(entries(_private_cache)) == 2
+    assert place.computed_rows >= 1  # the first mask's row travels with the entry
+
+    second = run_second_process(_private_cache.parent)
+    assert second["stats"]["hits"] == 2 and second["stats"]["misses"] == 0
+    assert second["place"] == ["Place", place.cursor().allowed_token_ids().tolist()]
+    assert second["schema"][1] == schema.cursor().allowed_token_ids().tolist()
+
+
+def test_concurrent_writers_leave_one_valid_entry(_private_cache: Path) -> None:
+    code = _SECOND_PROCESS.format(
+        tokens=TOKENS, eos=EOS, model_source=MODEL_SOURCE, schema=json.dumps(SCHEMA)
+    ).replace("formcast.constraint.schema_to_regex = refuse", "")
+    code = code.replace("formcast.compiler.LazyAutomaton = refuse", "")
+    env = {**os.environ, "FORMCAST_CACHE_DIR": str(_private_cache.parent)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    outputs = [worker.communicate(timeout=300) for worker in workers]
+    assert all(worker.returncode == 0 for worker in workers), [err for _, err in outputs]
+    assert len(entries(_private_cache)) == 2
+    assert not list(_private_cache.glob(".tmp-*"))
+    before = disk_cache.disk_cache_stats()
+    compile_fresh(Place, vocabulary(), mode="specification")
+    assert disk_cache.disk_cache_stats()["hits"] == before["hits"] + 1
+
+
+# ------------------------------------------------------------------ keys
+
+
+def test_keys_come_from_the_input_and_every_option() -> None:
+    base = constraint_key(SCHEMA)
+    assert base is not None
+    assert constraint_key(json.dumps(SCHEMA)) == base  # the same document as JSON text
+    assert constraint_key(dict(SCHEMA)) == base
+    variants = [
+        constraint_key(SCHEMA, mode="specification"),
+        constraint_key(SCHEMA, whitespace=True),
+        constraint_key(SCHEMA, whitespace=1),  # True and 1 are different options here
+        constraint_key(SCHEMA, whitespace=2),
+        constraint_key(SCHEMA, max_recursion_depth=2),
+        constraint_key({**SCHEMA, "required": ["city", "size"]}),
+        constraint_key({**SCHEMA, "properties": dict(reversed(SCHEMA["properties"].items()))}),
+        constraint_key(Place),
+        constraint_key(formcast.Regex("[a-z]+")),
+        constraint_key(int),
+        constraint_key(list[int]),
+        constraint_key(True),
+    ]
+    assert None not in variants
+    assert len({base, *variants}) == len(variants) + 1
+
+
+def test_property_order_is_part_of_the_key() -> None:
+    class AB(BaseModel):
+        a: int
+        b: int
+
+    class BA(BaseModel):
+        b: int
+        a: int
+
+    BA.__name__ = "AB"  # same title: only the order differs
+    assert constraint_key(AB) != constraint_key(BA)
+    assert formcast.schema_to_regex(AB) != formcast.schema_to_regex(BA)
+
+
+def test_model_keys_are_stable_and_options_of_wrapped_types_count() -> None:
+    class Colour(Enum):
+        RED = "red"
+        BLUE = "blue"
+
+    assert constraint_key(Place) == constraint_key(Place)
+    assert constraint_key(Colour) == constraint_key(Colour)
+    assert constraint_key(Literal["x", "y"]) != constraint_key(Literal["y", "x"])
+
+
+def test_inputs_without_an_exact_key_skip_the_cache(_private_cache: Path) -> None:
+    assert constraint_key({"enum": ("a", "b")}) is None  # a tuple is not JSON
+    assert constraint_key({"properties": {1: {}}}) is None
+    assert constraint_key({"const": float("nan")}) is None
+    assert constraint_key(object()) is None
+    with pytest.raises(formcast.SchemaError):
+        formcast.compile({"enum": ("a", "b")}, vocabulary())
+    assert entries(_private_cache) == []
+
+
+def test_entry_keys_depend_on_the_vocabulary() -> None:
+    key = constraint_key(SCHEMA)
+    assert key is not None
+    other = vocabulary([*TOKENS[:-1], b"extra", b""])
+    first = disk_cache.entry_key(key, vocabulary().fingerprint)
+    assert first == disk_cache.entry_key(key, vocabulary().fingerprint)
+    assert first != disk_cache.entry_key(key, other.fingerprint)
+    assert len(first) == 64 and int(first, 16) >= 0
+
+
+def test_different_vocabularies_get_different_entries(_private_cache: Path) -> None:
+    formcast.compile(SCHEMA, vocabulary())
+    formcast.compile(SCHEMA, Vocabulary.from_token_bytes([*TOKENS[:-1], b"ab", b""], [EOS + 1]))
+    assert len(entries(_private_cache)) == 2
+
+
+# ------------------------------------------------------------------ damaged entries
+
+
+def _damage_truncate(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+def _damage_flip(data: bytes) -> bytes:
+    middle = len(data) - 10
+    return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
+
+
+def _damage_version(data: bytes) -> bytes:
+    return data[:4] + struct.pack("<I", disk_cache.FORMAT_VERSION + 1) + data[8:]
+
+
+def _damage_unpickle(data: bytes) -> bytes:
+    """A valid header over a payload that is not a pickle at all."""
+    import hashlib
+
+    payload = b"not a pickle"
+    header = disk_cache._HEADER.unpack_from(data)
+    return (
+        disk_cache._HEADER.pack(
+            header[0], header[1], header[2], hashlib.sha256(payload).digest(), len(payload)
+        )
+        + payload
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: b"",
+        lambda data: b"garbage" * 100,
+        _damage_truncate,
+        _damage_flip,
+        _damage_version,
+        _damage_unpickle,
+    ],
+    ids=["empty", "garbage", "truncated", "flipped-byte", "other-format", "not-a-pickle"],
+)
+def test_a_damaged_entry_is_a_miss_and_is_rewritten(damage: Any, _private_cache: Path) -> None:
+    vocab = vocabulary()
+    expected = formcast.compile(Place, vocab).cursor().allowed_token_ids().tolist()
+    (path,) = entries(_private_cache)
+    good = path.read_bytes()
+    path.write_bytes(damage(good))
+
+    before = disk_cache.disk_cache_stats()
+    index = compile_fresh(Place, vocab)
+    after = disk_cache.disk_cache_stats()
+    assert after["hits"] == before["hits"]
+    assert after["rejected"] == before["rejected"] + 1
+    assert after["writes"] == before["writes"] + 1
+    assert index.cursor().allowed_token_ids().tolist() == expected
+    assert path.read_bytes() == good  # rewritten whole
+
+    compile_fresh(Place, vocab)
+    assert disk_cache.disk_cache_stats()["hits"] == after["hits"] + 1
+
+
+def test_an_entry_under_another_key_is_not_used(_private_cache: Path) -> None:
+    vocab = vocabulary()
+    formcast.compile(Place, vocab)
+    formcast.compile(SCHEMA, vocab)
+    place, schema = sorted(entries(_private_cache), key=lambda p: p.stat().st_mtime_ns)
+    schema.write_bytes(place.read_bytes())  # right format, wrong key
+    before = disk_cache.disk_cache_stats()
+    compile_fresh(SCHEMA, vocab)
+    assert disk_cache.disk_cache_stats()["rejected"] == before["rejected"] + 1
+
+
+# ------------------------------------------------------------------ switching it off
+
+
+def test_cache_false_neither_reads_nor_writes(_private_cache: Path) -> None:
+    vocab = vocabulary()
+    index = formcast.compile(Place, vocab, cache=False)
+    assert not _private_cache.exists()
+    assert index.computed_rows == 0  # nothing is built eagerly either
+    formcast.compile(SCHEMA, vocab)  # now an entry exists
+    before = disk_cache.disk_cache_stats()
+    compile_fresh(SCHEMA, vocab, cache=False)
+    assert disk_cache.disk_cache_stats() == before
+
+
+@pytest.mark.parametrize("value", ["0", "false", "off", "No"])
+def test_the_environment_switch_turns_it_off(
+    value: str, monkeypatch: pytest.MonkeyPatch, _private_cache: Path
+) -> None:
+    monkeypatch.setenv("FORMCAST_DISK_CACHE", value)
+    formcast.compile(Place, vocabulary())
+    assert not _private_cache.exists()
+    formcast.compile(SCHEMA, vocabulary(), cache=True)  # an explicit argument wins
+    assert len(entries(_private_cache)) == 1
+
+
+def test_a_path_argument_chooses_the_folder(tmp_path: Path, _private_cache: Path) -> None:
+    formcast.compile(Place, vocabulary(), cache=tmp_path / "elsewhere")
+    assert len(entries(tmp_path / "elsewhere" / "constraints")) == 1
+    assert not _private_cache.exists()
+
+
+def test_an_unwritable_folder_does_not_fail_the_compile(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    index = formcast.compile(Place, vocabulary(), cache=blocker)
+    assert index.cursor().allowed_token_ids().size > 0
+
+
+# ------------------------------------------------------------------ same answers
+
+
+class Kind(Enum):
+    A = "a"
+    E = "é"
+
+
+class Item(BaseModel):
+    kind: Kind
+    count: int
+
+
+class Order(BaseModel):
+    name: str
+    items: list[Item]
+    note: str | None = None
+    flag: bool = False
+
+
+CASES: list[tuple[Any, dict[str, Any]]] = [
+    (Order, {}),
+    (Place, {"whitespace": 2}),
+    (SCHEMA, {"mode": "specification"}),
+    (list[int], {}),
+    (formcast.Regex(r"[a-z]{2,5}(日本|é)?"), {}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_a_cached_index_answers_like_a_fresh_one(case: int) -> None:
+    output, options = CASES[case]
+    vocab = vocabulary()
+    fresh = compile_fresh(output, vocab, cache=False, **options)
+    formcast.compile(output, vocab, **options)  # writes the entry
+    cached = compile_fresh(output, vocab, **options)  # reads it
+    assert cached is not fresh and cached.automaton is not fresh.automaton
+    assert cached.vocabulary is vocab  # the vocabulary is not stored, it is re-attached
+
+    rng = np.random.default_rng(case)
+    for _ in range(20):
+        state_fresh = state_cached = fresh.initial_state
+        for _ in range(40):
+            ids, next_fresh = fresh.row(state_fresh)
+            cached_ids, next_cached = cached.row(state_cached)
+            assert ids.tolist() == cached_ids.tolist()
+            assert fresh.is_accepting(state_fresh) == cached.is_accepting(state_cached)
+            assert fresh.min_tokens_to_accept(state_fresh) == cached.min_tokens_to_accept(
+                state_cached
+            )
+            width = vocab.size + 7
+            assert np.array_equal(
+                fresh.packed_mask(state_fresh, width), cached.packed_mask(state_cached, width)
+            )
+            if ids.size == 0:
+                break
+            pick = int(rng.integers(ids.size))
+            state_fresh, state_cached = int(next_fresh[pick]), int(next_cached[pick])
+
+
+# ------------------------------------------------------------------ saving rows, clearing, size
+
+
+def test_saving_again_keeps_the_rows_built_since(_private_cache: Path) -> None:
+    vocab = vocabulary()
+    index = formcast.compile(Order, vocab)
+    assert not formcast.save_to_disk_cache(index)  # nothing new yet
+    cursor = index.cursor()
+    for token in (b'{"', b"name", b'":"', b"a", b'","'):
+        cursor.advance(TOKENS.index(token))
+    rows = index.computed_rows
+    assert rows > 1
+    assert formcast.save_to_disk_cache(index)
+    loaded = compile_fresh(Order, vocab)
+    assert loaded.computed_rows == rows
+    assert not formcast.save_to_disk_cache(formcast.compile(Order, vocab, cache=False))
+
+
+def test_clear_disk_cache_removes_entries_only(_private_cache: Path) -> None:
+    vocab = vocabulary()
+    formcast.compile(Place, vocab)
+    formcast.compile(SCHEMA, vocab)
+    keep = _private_cache.parent / "SmolLM2-135M-Instruct" / "model.safetensors"
+    keep.parent.mkdir()
+    keep.write_text("a converted model")
+    assert formcast.clear_disk_cache() == 2
+    assert entries(_private_cache) == [] and keep.exists()
+    assert formcast.clear_disk_cache() == 0
+    assert formcast.clear_disk_cache(_private_cache.parent / "never-created") == 0
+
+
+def test_the_folder_is_bounded_least_recently_used_first(
+    monkeypatch: pytest.MonkeyPatch, _private_cache: Path
+) -> None:
+    vocab = vocabulary()
+    formcast.compile(SCHEMA, vocab, cache=_private_cache.parent / "sizes")
+    (measure,) = entries(_private_cache.parent / "sizes" / "constraints")
+    formcast.compile(Place, vocab)
+    (first,) = entries(_private_cache)
+    os.utime(first, (1_000_000, 1_000_000))  # long unused
+    bound = measure.stat().st_size + first.stat().st_size / 2  # room for one of the two
+    monkeypatch.setenv("FORMCAST_DISK_CACHE_MAX_MB", str(bound / 2**20))
+    compile_fresh(SCHEMA, vocab)
+    remaining = entries(_private_cache)
+    assert len(remaining) == 1 and remaining[0] != first
+
+    monkeypatch.setattr(disk_cache, "MAX_ENTRY_BYTES", 10)
+    formcast.compile(Order, vocab)  # too large to be written at all
+    assert entries(_private_cache) == remaining
+
+
+def test_a_wrong_cache_setting_is_a_user_error() -> None:
+    with pytest.raises(formcast.InvalidOptionError, match="expected cache to be"):
+        formcast.compile(Place, vocabulary(), cache=3)  # type: ignore[arg-type]
