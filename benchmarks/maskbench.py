@@ -17,8 +17,14 @@ instance accepted: a soundness bug), ``timeout``, ``crash``. Time to first mask
 (compile plus the first mask) and the time of every mask along valid instances are
 recorded.
 
-    python benchmarks/maskbench.py                      # all schemas
+The peer engines (llguidance, xgrammar, outlines-core; see ``peers.py``) run the same
+protocol in the same worker harness, on the same schemas, tokenizer and machine, when they
+are installed; a comparison block then gives each peer's figures as ratios to formcast's.
+
+    python benchmarks/maskbench.py                      # all schemas, every installed engine
     python benchmarks/maskbench.py --every 12           # a fixed sample
+    python benchmarks/maskbench.py --engines formcast   # formcast alone
+    python benchmarks/maskbench.py --engines formcast xgrammar --every 25
     python benchmarks/maskbench.py --out results.jsonl --timeout 10 --memory-mb 4096
 """
 
@@ -28,6 +34,7 @@ import argparse
 import collections
 import json
 import multiprocessing as mp
+import os
 import re
 import statistics
 import sys
@@ -180,11 +187,15 @@ def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
     return result
 
 
-def _worker(connection: Connection, memory_mb: int) -> None:
+def _worker(connection: Connection, memory_mb: int, engine: str = "formcast") -> None:
     import resource
 
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if "OMP_NUM_THREADS" in os.environ:  # the Rust engines' thread pools follow it too
+        os.environ.setdefault("RAYON_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
+    # time to first mask is measured from scratch: no index from an earlier run's disk cache
+    os.environ.setdefault("FORMCAST_DISK_CACHE", "0")
     from transformers import AutoTokenizer
 
     from formcast.models import default_model_dir
@@ -193,13 +204,23 @@ def _worker(connection: Connection, memory_mb: int) -> None:
     tokenizer = AutoTokenizer.from_pretrained(default_model_dir())
     vocabulary = Vocabulary.from_tokenizer(tokenizer)
     vocabulary.byte_matrix  # noqa: B018 - build the shared arrays before the first timing
+    adapter: Any = None
+    if engine != "formcast":
+        if str(Path(__file__).resolve().parent) not in sys.path:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import peers
+
+        adapter = peers.load(engine, tokenizer, vocabulary.token_bytes)
     connection.send("ready")
     while True:
         path = connection.recv()
         if path is None:
             return
         try:
-            result = check_schema(Path(path), tokenizer, vocabulary)
+            if adapter is None:
+                result = check_schema(Path(path), tokenizer, vocabulary)
+            else:
+                result = SchemaResult(**asdict(peers.check_schema(Path(path), tokenizer, adapter)))
         except MemoryError:
             result = SchemaResult(
                 Path(path).name, origin_of(Path(path).name), "crash", "out of memory"
@@ -217,16 +238,19 @@ def _worker(connection: Connection, memory_mb: int) -> None:
 class WorkerPool:
     """One worker process at a time, restarted after a timeout or a crash."""
 
-    def __init__(self, timeout: float, memory_mb: int) -> None:
+    def __init__(self, timeout: float, memory_mb: int, engine: str = "formcast") -> None:
         self.timeout = timeout
         self.memory_mb = memory_mb
+        self.engine = engine
         self._process: Any = None
         self._connection: Connection | None = None
 
     def _start(self) -> Connection:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
-        self._process = context.Process(target=_worker, args=(child, self.memory_mb), daemon=True)
+        self._process = context.Process(
+            target=_worker, args=(child, self.memory_mb, self.engine), daemon=True
+        )
         self._process.start()
         if not parent.poll(300) or parent.recv() != "ready":
             raise RuntimeError("the maskbench worker did not start")
@@ -265,9 +289,13 @@ def schema_files(every: int = 1, limit: int | None = None) -> list[Path]:
 
 
 def run_all(
-    files: Iterable[Path], timeout: float, memory_mb: int, progress: bool = False
+    files: Iterable[Path],
+    timeout: float,
+    memory_mb: int,
+    progress: bool = False,
+    engine: str = "formcast",
 ) -> Iterator[SchemaResult]:
-    pool = WorkerPool(timeout, memory_mb)
+    pool = WorkerPool(timeout, memory_mb, engine)
     try:
         for number, path in enumerate(files, 1):
             result = pool.run(path)
@@ -334,6 +362,105 @@ def table(results: list[SchemaResult]) -> str:
     return "\n".join(lines)
 
 
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered_values = sorted(values)
+    return ordered_values[min(len(ordered_values) - 1, int(q * len(ordered_values)))]
+
+
+def _figures(results: list[SchemaResult], names: set[str] | None = None) -> dict[str, Any]:
+    """The comparison figures of one engine, over all its results or the schemas ``names``."""
+    chosen = [r for r in results if names is None or r.name in names]
+    compiled = [
+        r.compile_ms
+        for r in chosen
+        if r.status not in ("unsupported", "schema_error", "timeout", "crash")
+    ]
+    masks = [m for r in chosen for m in r.mask_us]
+    return {
+        "schemas": len(chosen),
+        "passing": sum(r.status == "pass" for r in chosen),
+        "invalid": sum(r.status == "invalidation_error" for r in chosen),
+        "failed": sum(r.status in ("timeout", "crash") for r in chosen),
+        "compile_p50": _quantile(compiled, 0.5),
+        "compile_p99": _quantile(compiled, 0.99),
+        "mask_p50": _quantile(masks, 0.5),
+        "mask_p99": _quantile(masks, 0.99),
+        "masks": len(masks),
+    }
+
+
+def _cell(value: float | None, base: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "n/a"
+    text = f"{value:,.{digits}f}"
+    if base is None:
+        return text
+    if base == 0:
+        return text + (" (=)" if value == 0 else " (inf)")
+    return f"{text} ({value / base:.3g}x)"
+
+
+def _get(figures: Mapping[str, Any] | None, key: str) -> float | None:
+    return None if figures is None else figures[key]
+
+
+def comparison(by_engine: Mapping[str, list[SchemaResult]], versions: Mapping[str, str]) -> str:
+    """Per engine: passing share, soundness, failures, time to first mask and per mask.
+
+    Ratios are each engine's figure over formcast's in the same run (when formcast ran).
+    The second block restricts the timings to the schemas every engine passes, so that all
+    engines are timed on the same schemas and the same token sequences.
+    """
+    reference = "formcast" if "formcast" in by_engine else None
+    everyone = set.intersection(
+        *({r.name for r in results if r.status == "pass"} for results in by_engine.values())
+    )
+    header = (
+        f"{'engine':<24}{'passing':>22}{'invalid-acc':>13}{'timeout+crash':>15}"
+        f"{'first mask p50 ms':>22}{'p99 ms':>22}{'mask p50 us':>20}{'p99 us':>22}"
+    )
+    lines: list[str] = []
+    for title, names in (
+        ("all schemas", None),
+        (f"{len(everyone)} schemas every engine passes", everyone),
+    ):
+        lines += [f"comparison over {title} (ratio = engine / formcast)", header, "-" * len(header)]
+        base = _figures(by_engine[reference], names) if reference else None
+        for engine, results in by_engine.items():
+            f = _figures(results, names)
+            share = f["passing"] / max(f["schemas"], 1)
+            passing = f"{f['passing']}/{f['schemas']} {share:.1%}"
+            if base is not None and engine != reference:
+                base_share = base["passing"] / max(base["schemas"], 1)
+                passing += f" ({share / max(base_share, 1e-9):.3g}x)"
+            ref = base if engine != reference else None
+            label = f"{engine} {versions.get(engine, '')}".strip()
+            lines.append(
+                f"{label:<24}{passing:>22}{f['invalid']:>13}{f['failed']:>15}"
+                f"{_cell(f['compile_p50'], _get(ref, 'compile_p50')):>22}"
+                f"{_cell(f['compile_p99'], _get(ref, 'compile_p99')):>22}"
+                f"{_cell(f['mask_p50'], _get(ref, 'mask_p50')):>20}"
+                f"{_cell(f['mask_p99'], _get(ref, 'mask_p99')):>22}"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+ENGINES = ("formcast", "llguidance", "xgrammar", "outlines-core")
+
+
+def _engine_version(engine: str) -> str:
+    import importlib.metadata
+
+    distribution = "formcast" if engine == "formcast" else engine
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=int, default=1, help="take every Nth schema (sorted)")
@@ -341,25 +468,56 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per schema")
     parser.add_argument("--memory-mb", type=int, default=4096, help="worker memory cap")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/maskbench.jsonl"))
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        choices=ENGINES,
+        default=None,
+        help="engines to run (default: formcast and every installed peer)",
+    )
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"maskbench data not found at {DATA}")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import peers
+
+    engines: list[str] = []
+    for engine in args.engines or ENGINES:
+        reason = None if engine == "formcast" else peers.missing_reason(engine)
+        if reason is None:
+            engines.append(engine)
+        else:
+            print(f"{engine}: {reason}, skipped", flush=True)
+    versions = {engine: _engine_version(engine) for engine in engines}
     files = schema_files(args.every, args.limit)
     print(f"{len(files)} schemas from {DATA}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    results = []
+    by_engine: dict[str, list[SchemaResult]] = {}
     with args.out.open("w") as out:
-        for result in run_all(files, args.timeout, args.memory_mb, progress=True):
-            results.append(result)
-            record = asdict(result)
-            record["mask_us_p50"] = statistics.median(result.mask_us) if result.mask_us else None
-            del record["mask_us"]
-            out.write(json.dumps(record) + "\n")
-    print(table(results))
-    print(f"per-schema results: {args.out}")
-    bad = [r for r in results if r.status in ("invalidation_error", "crash", "timeout")]
-    for result in bad[:20]:
-        print(f"  {result.status}: {result.name}: {result.detail[:160]}")
+        for engine in engines:
+            if len(engines) > 1:
+                print(f"\n== {engine} {versions[engine]} ==", flush=True)
+            results = []
+            for result in run_all(files, args.timeout, args.memory_mb, True, engine):
+                results.append(result)
+                record: dict[str, Any] = {"engine": engine, **asdict(result)}
+                record["mask_us_p50"] = (
+                    statistics.median(result.mask_us) if result.mask_us else None
+                )
+                del record["mask_us"]
+                out.write(json.dumps(record) + "\n")
+                out.flush()
+            by_engine[engine] = results
+            print(table(results))
+            if len(engines) == 1:
+                print(f"per-schema results: {args.out}")
+            bad = [r for r in results if r.status in ("invalidation_error", "crash", "timeout")]
+            for result in bad[:20]:
+                print(f"  {result.status}: {result.name}: {result.detail[:160]}")
+    if len(by_engine) > 1:
+        print()
+        print(comparison(by_engine, versions))
+        print(f"per-schema results: {args.out}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,11 @@ model and the same prompt are used:
 * ``free``      - unconstrained greedy generation (transformers ``generate``), then
                   ``Receipt.model_validate_json`` on the raw text;
 * ``formcast``  - constrained decoding with jump-forward (the default);
-* ``no-jump``   - constrained decoding with jump-forward off.
+* ``no-jump``   - constrained decoding with jump-forward off;
+* ``outlines``  - outlines (``outlines.Generator`` over the same transformers model and
+                  tokenizer, the same ``Receipt`` class, its default outlines-core backend)
+                  with greedy decoding, when outlines is installed; the index is compiled
+                  and one receipt generated before timing, as formcast's warm-up does.
 
 Printed per mode: share of outputs that validate, per-field exact match (company, date,
 address, total), median seconds per receipt, generated tokens per second, and ratios
@@ -14,11 +18,13 @@ against free generation measured in the same run.
 
     python benchmarks/sroie.py                       # receipts 000-039, batch size 1
     python benchmarks/sroie.py --count 16 --batch-sizes 1 4 16 --modes formcast
+    python benchmarks/sroie.py --modes free formcast outlines
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import statistics
 import sys
@@ -152,6 +158,51 @@ def run_free(extractor: formcast.Extractor, receipts: list[Any], max_new_tokens:
     return tally
 
 
+def run_outlines(extractor: formcast.Extractor, receipts: list[Any], max_new_tokens: int) -> Tally:
+    """outlines on the same model, prompt and class, one receipt at a time, greedy.
+
+    Generated tokens are counted by re-tokenizing the returned text (outlines returns text).
+    """
+    import copy
+
+    import outlines
+    from outlines.inputs import Chat
+
+    from formcast.extractor import DEFAULT_INSTRUCTIONS, describe_fields
+
+    tally = Tally()
+    # outlines sets padding side and pad token on the tokenizer it gets: give it a copy
+    tokenizer = copy.deepcopy(extractor.tokenizer)
+    model = outlines.from_transformers(extractor.model, tokenizer)
+    generator = outlines.Generator(model, Receipt)
+    fields = describe_fields(Receipt.model_json_schema())
+    eos = sorted(extractor.vocabulary.eos_token_ids)
+    options = {
+        "max_new_tokens": max_new_tokens,
+        "do_sample": False,
+        "eos_token_id": eos,
+        "pad_token_id": eos[0],
+    }
+
+    def prompt(text: str) -> Chat:
+        messages = extractor.prompt_template.messages(
+            text=text, fields=fields, instructions=DEFAULT_INSTRUCTIONS
+        )
+        return Chat(messages)
+
+    generator(prompt(receipts[0][0]), **options)  # warm-up, like formcast's
+    for text, gold in receipts:
+        started = time.perf_counter()
+        raw = generator(prompt(text), **options)
+        tally.seconds.append(time.perf_counter() - started)
+        try:
+            value: Receipt | None = Receipt.model_validate_json(raw)
+        except ValidationError:
+            value = None
+        tally.add(value, gold, len(tokenizer.encode(raw, add_special_tokens=False)))
+    return tally
+
+
 def report(name: str, tally: Tally, baseline: Tally | None) -> str:
     median = statistics.median(tally.seconds)
     rate = tally.tokens / sum(tally.seconds)
@@ -173,8 +224,9 @@ def main() -> None:
     parser.add_argument(
         "--modes",
         nargs="+",
-        default=["free", "formcast", "no-jump"],
-        choices=["free", "formcast", "no-jump"],
+        default=["free", "formcast", "no-jump", "outlines"],
+        choices=["free", "formcast", "no-jump", "outlines"],
+        help="outlines runs when it is installed and imports (default: all four)",
     )
     parser.add_argument("--max-new-tokens", type=int, default=200)
     args = parser.parse_args()
@@ -201,14 +253,28 @@ def main() -> None:
                 extractor, receipts, batch_size, mode == "formcast", args.max_new_tokens
             )
             print(report(f"{mode} b={batch_size}", tally, baseline), flush=True)
-    outlines_note()
+    if "outlines" in args.modes:
+        reason = outlines_missing()
+        if reason is None:
+            tally = run_outlines(extractor, receipts, args.max_new_tokens)
+            version = importlib.metadata.version("outlines")
+            print(report(f"outlines {version}", tally, baseline), flush=True)
+        else:
+            print(f"outlines: {reason}, skipped (see benchmarks/README.md to install it)")
 
 
-def outlines_note() -> None:
+def outlines_missing() -> str | None:
+    """Why the outlines mode cannot run here (``None`` when it can)."""
     try:
         import outlines  # noqa: F401
-    except ImportError:
-        print("outlines: not installed, skipped (pip install outlines to compare)")
+        from outlines.inputs import Chat  # noqa: F401
+    except ImportError as e:
+        try:
+            importlib.metadata.version("outlines")
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+        return f"installed but does not import ({e})"
+    return None
 
 
 if __name__ == "__main__":
