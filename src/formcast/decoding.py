@@ -8,7 +8,8 @@ one :class:`~formcast.guide.Cursor` per row:
   complete), then a token is chosen (greedy by default; temperature / top-p / seed);
 * **jump-forward**: bytes the constraint forces (``","total":``) are tokenized the way
   the tokenizer would tokenize that text and fed in the same forward pass as the
-  sampled token, without sampling them;
+  sampled token, without sampling them, except the last forced token, which the model
+  chooses (token healing);
 * **budget-safe ending**: with ``tokens_left`` tokens left, only tokens after which the
   output can still be completed in time are allowed, so a length-limited result is still
   complete, valid output (``finish_reason="length"``);
@@ -286,10 +287,15 @@ def _check_budget(cursor: Cursor, max_new_tokens: int) -> None:
 
 
 def _jump_forward(row: _Row, forced_tokenizer: ForcedTokenizer | None, budget: int) -> None:
-    """Queue the tokens of the bytes the constraint forces, without sampling them."""
+    """Queue the tokens of the bytes the constraint forces, without sampling them.
+
+    The last token of the forced text is left to the model (token healing): what follows
+    may merge with it (after ``","date":"`` the model may write the token ``"0``), and a
+    token boundary forced there pushes the model off the tokenization it was trained on.
+    The constraint still allows only tokens that start with the forced bytes."""
     if forced_tokenizer is None:
         return
-    forced = forced_tokenizer(row.cursor.forced_bytes())
+    forced = forced_tokenizer(row.cursor.forced_bytes())[:-1]
     tokens_left = budget - row.generation.completion_tokens
     if not forced or len(forced) > tokens_left:
         return
