@@ -489,3 +489,16 @@ def test_the_folder_is_bounded_least_recently_used_first(
 def test_a_wrong_cache_setting_is_a_user_error() -> None:
     with pytest.raises(formcast.InvalidOptionError, match="expected cache to be"):
         formcast.compile(Place, vocabulary(), cache=3)  # type: ignore[arg-type]
+
+
+def test_the_environment_switch_may_name_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _private_cache: Path
+) -> None:
+    monkeypatch.setenv("FORMCAST_DISK_CACHE", str(tmp_path / "suite"))
+    formcast.compile(Place, vocabulary())
+    assert len(entries(tmp_path / "suite" / "constraints")) == 1
+    assert not _private_cache.exists()
+    assert formcast.clear_disk_cache() == 1  # the folder compile uses
+    monkeypatch.setenv("FORMCAST_DISK_CACHE", "1")
+    formcast.compile(SCHEMA, vocabulary())
+    assert len(entries(_private_cache)) == 1

@@ -15,7 +15,9 @@ builds neither the regex nor the automaton.
 
 Folder: ``<cache>/constraints/`` where ``<cache>`` is :func:`formcast.models.cache_dir`
 (``$FORMCAST_CACHE_DIR``, else ``$XDG_CACHE_HOME/formcast``, else ``~/.cache/formcast``).
-Set ``FORMCAST_DISK_CACHE=0`` (or pass ``cache=False`` to ``compile``) to turn it off.
+Set ``FORMCAST_DISK_CACHE=0`` (or pass ``cache=False`` to ``compile``) to turn it off, or
+``FORMCAST_DISK_CACHE=<folder>`` to keep constraints apart from the converted models (test
+suites: a temporary folder).
 
 Safety: files are written to a temporary name and moved into place with
 :func:`os.replace`, so readers see a whole entry or none and concurrent writers of one key
@@ -70,12 +72,14 @@ FORMAT_VERSION = 1
 #: Entries whose payload is larger than this are not written (bytes).
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 #: Default bound of the whole folder, in MiB (``$FORMCAST_DISK_CACHE_MAX_MB``).
-DEFAULT_MAX_MB = 1024
+DEFAULT_MAX_MB = 512
 
 CacheSetting: TypeAlias = bool | str | os.PathLike[str] | None
-"""``compile(..., cache=...)``: ``None`` follows ``$FORMCAST_DISK_CACHE`` (on unless it is
-``0``/``false``/``no``/``off``), ``False`` turns the disk cache off, ``True`` turns it
-on in the default folder, a path turns it on with that folder as the cache root."""
+"""``compile(..., cache=...)``: ``None`` follows ``$FORMCAST_DISK_CACHE`` (off when it is
+``0``/``false``/``no``/``off``; on in the default folder when it is unset, empty,
+``1``/``true``/``yes``/``on``; any other value is a folder used as the cache root),
+``False`` turns the disk cache off, ``True`` turns it on in the default folder, a path
+turns it on with that folder as the cache root."""
 
 _SUBFOLDER = "constraints"
 _SUFFIX = ".fcidx"
@@ -95,6 +99,7 @@ _SOURCES = (
     "cache.py",
 )
 _OFF = frozenset({"0", "false", "no", "off"})
+_ON = frozenset({"", "1", "true", "yes", "on"})
 
 _counters = {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
 _counters_lock = threading.Lock()
@@ -130,10 +135,12 @@ def resolve(setting: CacheSetting) -> Path | None:
     if setting is False:
         return None
     if setting is None:
-        flag = os.environ.get("FORMCAST_DISK_CACHE", "").strip().lower()
-        if flag in _OFF:
+        value = os.environ.get("FORMCAST_DISK_CACHE", "").strip()
+        if value.lower() in _OFF:
             return None
-        return disk_cache_dir()
+        if value.lower() in _ON:
+            return disk_cache_dir()
+        return disk_cache_dir(value)  # a folder: the cache root for constraints only
     if setting is True:
         return disk_cache_dir()
     if not isinstance(setting, (str, os.PathLike)):
@@ -348,9 +355,10 @@ def save_to_disk_cache(index: TokenIndex) -> bool:
 
 
 def clear_disk_cache(root: str | os.PathLike[str] | None = None) -> int:
-    """Delete every cached constraint under ``root`` (default: :func:`disk_cache_dir`'s
-    root) and return how many entries were removed. Converted models are kept."""
-    folder = disk_cache_dir(root)
+    """Delete every cached constraint under ``root`` and return how many entries were
+    removed. Converted models are kept. The default ``root`` is the one ``compile`` uses
+    (``$FORMCAST_DISK_CACHE`` when it names a folder, else :func:`formcast.models.cache_dir`)."""
+    folder = disk_cache_dir(root) if root is not None else resolve(None) or disk_cache_dir()
     removed = 0
     try:
         with os.scandir(folder) as scan:
