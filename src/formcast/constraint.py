@@ -67,6 +67,33 @@ class OutputSpec:
     key: str
 
 
+@dataclass(frozen=True)
+class OutputView:
+    """What decoding needs to know about an output type besides its compiled index.
+
+    Attributes:
+        json_schema: the schema shown in the prompt (None for a raw regex).
+        parse: raw generated text -> value; raises :class:`OutputValidationError`.
+        is_json: whether the output is JSON text.
+        pattern: the pattern of a :class:`Regex` output, else None.
+    """
+
+    json_schema: dict[str, Any] | None
+    parse: Callable[[str], Any]
+    is_json: bool
+    pattern: str | None = None
+
+
+def output_view(output: Any) -> OutputView:
+    """Read an output type without building its regex (a compiled index may come from a
+    cache). Cost: schema generation and the metaschema check (~ms)."""
+    if isinstance(output, Regex):
+        return OutputView(None, str, False, output.pattern)
+    source, parse = _source(output)
+    schema = load_schema(source)
+    return OutputView(schema if isinstance(schema, dict) else None, parse, True)
+
+
 def output_spec(
     output: Any,
     *,
@@ -78,18 +105,21 @@ def output_spec(
     if isinstance(output, Regex):
         return OutputSpec(output.pattern, None, str, False, f"regex:{output.pattern}")
     options = {"mode": mode, "whitespace": whitespace, "max_recursion_depth": max_recursion_depth}
-    if isinstance(output, (Mapping, str, bool)):
-        source: Any = output
-        parse: Callable[[str], Any] = _parse_plain_json
-    elif isinstance(output, type) and issubclass(output, BaseModel):
-        source, parse = output, _model_parser(output)
-    else:
-        source = _wrap(output)
-        parse = _wrapped_parser(source)
+    source, parse = _source(output)
     schema = load_schema(source)
     regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
     shown = schema if isinstance(schema, dict) else None
     return OutputSpec(regex, shown, parse, True, _key(regex, options))
+
+
+def _source(output: Any) -> tuple[Any, Callable[[str], Any]]:
+    """The schema source of a non-regex output type and the parser of its raw text."""
+    if isinstance(output, (Mapping, str, bool)):
+        return output, _parse_plain_json
+    if isinstance(output, type) and issubclass(output, BaseModel):
+        return output, _model_parser(output)
+    wrapped = _wrap(output)
+    return wrapped, _wrapped_parser(wrapped)
 
 
 def constraint_key(

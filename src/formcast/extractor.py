@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from formcast.compiler import compile as compile_index
 from formcast.compiler import vocabulary_of
-from formcast.constraint import Regex, output_spec
+from formcast.constraint import Regex, output_view
 from formcast.decoding import ForcedTokenizer, SamplingOptions, generate
 from formcast.errors import (
     ContextLengthError,
@@ -316,11 +316,7 @@ class Extractor:
         started = time.perf_counter()
         index = self._compile_for(output, options)
         compile_seconds = time.perf_counter() - started
-        spec = output_spec(
-            output,
-            mode=options.get("mode") or self.mode,
-            whitespace=options.get("whitespace", self.whitespace),
-        )
+        spec = output_view(output)
         budget = int(options.get("max_new_tokens", self.max_new_tokens))
         sampling = SamplingOptions(
             temperature=float(options.get("temperature", 0.0)),
@@ -328,7 +324,9 @@ class Extractor:
             seed=options.get("seed"),
         )
         instructions = options.get("instructions") or (
-            DEFAULT_INSTRUCTIONS if spec.is_json else REGEX_INSTRUCTIONS.format(pattern=spec.regex)
+            DEFAULT_INSTRUCTIONS
+            if spec.is_json
+            else REGEX_INSTRUCTIONS.format(pattern=spec.pattern)
         )
         requests = [
             self._prepare(i, text, spec.json_schema, instructions, budget)
