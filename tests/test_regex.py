@@ -43,8 +43,10 @@ from pydantic import (
     constr,
 )
 
+from formcast.automaton import LazyAutomaton
 from formcast.errors import InvalidOptionError, SchemaError, UnsupportedSchemaError
 from formcast.regex import (
+    ANY_VALUE_BUDGET,
     INTEGER,
     NUMBER,
     STRING,
@@ -1256,6 +1258,119 @@ def test_specification_mode_allows_extra_properties_after_declared() -> None:
     # an extra key may not repeat a declared name (that would bypass its schema)
     assert not re.fullmatch(regex, '{"a":1,"a":"x"}')
     assert not re.fullmatch(schema_to_regex(schema), '{"a":1,"b":1}')
+
+
+_DEEP = {"a": [{"b": {"c": 1}}]}  # four levels of arrays/objects
+
+SPEC_CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
+    # maskbench Github_easy---o21725: {"type": "object"} holding a nested document
+    (
+        "unconstrained object nests",
+        {"type": "object", "properties": {"s": {"type": "object"}}, "additionalProperties": False},
+        [{"s": {"k": {"j": [1, {"x": None}]}}}, {"s": {}}],
+        [{"s": 1}, {"t": {}}],
+    ),
+    ("true nests four levels", True, [_DEEP, [[[[1]]]]], []),
+    # maskbench Github_easy---o44227, o21096: a tolerated extra with an array/object value
+    (
+        "tolerated extras nest",
+        {"type": "object", "properties": {"name": {"type": "string"}}},
+        [{"name": "x", "args ": [0, 2]}, {"data ": {"u": {"v": ["w"]}}}],
+        [{"name": 1, "args ": [0, 2]}],
+    ),
+    # maskbench Github_hard---o45313: extra names with escapes (composer's "psr-4" maps)
+    (
+        "extra names with escapes",
+        {"type": "object", "properties": {"a": {"type": "integer"}}},
+        [{"a": 1, "Vendor\\Namespace\\": "src/"}, {'x"y': 1, "t\n": 2}],
+        [{"a": "x"}],
+    ),
+    # maskbench Github_easy---o51165, o78130: any RFC 3986 URI
+    (
+        "uri is RFC 3986",
+        {"type": "string", "format": "uri"},
+        [
+            "file:///path/to/file1.js",
+            "https://example.com/upload/0123456789abcdef0123456789abcdef",
+            "urn:isbn:0451450523",
+            "mailto:a@b.c",
+            "http://[::1]:80/a?b=c#d",
+            "a:",
+        ],
+        ["/relative", "http://a b", "1a:b", "http://%zz", "", "é:x"],
+    ),
+    (
+        "uri-reference",
+        {"type": "string", "format": "uri-reference"},
+        ["/relative/path", "rel", "", "#frag", "?q", "http://x.y/z", "/a:b"],
+        ["a b", "1a:b", "%g0"],
+    ),
+    # maskbench Github_easy---o89710: oneOf told apart by array lengths
+    (
+        "oneOf disjoint by item counts",
+        {
+            "type": "object",
+            "oneOf": [
+                {"properties": {"f": {"type": "array", "maxItems": 1}}, "required": ["f"]},
+                {"properties": {"f": {"type": "array", "minItems": 2}}, "required": ["f"]},
+            ],
+        },
+        [{"f": []}, {"f": [1, 2, 3]}],
+        [{}, {"f": 1}],
+    ),
+    (
+        "oneOf disjoint by lengths and ranges",
+        {
+            "oneOf": [
+                {"type": "string", "maxLength": 0},
+                {"type": "string", "minLength": 1},
+                {"type": "integer", "maximum": 0},
+                {"type": "number", "exclusiveMinimum": 0},
+            ]
+        },
+        ["", "ab", -3, 0, 1.5, 7],
+        [None, True],
+    ),
+    # maskbench Github_easy---o89710: properties in declaration order across allOf/oneOf
+    (
+        "oneOf branch properties come where declared",
+        {
+            "allOf": [
+                {"oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]}]},
+                {"properties": {"b": {"type": "integer"}}, "required": ["b"]},
+            ]
+        },
+        [{"a": 1, "b": 2}],
+        [{"a": "x", "b": 2}],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "valid", "invalid"), SPEC_CASES, ids=[c[0] for c in SPEC_CASES]
+)
+def test_specification_mode_cases(
+    name: str, schema: Any, valid: list[Any], invalid: list[Any]
+) -> None:
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    validator = validator_for(schema)
+    for value in valid:
+        assert validator.is_valid(value), f"test bug: {value!r} is not valid"
+        assert automaton.matches(dumps(value).encode()), f"valid {value!r} does not match"
+    for value in invalid:
+        assert not automaton.matches(dumps(value).encode()), f"invalid {value!r} matches"
+
+
+def test_unconstrained_depth_drops_when_the_regex_grows() -> None:
+    """Large schemas keep unconstrained values at depth 1 (and tolerated extras scalar)."""
+    members = {f"p{i}": {"type": "object"} for i in range(40)}
+    regex = schema_to_regex({"type": "object", "properties": members}, mode="specification")
+    assert len(regex) <= ANY_VALUE_BUDGET
+    automaton = LazyAutomaton(regex)
+    assert automaton.matches(b'{"p0":{"a":1}}')
+    assert not automaton.matches(b'{"p0":{"a":{"b":{"c":[1]}}}}')  # depth 4 does not fit
+    # generation mode keeps depth 1
+    assert re.fullmatch(schema_to_regex(True), '{"a":[1]}') is None
 
 
 def test_specification_mode_extra_keys_exclude_declared_names() -> None:

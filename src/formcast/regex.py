@@ -34,8 +34,9 @@ no length bounds), ``minLength``/``maxLength`` (in characters), ``pattern`` (ECM
 unanchored unless ``^``/``$``), integer ``minimum``/``maximum``/``exclusive*`` (digit-range
 regexes, draft 4 booleans too), ``multipleOf`` for integers (small ranges, or divisors of
 1000 with sign bounds), ``number`` bounds, ``format`` date, time, date-time, duration, uuid
-(and uuid1/3/4/5), email, hostname, ipv4, ipv6, uri, and the OpenAPI integer formats
-(int32, int64, ...).
+(and uuid1/3/4/5), email, hostname, ipv4, ipv6, uri (``specification`` mode: the whole
+RFC 3986 grammar, also for uri-reference, and the ASCII IRIs for iri and iri-reference),
+and the OpenAPI integer formats (int32, int64, ...).
 
 Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b`` and
 Unicode property escapes in patterns; a pattern combined with a format or with lengths it
@@ -55,10 +56,12 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   :data:`WHITESPACE_DEFAULT`). No whitespace before or after the top-level value.
 * Strings use one spelling per character: ``\\u`` escapes never denote surrogates; inside
   ``pattern``-constrained strings and extra keys each character has exactly one spelling.
-* Extra property names contain no escapes; unconstrained values (schema ``true`` / ``{}``)
-  nest at most :data:`ANY_VALUE_DEPTH` levels, and extra properties that a
-  ``specification``-mode schema merely tolerates (no ``additionalProperties``) take scalar
-  values only.
+* Extra property names escape only what JSON requires (``\\"``, ``\\\\``, controls), and
+  not at all when a declared name holds such a character; unconstrained values (schema
+  ``true`` / ``{}``) nest at most :data:`ANY_VALUE_DEPTH` levels, and extra properties that a
+  ``specification``-mode schema merely tolerates (no ``additionalProperties``) one level
+  less; in regexes that would exceed :data:`ANY_VALUE_BUDGET` characters, one level and
+  scalars only.
 * Unbounded numbers have at most 15 integer digits and a two-digit exponent (always
   finite); numbers with bounds have no exponent and stay within +-10**15 on an open side;
   exclusive bounds on ``number`` are enforced as the nearest inclusive bound that float
@@ -121,6 +124,7 @@ from formcast.schema import (
 )
 
 __all__ = [
+    "ANY_VALUE_BUDGET",
     "ANY_VALUE_DEPTH",
     "BOOLEAN",
     "INTEGER",
@@ -144,13 +148,23 @@ Recursive schemas that would exceed it are unrolled fewer times (with a warning)
 schemas that exceed it are refused with :class:`UnsupportedSchemaError`.
 """
 
-ANY_VALUE_DEPTH = 1
-"""Nesting depth of arrays/objects produced for an unconstrained value (``true``, ``{}``).
+ANY_VALUE_DEPTH = 4
+"""Most nesting depth of arrays/objects accepted for an unconstrained value (``true``, ``{}``).
 
-Depth 1 allows ``[1,"a"]`` and ``{"k":null}`` but not ``{"k":[1]}``. Each level multiplies
-the regex (and the automaton built from it) by about four; extra properties that a schema
-merely tolerates (``specification`` mode without ``additionalProperties``) get scalars only.
+Depth 1 allows ``[1,"a"]`` and ``{"k":null}`` but not ``{"k":[1]}``; depth 3 allows
+``{"k":[{"j":1}]}``. ``generation`` mode always uses depth 1. In ``specification`` mode,
+extra properties that a schema merely tolerates (no ``additionalProperties``) get one
+level less; each level multiplies the regex of such a value by about four, so the depth
+is lowered (down to 1, and 0 for tolerated extras) while the whole regex would exceed
+:data:`ANY_VALUE_BUDGET`.
 """
+
+ANY_VALUE_BUDGET = 150_000
+"""Longest regex (characters) for which unconstrained values nest deeper than one level.
+
+Compiling the automaton costs ~1-8 us per character (idle to busy 2-core machine), so this
+keeps the deeper values under ~0.2-1.2 s; longer regexes use depth 1 (and scalars for
+tolerated extras)."""
 
 # ----------------------------------------------------------------------------- regex text
 
@@ -381,6 +395,12 @@ STRING_CHAR = (
 )
 """One character inside a JSON string (``\\u`` escapes of surrogates excluded)."""
 _PLAIN_CHAR = r'[^"\\\x00-\x1f]'
+_REQUIRED_ESCAPE = r'\\(?:["\\bfnrt]|u00(?:0[0-7be-f]|1[0-9a-f]))'
+_ESCAPED_KEY = rf'"{_PLAIN_CHAR}*{_REQUIRED_ESCAPE}(?:{_PLAIN_CHAR}|{_REQUIRED_ESCAPE})*"'
+"""A JSON string with at least one escape, each as ``json.dumps`` writes it (short forms,
+else lowercase ``\\u00xx``; one spelling per character): its value holds ``"``, ``\\`` or a
+control character, so it differs from every name that holds none."""
+_ESCAPED_CHAR = re.compile(r'["\\\x00-\x1f]')
 STRING = f'"{STRING_CHAR}*"'
 """Any JSON string."""
 INTEGER = r"-?(?:0|[1-9][0-9]*)"
@@ -1266,6 +1286,30 @@ _EMAIL_WORD = "[A-Za-z0-9_+-]{1,24}"
 _EMAIL = rf"{_EMAIL_WORD}(?:\.{_EMAIL_WORD})?@{_DOMAIN}"
 _URI = rf"https?://{_DOMAIN}(?::[1-9][0-9]{{0,3}})?(?:/[A-Za-z0-9._~-]{{1,20}}){{0,4}}/?"
 
+_PCT = "%[0-9A-Fa-f]{2}"
+_URI_CHARS = "A-Za-z0-9._~!$&'()*+,;="  # unreserved and sub-delims (RFC 3986)
+_PCHAR = f"(?:[{_URI_CHARS}:@-]|{_PCT})"
+_URI_HOST = rf"(?:\[(?:{_ipv6()}|v[0-9A-Fa-f]+\.[{_URI_CHARS}:-]+)\]|(?:[{_URI_CHARS}-]|{_PCT})*)"
+_URI_AUTHORITY = rf"(?:(?:[{_URI_CHARS}:-]|{_PCT})*@)?{_URI_HOST}(?::[0-9]*)?"
+_URI_TAIL = rf"(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"
+_URI_PATHS = rf"//{_URI_AUTHORITY}(?:/{_PCHAR}*)*|/?(?:{_PCHAR}+(?:/{_PCHAR}*)*)?"
+_URI_RFC = rf"[A-Za-z][A-Za-z0-9+.-]*:(?:{_URI_PATHS}){_URI_TAIL}"
+_URI_RELATIVE = (
+    rf"(?://{_URI_AUTHORITY}(?:/{_PCHAR}*)*|/(?:{_PCHAR}+(?:/{_PCHAR}*)*)?"
+    rf"|(?:(?:[{_URI_CHARS}@-]|{_PCT})+(?:/{_PCHAR}*)*)?){_URI_TAIL}"
+)
+
+_SPEC_STRING_FORMATS: dict[str, str] = {
+    "uri": _URI_RFC,
+    "iri": _URI_RFC,
+    "uri-reference": f"(?:{_URI_RFC}|{_URI_RELATIVE})",
+    "iri-reference": f"(?:{_URI_RFC}|{_URI_RELATIVE})",
+}
+"""Exact RFC 3986 grammars, used in ``specification`` mode in place of the conservative
+``uri`` (IRIs and IRI references get the ASCII subset: every URI is an IRI).
+
+Unbounded in length: with ``maxLength`` the conservative regex is used instead."""
+
 _STRING_FORMATS: dict[str, str] = {
     "date": _DATE,
     "time": _TIME,
@@ -1306,8 +1350,12 @@ _NUMBER_FORMATS = frozenset({"float", "double", "decimal"})
 
 
 @cache
+def _format_length_of(regex: str) -> tuple[int, float]:
+    return _length_range(_PatternParser(regex).parse())
+
+
 def _format_length(name: str) -> tuple[int, float]:
-    return _length_range(_PatternParser(_STRING_FORMATS[name]).parse())
+    return _format_length_of(_STRING_FORMATS[name])
 
 
 # ----------------------------------------------------------------------------- translator
@@ -1557,11 +1605,54 @@ def _is_value_exclusion(schema: Any) -> bool:
     )
 
 
+_INTERVAL_KEYWORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "string": (("minLength",), ("maxLength",)),
+    "array": (("minItems",), ("maxItems",)),
+    "integer": (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")),
+    "number": (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")),
+}
+"""Per JSON type, the keywords bounding a value from below and from above."""
+
+
+def _interval(
+    flat: Sequence[_Part], lows: tuple[str, ...], highs: tuple[str, ...]
+) -> tuple[float, float]:
+    """A closed interval holding every length/count/value the conjunction allows.
+
+    Exclusive bounds count as inclusive and non-numeric ones (draft 4 booleans) are
+    ignored: the interval may only be too wide, so disjoint intervals prove disjointness.
+    """
+    low, high = -math.inf, math.inf
+    for part in flat:
+        schema = part.schema
+        for keyword in lows:
+            value = schema.get(keyword)
+            if _is_number(value):
+                low = max(low, value)
+        for keyword in highs:
+            value = schema.get(keyword)
+            if _is_number(value):
+                high = min(high, value)
+    return low, high
+
+
 class _Translator:
     """Walks one schema document and builds the regex; one instance per call."""
 
-    def __init__(self, root: Any, mode: Mode, whitespace: int, max_depth: int) -> None:
+    def __init__(
+        self,
+        root: Any,
+        mode: Mode,
+        whitespace: int,
+        max_depth: int,
+        any_depth: int = 1,
+        limit: int = MAX_REGEX_LENGTH,
+    ) -> None:
+        """``any_depth``: nesting of unconstrained values (tolerated extras get one less);
+        ``limit``: longest partial regex before :class:`_TooLarge` is raised."""
         self.root = root
+        self.any_depth = any_depth
+        self.limit = limit
         self.mode = mode
         self.max_depth = max_depth
         self.refs = References(root)
@@ -1621,6 +1712,11 @@ class _Translator:
                 return False
         return True
 
+    @property
+    def uses_any_value(self) -> bool:
+        """Whether the regex built so far holds an unconstrained value."""
+        return bool(self._any)
+
     def any_value(self, depth: int) -> str:
         """Any JSON value nesting at most ``depth`` arrays/objects."""
         if depth not in self._any:
@@ -1657,7 +1753,7 @@ class _Translator:
     def gen(self, parts: list[_Part], refs: tuple[str, ...]) -> _Result:
         """Regex for a value satisfying every part (a conjunction)."""
         result = self._gen(parts, refs)
-        if isinstance(result, str) and len(result) > MAX_REGEX_LENGTH:
+        if isinstance(result, str) and len(result) > self.limit:
             schema = parts[0].schema if parts else {}
             keyword = "$ref"
             if isinstance(schema, dict):
@@ -1668,7 +1764,7 @@ class _Translator:
             raise _TooLarge(
                 keyword,
                 parts[0].pointer if parts else "",
-                f"the regex would exceed MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+                f"the regex would exceed MAX_REGEX_LENGTH={self.limit} characters",
             )
         return result
 
@@ -1974,7 +2070,10 @@ class _Translator:
         failures: list[UnsupportedSchemaError] = []
         for branch, exclusions in zip(branch_parts, extra, strict=False):
             try:
-                result = self.gen([*base, branch, *exclusions], refs)
+                # the branch's properties come where the branch is declared
+                result = self.gen(
+                    [*base[: index + 1], branch, *exclusions, *base[index + 1 :]], refs
+                )
             except UnsupportedSchemaError as error:
                 failures.append(error)
                 continue
@@ -2127,21 +2226,32 @@ class _Translator:
                 values = self.enum_candidates(mine)
                 if values is not None:
                     return not any(self.valid(v, mine) and self.valid(v, theirs) for v in values)
-            if common <= {"object"}:
-                for name in self.required_names(fa) + self.required_names(fb):
-                    if self.disjoint(
-                        self.key_parts(fa, name), self.key_parts(fb, name), refs, depth + 1
-                    ):
-                        return True
+            return all(self.type_disjoint(kind, fa, fb, refs, depth) for kind in common)
         except SchemaError:
             return False
+
+    def type_disjoint(
+        self, kind: str, fa: list[_Part], fb: list[_Part], refs: tuple[str, ...], depth: int
+    ) -> bool:
+        """True when no value of JSON type ``kind`` satisfies both (sound, partial): their
+        length, item-count or numeric intervals do not meet, or a property required by one
+        has disjoint schemas on both sides."""
+        bounds = _INTERVAL_KEYWORDS.get(kind)
+        if bounds is not None:
+            (a_lo, a_hi), (b_lo, b_hi) = _interval(fa, *bounds), _interval(fb, *bounds)
+            return a_hi < b_lo or b_hi < a_lo
+        if kind == "object":
+            return any(
+                self.disjoint(self.key_parts(fa, name), self.key_parts(fb, name), refs, depth + 1)
+                for name in self.required_names(fa) + self.required_names(fb)
+            )
         return False
 
     # ------------------------------------------------------------------ conjunction
 
     def conjunction(self, flat: list[_Part], refs: tuple[str, ...]) -> _Result:
         if not flat:
-            return self.any_value(ANY_VALUE_DEPTH)
+            return self.any_value(self.any_depth)
         excluded: list[Any] = []
         for part in flat:
             negated = part.schema.get("not")
@@ -2237,14 +2347,26 @@ class _Translator:
 
     def string_formats_accept(self, value: str, formats: list[tuple[str, str]]) -> bool:
         for name, pointer in formats:
-            if name in _STRING_FORMATS:
-                if re.fullmatch(_STRING_FORMATS[name], value) is None:
+            regex = self.format_regex(name, 0, None) or _STRING_FORMATS.get(name)
+            if regex is not None:
+                if re.fullmatch(regex, value) is None:
                     return False
             elif name in _FREE_STRING_FORMATS and self.mode == "generation":
                 continue
             else:
                 self.unknown_format(name, pointer)
         return True
+
+    def format_regex(self, name: str, low: int, high: int | None) -> str | None:
+        """The exact ``specification``-mode regex of format ``name`` when every string it
+        matches has ``low..high`` characters, else ``None`` (use :data:`_STRING_FORMATS`)."""
+        regex = _SPEC_STRING_FORMATS.get(name) if self.mode == "specification" else None
+        if regex is None:
+            return None
+        f_low, f_high = _format_length_of(regex)
+        if f_low < low or (high is not None and f_high > high):
+            return None
+        return regex
 
     def unknown_format(self, name: str, pointer: str) -> None:
         if self.mode == "specification":
@@ -2414,7 +2536,7 @@ class _Translator:
             return _Never("maxLength", length_pointer["maxLength"], "maxLength is below minLength")
         known: list[tuple[str, str]] = []
         for name, pointer in formats:
-            if name in _STRING_FORMATS:
+            if name in _STRING_FORMATS or self.format_regex(name, 0, None):
                 known.append((name, pointer))
             elif not (name in _FREE_STRING_FORMATS and self.mode == "generation"):
                 self.unknown_format(name, pointer)
@@ -2429,7 +2551,10 @@ class _Translator:
         one_spelling = True
         if known:
             name, pointer = known[0]
-            f_low, f_high = _format_length(name)
+            exact = self.format_regex(name, low, high)
+            f_low, f_high = _format_length(name) if name in _STRING_FORMATS else (0, math.inf)
+            if exact is not None:
+                f_low, f_high = low, high or 0
             if f_low < low:
                 raise self.refuse(
                     "minLength",
@@ -2442,7 +2567,7 @@ class _Translator:
                     length_pointer["maxLength"],
                     f"cannot be combined with format {name!r}",
                 )
-            body: str | None = _STRING_FORMATS[name]
+            body: str | None = exact or _STRING_FORMATS[name]
         elif patterns:
             pattern, pointer = patterns[0]
             try:
@@ -2753,7 +2878,7 @@ class _Translator:
         if self.mode == "generation" and not explicit:
             free_allowed = False
         if free_allowed:
-            value = self.gen(explicit, refs) if explicit else self.any_value(0)
+            value = self.gen(explicit, refs) if explicit else self.any_value(self.any_depth - 1)
             if not isinstance(value, _Never):
                 key = self.free_key(names, name_parts, refs)
                 if key is not None:
@@ -2773,7 +2898,10 @@ class _Translator:
     ) -> str | None:
         if not name_parts:
             body = _except(_PLAIN, names, 0, None)
-            return None if body is None else f'"{body}"'
+            plain = None if body is None else f'"{body}"'
+            if any(_ESCAPED_CHAR.search(name) for name in names):
+                return plain
+            return _alt([x for x in (plain, _ESCAPED_KEY) if x is not None])
         flat, _, never = self.flatten(name_parts, refs)
         if never is not None:
             return None
@@ -2904,6 +3032,27 @@ def _quote_pointer(pointer: str) -> str:
     return quote(pointer, safe="/~")
 
 
+def _deep_any_values(root: Any, spaces: int, depth: int) -> str | None:
+    """The ``specification``-mode regex with unconstrained values nesting deeper than one
+    level, when it fits (``generation`` mode keeps depth 1: Pydantic models rarely need
+    more, and the automaton stays small).
+
+    Tries ``any_depth`` from :data:`ANY_VALUE_DEPTH` down to 2 with the full recursion
+    depth, each attempt aborted as soon as a partial regex exceeds
+    :data:`ANY_VALUE_BUDGET` (so a failed attempt costs ~0.1 s); ``None`` when none fits
+    (the caller keeps depth 1). Called only once the depth-1 regex fits the budget.
+    """
+    for any_depth in range(ANY_VALUE_DEPTH, 1, -1):
+        translator = _Translator(root, "specification", spaces, depth, any_depth, ANY_VALUE_BUDGET)
+        try:
+            result = translator.gen([_Part(root, "")], ("",))
+        except (_TooLarge, UnsupportedSchemaError):
+            continue
+        if isinstance(result, str) and len(result) <= ANY_VALUE_BUDGET:
+            return result
+    return None
+
+
 def schema_to_regex(
     schema: Mapping[str, Any] | bool | str | type[pydantic.BaseModel],
     *,
@@ -2959,6 +3108,7 @@ def schema_to_regex(
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))
     depth = max_recursion_depth
+    result: _Result = ""
     try:
         while True:
             translator = _Translator(root, mode, spaces, depth)
@@ -2970,6 +3120,14 @@ def schema_to_regex(
                     depth -= 1
                     continue
                 raise UnsupportedSchemaError(error.keyword, error.pointer, error.reason) from None
+        if (
+            mode == "specification"
+            and depth == max_recursion_depth
+            and translator.uses_any_value
+            and isinstance(result, str)
+            and len(result) < ANY_VALUE_BUDGET
+        ):
+            result = _deep_any_values(root, spaces, depth) or result
     except RecursionError:
         raise UnsupportedSchemaError("$ref", "", "the schema nests too deeply") from None
     finally:
