@@ -62,11 +62,17 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   ``specification``-mode schema merely tolerates (no ``additionalProperties``) one level
   less; in regexes that would exceed :data:`ANY_VALUE_BUDGET` characters, one level and
   scalars only.
-* Unbounded numbers have at most 15 integer digits and a two-digit exponent (always
-  finite); numbers with bounds have no exponent and stay within +-10**15 on an open side;
+* Unbounded numbers are written as ``repr(float)`` writes them and stay finite: at most 16
+  integer digits with an optional two-digit exponent, or one integer digit with a
+  three-digit exponent up to ``e+307`` (:data:`NUMBER`). Integers
+  without bounds have any number of digits (Python and Pydantic ints are unbounded).
+  Numbers with bounds have no exponent and stay within +-10**15 on an open side, except
+  that a one-sided range holding all non-negative (``minimum <= 0``) or all non-positive
+  (``maximum >= 0``) numbers also allows exponents of that sign (``6.02e+23``);
   exclusive bounds on ``number`` are enforced as the nearest inclusive bound that float
   parsing cannot round across (the excluded gap is below one part in 10**15 of the bound);
-  bounds are rounded inwards to 20 decimals. ``multipleOf`` makes numbers integers.
+  bounds are rounded inwards to 20 decimals. ``multipleOf`` makes numbers whole: integers,
+  and for ``type: number`` also ``4.0``-style fractions ``.0+`` on up to 15 digits.
 * Values a ``not`` excludes from an unconstrained string are avoided by spelling strings
   without escapes.
 * Recursive ``$ref`` is unrolled ``max_recursion_depth`` times (a definition may be nested
@@ -79,11 +85,24 @@ Restrictions (each keeps the output valid, none loosens a constraint)
 * The negation of ``type: integer`` excludes all numbers.
 * ``generation`` mode: a schema without ``type`` takes the types its keywords constrain
   (``properties`` -> object, ...); ``uniqueItems`` is not enforced (Pydantic's ``set`` and
-  ``frozenset`` accept and collapse duplicates); unknown ``format`` values accept any
+  ``frozenset`` accept and collapse duplicates; for a Pydantic ``set`` of a small enum or
+  ``Literal``, :func:`~formcast.schema.load_schema` lists the arrays without repeats, so
+  it is exact there); unknown ``format`` values accept any
   string with a :class:`UserWarning` (``binary``, ``password`` and ``path`` silently, as
   Pydantic accepts any string for them). ``specification`` mode refuses both.
 * ``patternProperties``: extra names are produced from the patterns only; names that match
   no pattern are not produced.
+* Pydantic models (``generation`` mode) are read through
+  :func:`~formcast.schema.load_schema`, whose schema follows what Pydantic accepts and
+  writes where its JSON Schema says less or otherwise: ``datetime``/``time`` with or
+  without an offset (:data:`PYDANTIC_FORMS`), ``timedelta`` as Pydantic writes it
+  (``-P1D``, ``PT1.5S``, weeks and days together), ``Decimal`` as a JSON number or a
+  string (``"1.5"``), with ``max_digits``/``decimal_places`` as integers and strings only
+  (and with bounds, integers only), ``HttpUrl`` and other URL types with their schemes,
+  ``dict`` keys of type ``int``/``float``/``bool`` spelled as Pydantic parses them. URLs
+  are an RFC 3986 subset: ``scheme://[user[:password]@]host[:port][/path][?query][#frag]``
+  with up to five host labels, six path segments of 20 characters and 40-character
+  queries and fragments, no percent-escapes.
 
 Costs
 -----
@@ -99,6 +118,7 @@ recursion multiplies all of this by the depth.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import math
 import re
@@ -370,6 +390,7 @@ def _json_char_escape(code: int) -> str:
     return escape_literal(text)
 
 
+@functools.lru_cache(maxsize=4096)
 def _encoded_set(ranges: Ranges, plain: bool) -> str | None:
     """Regex for one *decoded* character in ``ranges``, as it appears inside a JSON string.
 
@@ -405,8 +426,18 @@ STRING = f'"{STRING_CHAR}*"'
 """Any JSON string."""
 INTEGER = r"-?(?:0|[1-9][0-9]*)"
 """Any JSON integer literal."""
-NUMBER = r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,2})?"
-"""JSON numbers with at most 15 integer digits and a two-digit exponent: always finite.
+_LONG_EXPONENTS = r"[1-9](?:\.[0-9]+)?[eE](?:-[0-9]{3}|\+?(?:[0-2][0-9]{2}|30[0-7]))"
+"""Unsigned numbers with a three-digit exponent, all finite: one integer digit and
+exponents up to 307 (``1.5e+300``, ``5e-324``; not the largest doubles, ``e+308``, which
+would lengthen every unconstrained value's regex)."""
+
+_EXPONENT_FORMS = rf"(?:0|[1-9][0-9]{{0,15}})(?:\.[0-9]+)?[eE][+-]?[0-9]{{1,2}}|{_LONG_EXPONENTS}"
+"""Unsigned JSON numbers written with an exponent, all finite: up to 16 integer digits with
+a two-digit exponent, or :data:`_LONG_EXPONENTS` (as ``repr(float)`` writes them)."""
+
+NUMBER = rf"-?(?:(?:0|[1-9][0-9]{{0,15}})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{{1,2}})?|{_LONG_EXPONENTS})"
+"""JSON numbers as ``repr(float)`` writes them, always finite: at most 16 integer digits
+and an optional two-digit exponent, or :data:`_LONG_EXPONENTS`.
 
 (A JSON number such as ``1e400`` parses to ``inf``, which ``Decimal`` and many validators
 refuse.)"""
@@ -967,20 +998,28 @@ def _int_range(lo: int | None, hi: int | None) -> str | None:
     return _alt(alts)
 
 
-def _int_multiple(k: int, lo: int | None, hi: int | None) -> str | bool | None:
+def _int_multiple(
+    k: int, lo: int | None, hi: int | None, digits: int | None = None
+) -> str | bool | None:
     """Integers in ``lo..hi`` divisible by ``k``; ``False`` when not expressible here.
 
     Exact for ``k == 1``, for small bounded ranges (enumerated), and for ``k`` dividing
     1000 when each bound is absent or within ``k`` of zero (e.g. ``>= 0``, ``> 0``).
+    ``digits`` limits the magnitude to that many digits.
     """
+    top = None if digits is None else 10**digits - 1
     if k == 1:
+        if top is not None:
+            lo = -top if lo is None else max(lo, -top)
+            hi = top if hi is None else min(hi, top)
         return _int_range(lo, hi)
     if lo is not None and hi is not None:
         first = -((-lo) // k) * k
         if first > hi:
             return None
         if (hi - first) // k < 2000:
-            return _trie([str(v) for v in range(first, hi + 1, k)])
+            values = [v for v in range(first, hi + 1, k) if top is None or abs(v) <= top]
+            return _trie([str(v) for v in values])
     power = next((j for j in range(1, 4) if 10**j % k == 0), None)
     if power is None:
         return False
@@ -990,14 +1029,17 @@ def _int_multiple(k: int, lo: int | None, hi: int | None) -> str | bool | None:
         return False
     short = [str(v) for v in range(k, 10**power, k)]
     suffixes = [str(v).zfill(power) for v in range(0, 10**power, k)]
-    magnitude = _alt([_trie(short) or "", "[1-9][0-9]*" + _group(_trie(suffixes) or "")])
-    assert magnitude is not None
+    longer = ""
+    if digits is None or digits > power:
+        lead = "[1-9]" + _repeat("[0-9]", 0, None if digits is None else digits - power - 1)
+        longer = lead + _group(_trie(suffixes) or "")
+    magnitude = _alt([m for m in (_trie(short), longer) if m])
     alts = []
-    if lo is None:
+    if lo is None and magnitude is not None:
         alts.append("-" + _group(magnitude))
     if (lo is None or lo <= 0) and (hi is None or hi >= 0):
         alts.append("0")
-    if hi is None:
+    if hi is None and magnitude is not None:
         alts.append(magnitude)
     return _alt(alts)
 
@@ -1164,10 +1206,22 @@ def _magnitude(a: Decimal, a_strict: bool, c: Decimal | None, c_strict: bool) ->
 
 
 def _number_range(lo: Decimal | None, hi: Decimal | None) -> str | None:
-    """Regex for JSON numbers (no exponent) with ``lo <= value <= hi``."""
+    """Regex for JSON numbers with ``lo <= value <= hi``.
+
+    No exponent, except on a one-sided range that holds every non-negative number
+    (``lo <= 0``, no ``hi``) or every non-positive one (``hi >= 0``, no ``lo``): there the
+    exponent forms of :data:`_EXPONENT_FORMS` of that sign are allowed too.
+    """
     with localcontext() as context:
         context.prec = 2000
-        return _number_range_exact(lo, hi)
+        regex = _number_range_exact(lo, hi)
+    if regex is None or (lo is None) == (hi is None):
+        return regex
+    if hi is None and lo is not None and lo <= 0:
+        return _alt([regex, _EXPONENT_FORMS])
+    if lo is None and hi is not None and hi >= 0:
+        return _alt([regex, f"-(?:{_EXPONENT_FORMS})"])
+    return regex
 
 
 def _number_range_exact(lo: Decimal | None, hi: Decimal | None) -> str | None:
@@ -1244,6 +1298,35 @@ _DURATION = (
     f"(?:T(?:{_N}H(?:{_N}M(?:{_N}S)?)?|{_N}M(?:{_N}S)?|{_N}S))?"
     f"|T(?:{_N}H(?:{_N}M(?:{_N}S)?)?|{_N}M(?:{_N}S)?|{_N}S)|{_N}W)"
 )
+_LOCAL_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?"
+
+
+def _ordered_parts(parts: Sequence[str]) -> str:
+    """Regex for a non-empty subsequence of ``parts``, in order."""
+    alts = [
+        part + "".join(f"(?:{later})?" for later in parts[i + 1 :]) for i, part in enumerate(parts)
+    ]
+    return _alt(alts) or ""
+
+
+_DURATION_DATE = _ordered_parts([f"{_N}Y", f"{_N}M", f"{_N}W", f"{_N}D"])
+_DURATION_TIME = _ordered_parts([f"{_N}H", f"{_N}M", rf"{_N}(?:\.[0-9]{{1,6}})?S"])
+_PYDANTIC_DURATION = f"-?P(?:{_DURATION_DATE}(?:T{_DURATION_TIME})?|T{_DURATION_TIME})"
+
+PYDANTIC_FORMS: dict[str, str] = {
+    "date-time": f"{_DATE}T{_LOCAL_TIME}{_TIME[len(_LOCAL_TIME) :]}?",
+    "naive-date-time": f"{_DATE}T{_LOCAL_TIME}",
+    "time": f"{_LOCAL_TIME}{_TIME[len(_LOCAL_TIME) :]}?",
+    "naive-time": _LOCAL_TIME,
+    "duration": _PYDANTIC_DURATION,
+}
+"""Regexes for the forms Pydantic writes and reads where they differ from the JSON Schema
+formats: ``datetime``/``time`` without an offset (naive values), ``timedelta`` with a sign,
+weeks next to days and fractional seconds (``-P1D``, ``PT1.5S``, ``P1Y35DT0.000001S``).
+
+:func:`formcast.schema.load_schema` puts them, anchored, into the ``pattern`` of the schema
+it generates for a Pydantic model; ``specification`` mode never sees them."""
+
 _UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
 
@@ -1284,7 +1367,33 @@ _TLD = _words_except(["arpa", "local", "onion", "test"], 2, 6)
 _DOMAIN = rf"{_DOMAIN_LABEL}\.(?:{_DOMAIN_LABEL}\.)?{_TLD}"
 _EMAIL_WORD = "[A-Za-z0-9_+-]{1,24}"
 _EMAIL = rf"{_EMAIL_WORD}(?:\.{_EMAIL_WORD})?@{_DOMAIN}"
-_URI = rf"https?://{_DOMAIN}(?::[1-9][0-9]{{0,3}})?(?:/[A-Za-z0-9._~-]{{1,20}}){{0,4}}/?"
+# URLs: an RFC 3986 subset that Pydantic's URL types (the WHATWG parser) also accept. Host
+# labels never hold "--" (no "xn--" punycode) and the last starts with a letter (never
+# read as an IPv4 number); "file" URLs (no user or port) are written as file:///path.
+_URL_TOP_LABEL = "[a-z][a-z0-9]{0,15}(?:-[a-z0-9]{1,16})?"
+_URL_USER = "[A-Za-z0-9._~-]{1,16}(?::[A-Za-z0-9._~-]{1,16})?@"
+_URL_AUTHORITY = (
+    rf"(?:{_URL_USER})?(?:{_DOMAIN_LABEL}\.){{0,4}}{_URL_TOP_LABEL}(?::[1-9][0-9]{{0,3}})?"
+)
+_URL_PCHAR = "[A-Za-z0-9._~!$&'()*+,;=:@-]"
+_URL_PATH = rf"(?:/{_URL_PCHAR}{{0,20}}){{0,6}}"
+_URL_TAIL = rf"(?:\?(?:{_URL_PCHAR}|[/?]){{0,40}})?(?:#(?:{_URL_PCHAR}|[/?]){{0,40}})?"
+
+
+def _url_regex(schemes: Sequence[str] | None) -> str:
+    """Regex for absolute URLs ``scheme://[user[:password]@]host[:port][/path][?query][#fragment]``
+    with one of ``schemes`` (lowercase; ``None``: any scheme of 2 to 10 letters)."""
+    others = [s for s in schemes or () if s != "file"]
+    scheme = (
+        _words_except(["file"], 2, 10) if schemes is None else _alt(map(escape_literal, others))
+    )
+    alts = [] if scheme is None else [f"{_group(scheme)}://{_URL_AUTHORITY}{_URL_PATH}{_URL_TAIL}"]
+    if schemes is None or "file" in schemes:
+        alts.append(rf"file://(?:/{_URL_PCHAR}{{0,20}}){{1,6}}{_URL_TAIL}")
+    return _alt(alts) or ""
+
+
+_URI = _url_regex(None)
 
 _PCT = "%[0-9A-Fa-f]{2}"
 _URI_CHARS = "A-Za-z0-9._~!$&'()*+,;="  # unreserved and sub-delims (RFC 3986)
@@ -1536,7 +1645,22 @@ def _dumps(value: Any) -> str:
 
 
 def _except(alphabet: Ranges, words: Iterable[str], low: int, high: int | None) -> str | None:
-    """Regex for strings over ``alphabet`` of length ``low..high`` that are not in ``words``."""
+    """Regex for strings over ``alphabet`` of length ``low..high`` that are not in ``words``.
+
+    Memoised: a schema reached through many references asks for the same names often."""
+    return _except_cached(alphabet, tuple(sorted(set(words))), low, high)
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_without(alphabet: Ranges, excluded: str) -> str | None:
+    """``_class`` of ``alphabet`` minus the characters of ``excluded`` (memoised)."""
+    return _class(_minus(alphabet, _chars(excluded)))
+
+
+@functools.lru_cache(maxsize=256)
+def _except_cached(
+    alphabet: Ranges, words: tuple[str, ...], low: int, high: int | None
+) -> str | None:
     tree: dict[str, Any] = {}
     for word in words:
         if not all(_in_ranges(ord(c), alphabet) for c in word):
@@ -1557,7 +1681,7 @@ def _except(alphabet: Ranges, words: Iterable[str], low: int, high: int | None) 
             alts.append("")
         if high is None or depth < high:
             children = [k for k in node if k]
-            others = _class(_minus(alphabet, _chars("".join(children))))
+            others = _class_without(alphabet, "".join(sorted(children)))
             if others is not None:
                 rest_high = None if high is None else high - depth - 1
                 alts.append(others + _repeat(any_char, max(0, low - depth - 1), rest_high))
@@ -2505,6 +2629,12 @@ class _Translator:
         if regex is None:
             return _Never("minimum", bound_pointer, "no number satisfies the bounds")
         assert isinstance(regex, str)
+        if multiples and not integer_only:
+            # a whole multiple may be written as a float (4.0, as repr(float) writes it)
+            # while it has at most 15 digits, so that it parses to exactly that float
+            floats = _int_multiple(step, int_lo, int_hi, 15)
+            if isinstance(floats, str) and not numbers:
+                regex = _alt([regex, _group(floats) + r"\.0+"]) or regex
         return regex
 
     # ------------------------------------------------------------------ strings

@@ -27,7 +27,10 @@ kilobytes). :class:`References` walks the document once on construction.
 from __future__ import annotations
 
 import copy
+import enum
+import itertools
 import json
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -37,6 +40,8 @@ from urllib.parse import unquote, urldefrag, urljoin
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 import jsonschema.validators  # type: ignore[import-untyped, unused-ignore]
 import pydantic
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from formcast.errors import SchemaError, UnsupportedSchemaError
 
@@ -215,6 +220,165 @@ def _check_metaschema(schema: dict[str, Any] | bool) -> None:
     ) from None
 
 
+_MAX_SET_SEQUENCES = 2000
+"""Most arrays listed for a ``set`` of a finite enum (every order of every subset)."""
+
+_MAX_SET_SUBSETS = 4096
+"""Most arrays listed for a larger finite ``set`` (every subset, in declaration order)."""
+
+_NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+
+def _anchored(regex: str) -> str:
+    return f"^(?:{regex})$"
+
+
+def _decimal_text(max_digits: int | None, places: int | None) -> str | None:
+    """Regex for decimals ``-?I(.F)?`` that Pydantic's ``max_digits`` and ``decimal_places``
+    accept, digits counted as written (``None`` when no value is accepted)."""
+    if places == 0:
+        fraction = ""
+    elif places is None:
+        fraction = r"(?:\.[0-9]+)?"
+    else:
+        fraction = rf"(?:\.[0-9]{{1,{places}}})?"
+    if max_digits is None:
+        return rf"-?(?:0|[1-9][0-9]*){fraction}"
+    if places is not None:
+        whole = max_digits - places
+        if whole < 0:
+            return None
+        if whole == 0:  # "0" alone counts one whole digit, "0.05" none
+            return None if places == 0 else rf"-?0\.[0-9]{{1,{places}}}"
+        return rf"-?(?:0|[1-9][0-9]{{0,{whole - 1}}}){fraction}"
+    alts = [rf"0(?:\.[0-9]{{1,{max_digits}}})?"]
+    for whole in range(1, max_digits + 1):
+        rest = max_digits - whole
+        tail = rf"(?:\.[0-9]{{1,{rest}}})?" if rest else ""
+        alts.append(rf"[1-9][0-9]{{{whole - 1}}}{tail}")
+    return "-?(?:" + "|".join(alts) + ")"
+
+
+class _GenerationJsonSchema(GenerateJsonSchema):
+    """Pydantic's JSON Schema generator, narrowed or widened to what Pydantic itself accepts
+    and writes, for ``generation`` mode (see :func:`load_schema`)."""
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        json_schema = super().dict_schema(schema)
+        if "keys_schema" not in schema or "propertyNames" in json_schema:
+            return json_schema
+        keys = {k: v for k, v in self.generate_inner(schema["keys_schema"]).items() if k != "title"}
+        kind = keys.get("type")
+        if kind not in ("integer", "number", "boolean"):
+            return json_schema
+        from formcast import regex as _regex  # formcast.regex imports this module
+
+        names: dict[str, Any] | bool = False  # keys that cannot be written: only {}
+        if kind == "boolean" and set(keys) == {"type"}:
+            names = {"enum": ["true", "false"]}
+        elif kind == "number" and set(keys) == {"type"}:
+            names = {"pattern": _anchored(_regex.NUMBER)}
+        elif kind == "integer" and set(keys) <= {"type", "minimum", "maximum"}:
+            low, high = keys.get("minimum"), keys.get("maximum")
+            if all(v is None or isinstance(v, int) for v in (low, high)):
+                digits = _regex._int_range(low, high)
+                names = {"pattern": _anchored(digits)} if digits is not None else False
+        json_schema["propertyNames"] = names
+        return json_schema
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        json_schema = super().decimal_schema(schema)
+        if self.mode != "validation" or "anyOf" not in json_schema:
+            return json_schema
+        number = dict(json_schema["anyOf"][0])
+        max_digits, places = schema.get("max_digits"), schema.get("decimal_places")
+        bounded = any(k in number for k in _NUMBER_BOUNDS)
+        string = {"type": "string", "pattern": _anchored(_decimal_text(None, None) or "")}
+        if max_digits is None and places is None:
+            return number if bounded else {"anyOf": [number, string]}
+        branches: list[JsonSchemaValue] = []
+        whole = max_digits
+        if places is not None:
+            whole = None if max_digits is None else max_digits - places
+        if whole is None or whole > 0:
+            integer = {**number, "type": "integer"}
+            if whole is not None:
+                top = 10**whole - 1
+                integer["minimum"] = max(integer.get("minimum", -top), -top)
+                integer["maximum"] = min(integer.get("maximum", top), top)
+            branches.append(integer)
+        text = _decimal_text(max_digits, places)
+        if not bounded and text is not None:
+            branches.append({"type": "string", "pattern": _anchored(text)})
+        if not branches:
+            return {"not": {}}
+        return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+    def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
+        return self._moment(schema, "date-time") or super().datetime_schema(schema)
+
+    def time_schema(self, schema: core_schema.TimeSchema) -> JsonSchemaValue:
+        return self._moment(schema, "time") or super().time_schema(schema)
+
+    def _moment(self, schema: Any, name: str) -> JsonSchemaValue | None:
+        from formcast.regex import PYDANTIC_FORMS
+
+        constraint = schema.get("tz_constraint")
+        if constraint is None:
+            return {"type": "string", "pattern": _anchored(PYDANTIC_FORMS[name])}
+        if constraint == "naive":
+            return {"type": "string", "pattern": _anchored(PYDANTIC_FORMS["naive-" + name])}
+        return None
+
+    def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> JsonSchemaValue:
+        from formcast.regex import PYDANTIC_FORMS
+
+        json_schema = super().timedelta_schema(schema)
+        if json_schema.get("format") != "duration":
+            return json_schema
+        return {"type": "string", "pattern": _anchored(PYDANTIC_FORMS["duration"])}
+
+    def url_schema(self, schema: core_schema.UrlSchema) -> JsonSchemaValue:
+        from formcast import regex as _regex
+
+        json_schema = super().url_schema(schema)
+        schemes = schema.get("allowed_schemes")
+        if json_schema.get("format") == "uri" and schemes:
+            del json_schema["format"]
+            json_schema["pattern"] = _anchored(_regex._url_regex([s.lower() for s in schemes]))
+        return json_schema
+
+    def set_schema(self, schema: core_schema.SetSchema) -> JsonSchemaValue:
+        return self._unique(schema, super().set_schema(schema))
+
+    def frozenset_schema(self, schema: core_schema.FrozenSetSchema) -> JsonSchemaValue:
+        return self._unique(schema, super().frozenset_schema(schema))
+
+    def _unique(self, schema: Any, json_schema: JsonSchemaValue) -> JsonSchemaValue:
+        """A set of a small finite enum lists its arrays without repeats (``uniqueItems``
+        exactly); other sets keep ``uniqueItems``, which generation mode does not enforce."""
+        items = schema.get("items_schema") or {}
+        if items.get("type") == "literal":
+            values = list(items["expected"])
+        elif items.get("type") == "enum":
+            values = [member.value for member in items["members"]]
+        else:
+            return json_schema
+        values = [v.value if isinstance(v, enum.Enum) else v for v in values]
+        if not all(v is None or isinstance(v, (str, int, float, bool)) for v in values):
+            return json_schema
+        low = schema.get("min_length") or 0
+        high = min(len(values), schema.get("max_length") or len(values))
+        counts = range(low, high + 1)
+        if sum(math.perm(len(values), k) for k in counts) <= _MAX_SET_SEQUENCES:
+            arrays = [list(p) for k in counts for p in itertools.permutations(values, k)]
+        elif sum(math.comb(len(values), k) for k in counts) <= _MAX_SET_SUBSETS:
+            arrays = [list(c) for k in counts for c in itertools.combinations(values, k)]
+        else:
+            return json_schema
+        return {**json_schema, "enum": arrays}
+
+
 def load_schema(
     output: type[pydantic.BaseModel] | Mapping[str, Any] | str | bool,
 ) -> dict[str, Any] | bool:
@@ -237,7 +401,7 @@ def load_schema(
         return output
     if isinstance(output, type) and issubclass(output, pydantic.BaseModel):
         try:
-            schema = output.model_json_schema()
+            schema = output.model_json_schema(schema_generator=_GenerationJsonSchema)
         except pydantic.PydanticUserError as error:
             raise SchemaError(
                 f"expected a Pydantic model whose JSON Schema can be generated, found "
