@@ -991,3 +991,51 @@ def test_pickle_keeps_virtual_blocks() -> None:
     for text in ["abababcabababcd", "ab" * 1000 + "c" + "ab" * 3 + "cd", "abababcd"]:
         assert copy.matches(text.encode()) == oracle(pattern, text)
     assert copy.min_bytes_to_accept(copy.initial) == 15
+
+
+_LONG_GROUP = r'(?:"[a-z]{1,3}":(?:[0-9]+|"(?:[^"\\]|\\.)*"|null|true|false))'
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        rf"\{{{_LONG_GROUP}(?:,{_LONG_GROUP})*\}}",
+        rf"{_LONG_GROUP}|\[{_LONG_GROUP}?\]|(?s:{_LONG_GROUP}.)",
+        rf"{_LONG_GROUP}{{2}}x{_LONG_GROUP}+",
+        rf"(?P<first>{_LONG_GROUP[3:]}-{_LONG_GROUP}",
+    ],
+)
+def test_repeated_long_groups_are_copied_with_the_same_language(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long group seen before is copied, not parsed again; the language is unchanged."""
+    copies: list[object] = []
+    copy_group = automaton_module._Builder.copy_group
+
+    def counted(self: automaton_module._Builder, entry: automaton_module._MemoEntry) -> object:
+        copies.append(entry)
+        return copy_group(self, entry)
+
+    monkeypatch.setattr(automaton_module._Builder, "copy_group", counted)
+    automaton = LazyAutomaton(pattern)
+    assert copies, "expected the repeated group to be copied"
+    monkeypatch.setattr(automaton_module, "_MEMO_MIN_GROUP", 10**9)
+    parsed_every_time = LazyAutomaton(pattern)
+    assert automaton.nfa_size == parsed_every_time.nfa_size
+    samples = [
+        '{"ab":1}',
+        '{"ab":1,"c":"x\\"y"}',
+        '{"ab":1,,"c":2}',
+        '"a":null',
+        '["a":true]',
+        "[]",
+        '"a":1\n',
+        '"a":1"b":2x"c":3"d":false',
+        '"a":1"b":2x',
+        '"a":1-"b":null',
+        '"a":1-',
+    ]
+    for text in samples:
+        expected = re.fullmatch(pattern, text) is not None
+        assert automaton.matches(text.encode()) == expected, (pattern, text)
+        assert parsed_every_time.matches(text.encode()) == expected, (pattern, text)

@@ -1297,22 +1297,20 @@ def test_specification_mode_allows_extra_properties_after_declared() -> None:
     assert not re.fullmatch(schema_to_regex(schema), '{"a":1,"b":1}')
 
 
-_DEEP = {"a": [{"b": {"c": 1}}]}  # four levels of arrays/objects
-
 SPEC_CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
     # maskbench Github_easy---o21725: {"type": "object"} holding a nested document
     (
         "unconstrained object nests",
         {"type": "object", "properties": {"s": {"type": "object"}}, "additionalProperties": False},
-        [{"s": {"k": {"j": [1, {"x": None}]}}}, {"s": {}}],
+        [{"s": {"k": {"j": 1}}}, {"s": {"k": [1, None]}}, {"s": {}}],
         [{"s": 1}, {"t": {}}],
     ),
-    ("true nests four levels", True, [_DEEP, [[[[1]]]]], []),
+    ("true nests two levels", True, [[[1]], {"a": {"b": None}}], []),
     # maskbench Github_easy---o44227, o21096: a tolerated extra with an array/object value
     (
         "tolerated extras nest",
         {"type": "object", "properties": {"name": {"type": "string"}}},
-        [{"name": "x", "args ": [0, 2]}, {"data ": {"u": {"v": ["w"]}}}],
+        [{"name": "x", "args ": [0, 2]}, {"data ": {"u": "w", "v": None}}],
         [{"name": 1, "args ": [0, 2]}],
     ),
     # maskbench Github_hard---o45313: extra names with escapes (composer's "psr-4" maps)

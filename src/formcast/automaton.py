@@ -347,6 +347,13 @@ class _Block(NamedTuple):
         return max(0, max(self.low, 1) - 1 - j)
 
 
+_MEMO_MIN_GROUP = 40
+"""Groups at least this many characters long are parsed once per distinct text."""
+
+# a remembered group: (fragment, concrete state end, byte-edge end, epsilon-edge end)
+_MemoEntry = tuple[Fragment, int, int, int]
+
+
 class _Builder:
     """Parses a pattern and builds its Thompson NFA over bytes in flat edge lists.
 
@@ -369,6 +376,10 @@ class _Builder:
         self.edst: list[int] = []
         self.class_cache: dict[str, tuple[Range, ...]] = {}
         self.group_names: set[str] = set()
+        # first characters of a group -> (group text, dotall, (fragment, concrete end,
+        # bsrc end, esrc end)) of the first instance of each long group with that start;
+        # repeats are copied instead of parsed again.
+        self.group_memo: dict[str, list[tuple[str, bool, _MemoEntry]]] = {}
 
     def fail(self, reason: str, position: int | None) -> NoReturn:
         _refuse(self.pattern, reason, position)
@@ -809,6 +820,12 @@ class _Builder:
                 pos += 1
                 continue
             if char == "(":
+                reused = self.reuse_group(pos, dotall)
+                if reused is not None:
+                    items.append(reused[0])
+                    quantifiable = True
+                    pos = reused[1]
+                    continue
                 open_pos = pos
                 pos = self.open_group(pos, size)
                 if pos < 0:  # a comment
@@ -829,7 +846,8 @@ class _Builder:
                     self.fail("unbalanced parenthesis", pos)
                 branches.append(self.sequence(items))
                 group = self.alternation(branches)
-                items, branches, _, dotall = stack.pop()
+                items, branches, open_pos, dotall = stack.pop()
+                self.remember_group(open_pos, pos, dotall, group)
                 items.append(group)
                 quantifiable = True
                 pos += 1
@@ -843,6 +861,47 @@ class _Builder:
             self.fail("missing ), unterminated subpattern", stack[-1][2])
         branches.append(self.sequence(items))
         return self.alternation(branches)
+
+    def remember_group(self, open_pos: int, close_pos: int, dotall: bool, group: Fragment) -> None:
+        """Keep a just-closed long group for :meth:`reuse_group` (all-concrete groups with
+        no named group inside only: copies must not redefine names)."""
+        if close_pos - open_pos < _MEMO_MIN_GROUP or group[0] < 0 or group[5] != self.vn:
+            return
+        text = self.pattern[open_pos : close_pos + 1]
+        if "(?P<" in text:
+            return
+        known = self.group_memo.setdefault(text[:_MEMO_MIN_GROUP], [])
+        if not any(t == text and d == dotall for t, d, _ in known):
+            known.append((text, dotall, (group, self.n, len(self.bsrc), len(self.esrc))))
+
+    def reuse_group(self, pos: int, dotall: bool) -> tuple[Fragment, int] | None:
+        """A copy of the group opening at ``pos`` and the position after it, if the same
+        text was built before (under the same dotall setting).
+
+        A group's text decides its fragment, and fragments occupy contiguous state and
+        edge ranges, so a copy is the earlier instance's edges shifted to fresh ids: far
+        cheaper than parsing the text again (schema regexes repeat long groups, such as
+        "any JSON value", many times)."""
+        candidates = self.group_memo.get(self.pattern[pos : pos + _MEMO_MIN_GROUP])
+        if not candidates:
+            return None
+        for text, memo_dotall, entry in candidates:
+            if memo_dotall == dotall and self.pattern.startswith(text, pos):
+                return self.copy_group(entry), pos + len(text)
+        return None
+
+    def copy_group(self, entry: _MemoEntry) -> Fragment:
+        (start, end, s0, b0, e0, _), n_end, b_end, e_end = entry
+        shift = self.n - s0
+        new_s0, new_b0, new_e0 = self.n, len(self.bsrc), len(self.esrc)
+        self.bsrc.extend([x + shift for x in self.bsrc[b0:b_end]])
+        self.bdst.extend([x + shift for x in self.bdst[b0:b_end]])
+        self.blo.extend(self.blo[b0:b_end])
+        self.bhi.extend(self.bhi[b0:b_end])
+        self.esrc.extend([x + shift for x in self.esrc[e0:e_end]])
+        self.edst.extend([x + shift for x in self.edst[e0:e_end]])
+        self.n += n_end - s0
+        return (start + shift, end + shift, new_s0, new_b0, new_e0, self.vn)
 
     def open_group(self, pos: int, size: int) -> int:
         """Validate the group opening at ``pos``; return where its body starts.
