@@ -232,11 +232,17 @@ def _worker(connection: Connection, memory_mb: int, engine: str = "formcast") ->
                 "crash",
                 f"{type(e).__name__}: {e}"[:300],
             )
+        if adapter is None:
+            # one compile per schema: keep the worker's memory flat across the run
+            from formcast.compiler import clear_memory_cache
+
+            clear_memory_cache()
         connection.send(asdict(result))
 
 
 class WorkerPool:
-    """One worker process at a time, restarted after a timeout or a crash."""
+    """One worker process at a time, restarted after a timeout or a crash (so that one
+    schema's failure, such as running out of memory, never spills into the next)."""
 
     def __init__(self, timeout: float, memory_mb: int, engine: str = "formcast") -> None:
         self.timeout = timeout
@@ -268,7 +274,10 @@ class WorkerPool:
         connection.send(str(path))
         try:
             if connection.poll(self.timeout):
-                return SchemaResult(**connection.recv())
+                result = SchemaResult(**connection.recv())
+                if result.status == "crash":  # e.g. out of memory: start the next one afresh
+                    self._stop()
+                return result
             self._stop()
             return SchemaResult(
                 path.name, origin_of(path.name), "timeout", f"over {self.timeout:g} s"

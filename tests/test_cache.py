@@ -502,3 +502,15 @@ def test_the_environment_switch_may_name_a_folder(
     monkeypatch.setenv("FORMCAST_DISK_CACHE", "1")
     formcast.compile(SCHEMA, vocabulary())
     assert len(entries(_private_cache)) == 1
+
+
+def test_key_follows_the_schema_formcast_compiles_for_pydantic_models() -> None:
+    """dict[int, str] and dict[str, str] share model_json_schema() but not their regex."""
+    import pydantic
+
+    from formcast.constraint import constraint_key
+
+    by_int = pydantic.create_model("Seats", seats=(dict[int, str], ...))
+    by_str = pydantic.create_model("Seats", seats=(dict[str, str], ...))
+    assert by_int.model_json_schema() == by_str.model_json_schema()
+    assert constraint_key(by_int) != constraint_key(by_str)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from formcast.errors import OutputValidationError, SchemaError
 from formcast.regex import schema_to_regex
-from formcast.schema import Mode, load_schema
+from formcast.schema import Mode, load_schema, pydantic_schema
 
 __all__ = ["OutputSpec", "Regex", "constraint_key", "output_spec"]
 
@@ -155,9 +155,9 @@ def constraint_key(
             if not _plain_json(document):
                 return None
         elif isinstance(output, type) and issubclass(output, BaseModel):
-            document = output.model_json_schema()
+            document = pydantic_schema(output)
         else:
-            document = _wrap(output).model_json_schema()
+            document = pydantic_schema(_wrap(output))
         options = [mode, whitespace, max_recursion_depth]
         return json.dumps(
             {"schema": document, "options": options},

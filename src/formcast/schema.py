@@ -53,6 +53,7 @@ __all__ = [
     "escape_pointer_token",
     "join_pointer",
     "load_schema",
+    "pydantic_schema",
     "validator_class",
 ]
 
@@ -379,6 +380,13 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         return {**json_schema, "enum": arrays}
 
 
+def pydantic_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """The JSON Schema formcast compiles for a Pydantic model: ``model_json_schema()``
+    with the additions that make it say what Pydantic checks and writes (see the guide's
+    "Pydantic models in generation mode"). Raises what pydantic raises."""
+    return model.model_json_schema(schema_generator=_GenerationJsonSchema)
+
+
 def load_schema(
     output: type[pydantic.BaseModel] | Mapping[str, Any] | str | bool,
 ) -> dict[str, Any] | bool:
@@ -401,7 +409,7 @@ def load_schema(
         return output
     if isinstance(output, type) and issubclass(output, pydantic.BaseModel):
         try:
-            schema = output.model_json_schema(schema_generator=_GenerationJsonSchema)
+            schema = pydantic_schema(output)
         except pydantic.PydanticUserError as error:
             raise SchemaError(
                 f"expected a Pydantic model whose JSON Schema can be generated, found "
