@@ -1911,3 +1911,13 @@ def test_maskbench_sample(path: Path) -> None:
         matched = re.fullmatch(regex, text) is not None
         if not test["valid"]:
             assert not matched, f"invalid instance matches: {text[:200]}"
+
+
+def test_exponential_anyof_distribution_is_refused_not_run() -> None:
+    """allOf of 16 two-way anyOfs distributes into 65,536 conjunctions: refused."""
+    parts = [{"anyOf": [{"maxLength": 9}, {"maxLength": 8 + i}]} for i in range(16)]
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_regex({"type": "string", "allOf": parts}, mode="specification")
+    assert raised.value.keyword == "anyOf"
+    assert raised.value.pointer.startswith("/allOf/")
+    assert "sub-schemas" in str(raised.value)

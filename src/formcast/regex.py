@@ -1535,17 +1535,43 @@ _Result = str | _Never
 
 
 class _TooLarge(Exception):
-    """Raised as soon as a partial regex exceeds ``MAX_REGEX_LENGTH`` (or the work budget)."""
+    """Raised as soon as a partial regex exceeds ``MAX_REGEX_LENGTH`` (or the work budget:
+    ``final``, since unrolling recursion less would not help)."""
 
-    def __init__(self, keyword: str, pointer: str, reason: str) -> None:
+    def __init__(self, keyword: str, pointer: str, reason: str, final: bool = False) -> None:
         super().__init__(keyword, pointer, reason)
         self.keyword = keyword
         self.pointer = pointer
         self.reason = reason
+        self.final = final
 
 
-_MAX_BRANCHES = 4000
-"""Most ``anyOf``/``oneOf`` branches (after distribution) one translation may generate."""
+def _blamed_disjunction(parts: Sequence[_Part]) -> tuple[str, str]:
+    """The innermost ``anyOf``/``oneOf`` (keyword, pointer) that ``parts`` come from."""
+    best = ("anyOf", parts[0].pointer if parts else "")
+    deepest = -1
+    for part in parts:
+        for keyword in ("anyOf", "oneOf"):
+            at = part.pointer.rfind(f"/{keyword}/")
+            if at > deepest:
+                deepest, best = at, (keyword, part.pointer[:at])
+    return best
+
+
+def _main_keyword(parts: Sequence[_Part]) -> str:
+    """The keyword to blame when the translation of ``parts`` grows too large."""
+    schema = parts[0].schema if parts else {}
+    if isinstance(schema, dict):
+        for keyword in ("anyOf", "oneOf", "properties", "items", "$ref"):
+            if keyword in schema:
+                return keyword
+    return "$ref"
+
+
+_MAX_SUBSCHEMAS = 20_000
+"""Most sub-schema translations one schema may take (nested ``anyOf``/``oneOf`` distribute
+over each other and over ``allOf``, which can grow exponentially); beyond it the schema is
+refused in a few seconds instead of running for minutes."""
 
 
 @dataclass(frozen=True)
@@ -1790,6 +1816,7 @@ class _Translator:
         self.plain_strings = False
         self.recursive = False
         self.branches = 0
+        self.subschemas = 0
         self._any: dict[int, str] = {}
         self._pattern_cache: dict[tuple[str, bool], str | None] = {}
         self._enum_keys: dict[int, tuple[list[Any], frozenset[str]]] = {}
@@ -1878,17 +1905,18 @@ class _Translator:
 
     def gen(self, parts: list[_Part], refs: tuple[str, ...]) -> _Result:
         """Regex for a value satisfying every part (a conjunction)."""
+        self.subschemas += 1
+        if self.subschemas > _MAX_SUBSCHEMAS:
+            raise _TooLarge(
+                *_blamed_disjunction(parts),
+                f"the schema expands into more than {_MAX_SUBSCHEMAS} sub-schemas (anyOf/oneOf "
+                "distributed over each other and over allOf)",
+                final=True,
+            )
         result = self._gen(parts, refs)
         if isinstance(result, str) and len(result) > self.limit:
-            schema = parts[0].schema if parts else {}
-            keyword = "$ref"
-            if isinstance(schema, dict):
-                keyword = next(
-                    (k for k in ("anyOf", "oneOf", "properties", "items", "$ref") if k in schema),
-                    "$ref",
-                )
             raise _TooLarge(
-                keyword,
+                _main_keyword(parts),
                 parts[0].pointer if parts else "",
                 f"the regex would exceed MAX_REGEX_LENGTH={self.limit} characters",
             )
@@ -3248,7 +3276,7 @@ def schema_to_regex(
                 result = translator.gen([_Part(root, "")], ("",))
                 break
             except _TooLarge as error:
-                if translator.recursive and depth > 0:
+                if translator.recursive and depth > 0 and not error.final:
                     depth -= 1
                     continue
                 raise UnsupportedSchemaError(error.keyword, error.pointer, error.reason) from None
