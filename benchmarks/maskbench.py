@@ -39,11 +39,11 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench"
 STATUSES = (
@@ -160,23 +160,70 @@ def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
         return result
     result.compile_ms = (time.perf_counter() - started) * 1000
     buffer = Cursor(index).bitmask(width)
+    return judge_instances(result, schema, tests, tokenizer, lambda: _CursorMatcher(index), buffer)
+
+
+class Matcher(Protocol):
+    """One instance's walk through an engine: a full mask, then the token."""
+
+    def fill(self, out: Any) -> None:
+        """Write the packed bitmask of allowed tokens into ``out``."""
+
+    def advance(self, token: int) -> None:
+        """Consume ``token`` (which ``fill`` allowed)."""
+
+    def accepting(self) -> bool:
+        """Whether the output may end here."""
+
+
+class _CursorMatcher:
+    """formcast's cursor as a :class:`Matcher`."""
+
+    def __init__(self, index: Any) -> None:
+        from formcast.guide import Cursor
+
+        self.cursor = Cursor(index)
+        self.width = index.vocabulary.size
+
+    def fill(self, out: Any) -> None:
+        self.cursor.bitmask(self.width, out=out)
+
+    def advance(self, token: int) -> None:
+        self.cursor.advance(token)
+
+    def accepting(self) -> bool:
+        return self.cursor.is_accepting()
+
+
+def judge_instances(
+    result: SchemaResult,
+    schema: Any,
+    tests: list[dict[str, Any]],
+    tokenizer: Any,
+    new_matcher: Callable[[], Matcher],
+    buffer: Any,
+) -> SchemaResult:
+    """Walk every instance token by token (full mask, timed for valid instances; is the
+    token allowed?; advance) and classify the schema. ``buffer`` is the bitmask ``fill``
+    writes (any shape, one bit per token id in order)."""
+    words = buffer.reshape(-1)
     for number, test in enumerate(tests):
         text = serialize(test["data"], schema)
         tokens = tokenizer.encode(text, add_special_tokens=False)
-        cursor = Cursor(index)
+        matcher = new_matcher()
         accepted = True
         for token in tokens:
             tick = time.perf_counter()
-            cursor.bitmask(width, out=buffer)
+            matcher.fill(buffer)
             elapsed = time.perf_counter() - tick
-            allowed = bool((int(buffer[token // 32]) >> (token % 32)) & 1)
+            allowed = bool((int(words[token // 32]) >> (token % 32)) & 1)
             if test["valid"]:
                 result.mask_us.append(elapsed * 1e6)
             if not allowed:
                 accepted = False
                 break
-            cursor.advance(token)
-        accepted = accepted and cursor.is_accepting()
+            matcher.advance(token)
+        accepted = accepted and matcher.accepting()
         if test["valid"] and not accepted:
             result.status = "validation_error"
             result.detail = f"test {number}: valid instance rejected: {text[:200]}"

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from maskbench import SchemaResult, origin_of, serialize
+from maskbench import SchemaResult, judge_instances, origin_of
 
 PEERS = ("llguidance", "xgrammar", "outlines-core")
 _DISTRIBUTIONS = {
@@ -348,28 +348,4 @@ def check_schema(path: Path, tokenizer: Any, engine: Engine) -> SchemaResult:
         result.keyword = refused_keyword(str(e))
         return result
     result.compile_ms = (time.perf_counter() - started) * 1000
-    for number, test in enumerate(tests):
-        text = serialize(test["data"], schema)
-        tokens = tokenizer.encode(text, add_special_tokens=False)
-        matcher = compiled.matcher()
-        accepted = True
-        for token in tokens:
-            tick = time.perf_counter()
-            matcher.fill(buffer)
-            elapsed = time.perf_counter() - tick
-            allowed = bool((int(buffer[0, token // 32]) >> (token % 32)) & 1)
-            if test["valid"]:
-                result.mask_us.append(elapsed * 1e6)
-            if not allowed:
-                accepted = False
-                break
-            matcher.advance(token)
-        accepted = accepted and matcher.accepting()
-        if test["valid"] and not accepted:
-            result.status = "validation_error"
-            result.detail = f"test {number}: valid instance rejected: {text[:200]}"
-        elif not test["valid"] and accepted:
-            result.status = "invalidation_error"
-            result.detail = f"test {number}: invalid instance accepted: {text[:200]}"
-            return result
-    return result
+    return judge_instances(result, schema, tests, tokenizer, compiled.matcher, buffer)
