@@ -562,16 +562,22 @@ class _Builder:
         return (first, last, s0, b0, e0, v0)
 
     def copy_last(self, s0: int, b0: int, e0: int, count: int) -> list[int]:
-        """Append ``count`` copies of the (all concrete) states/edges from ``(s0, b0, e0)``.
+        """Append ``count`` copies of the (all concrete) states/edges from ``(s0, b0, e0)``
+        to the current ends. Returns the id shift of each copy."""
+        return self.copy_range(s0, self.n, b0, len(self.bsrc), e0, len(self.esrc), count)
+
+    def copy_range(
+        self, s0: int, s1: int, b0: int, b1: int, e0: int, e1: int, count: int
+    ) -> list[int]:
+        """Append ``count`` copies of the concrete states ``[s0, s1)`` with their byte edges
+        ``[b0, b1)`` and epsilon edges ``[e0, e1)``, one after another past the last state.
 
         Returns the id shift of each copy. Vectorized with numpy: O(copies x size).
         """
-        size = self.n - s0
-        shifts = [size * (i + 1) for i in range(count)]
+        size = s1 - s0
+        shifts = [self.n - s0 + size * i for i in range(count)]
         if count == 0:
             return shifts
-        b1 = len(self.bsrc)
-        e1 = len(self.esrc)
         if count * (b1 - b0 + e1 - e0) < 256:  # small: plain Python beats numpy's overhead
             bsrc, bdst, esrc, edst = self.bsrc, self.bdst, self.esrc, self.edst
             piece_bsrc, piece_bdst = bsrc[b0:b1], bdst[b0:b1]
@@ -891,16 +897,10 @@ class _Builder:
         return None
 
     def copy_group(self, entry: _MemoEntry) -> Fragment:
+        """A fresh copy of a remembered group's fragment, past the last state."""
         (start, end, s0, b0, e0, _), n_end, b_end, e_end = entry
-        shift = self.n - s0
         new_s0, new_b0, new_e0 = self.n, len(self.bsrc), len(self.esrc)
-        self.bsrc.extend([x + shift for x in self.bsrc[b0:b_end]])
-        self.bdst.extend([x + shift for x in self.bdst[b0:b_end]])
-        self.blo.extend(self.blo[b0:b_end])
-        self.bhi.extend(self.bhi[b0:b_end])
-        self.esrc.extend([x + shift for x in self.esrc[e0:e_end]])
-        self.edst.extend([x + shift for x in self.edst[e0:e_end]])
-        self.n += n_end - s0
+        (shift,) = self.copy_range(s0, n_end, b0, b_end, e0, e_end, 1)
         return (start + shift, end + shift, new_s0, new_b0, new_e0, self.vn)
 
     def open_group(self, pos: int, size: int) -> int:
