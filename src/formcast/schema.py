@@ -158,67 +158,58 @@ def validator_class(schema: Any) -> Any:
     known = _checked.get(id(schema))
     if known is not None and known[0] is schema:
         return known[1]
-    first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     if "$schema" in schema:
-        return first
-    for cls in (first, jsonschema.Draft7Validator, jsonschema.Draft4Validator):
+        return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return _metaschema_class(schema)[0]
+
+
+def _metaschema_class(schema: dict[str, Any]) -> tuple[Any, jsonschema.SchemaError | None]:
+    """The validator class whose metaschema accepts ``schema``, and ``None``; or, when none
+    does, the class named by ``$schema`` (default draft 2020-12) and its error.
+
+    A document without ``$schema`` that fails the 2020-12 metaschema is also tried against
+    draft 7 and draft 4, so that older spellings (array-form ``items``, boolean
+    ``exclusiveMinimum``) are accepted.
+    """
+    first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        first.check_schema(schema)
+        return first, None
+    except jsonschema.SchemaError as error:
+        if "$schema" in schema:
+            return first, error
+        first_error = error
+    for fallback in (jsonschema.Draft7Validator, jsonschema.Draft4Validator):
         try:
-            cls.check_schema(schema)
+            fallback.check_schema(schema)
+            return fallback, None
         except jsonschema.SchemaError:
             continue
-        return cls
-    return first
+    return first, first_error
 
 
 # The last few documents load_schema validated, by identity, with the class that accepted
 # them: schema_to_regex asks validator_class for the same object right after.
 _checked: OrderedDict[int, tuple[dict[str, Any], Any]] = OrderedDict()
 _CHECKED_SIZE = 8
-
-
 _checked_lock = threading.Lock()
 
 
-def _remember(schema: dict[str, Any], cls: Any) -> None:
+def _check_metaschema(schema: dict[str, Any] | bool) -> None:
+    """Validate against the metaschema (see :func:`_metaschema_class`); the error of the
+    class named by ``$schema`` (default draft 2020-12) is reported when none accepts."""
+    if isinstance(schema, bool):
+        return
+    cls, error = _metaschema_class(schema)
+    if error is not None:
+        raise SchemaError(
+            f"expected a valid JSON Schema, found an invalid one: {error.message} "
+            f"(at /{'/'.join(str(p) for p in error.absolute_path)})"
+        ) from None
     with _checked_lock:
         _checked[id(schema)] = (schema, cls)
         while len(_checked) > _CHECKED_SIZE:
             _checked.popitem(last=False)
-
-
-def _check_metaschema(schema: dict[str, Any] | bool) -> None:
-    """Validate against the metaschema named by ``$schema`` (draft 2020-12 by default).
-
-    A document without ``$schema`` that fails the 2020-12 metaschema is also tried against
-    draft 7 and draft 4, so that older spellings (array-form ``items``, boolean
-    ``exclusiveMinimum``) are accepted; the 2020-12 error is reported if all fail.
-    """
-    if isinstance(schema, bool):
-        return
-    explicit = "$schema" in schema
-    first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        first.check_schema(schema)
-        _remember(schema, first)
-        return
-    except jsonschema.SchemaError as error:
-        if explicit:
-            raise SchemaError(
-                f"expected a valid JSON Schema, found an invalid one: {error.message} "
-                f"(at /{'/'.join(str(p) for p in error.absolute_path)})"
-            ) from None
-        first_error = error
-    for fallback in (jsonschema.Draft7Validator, jsonschema.Draft4Validator):
-        try:
-            fallback.check_schema(schema)
-            _remember(schema, fallback)
-            return
-        except jsonschema.SchemaError:
-            continue
-    raise SchemaError(
-        f"expected a valid JSON Schema, found an invalid one: {first_error.message} "
-        f"(at /{'/'.join(str(p) for p in first_error.absolute_path)})"
-    ) from None
 
 
 _MAX_SET_SEQUENCES = 2000
