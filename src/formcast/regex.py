@@ -496,24 +496,25 @@ def _exact(ranges: Ranges) -> _PSet:
     return _PSet(ranges, ranges)
 
 
+# White space that both Python's Unicode ``\s`` and ECMAScript's ``\s`` match: tab to
+# carriage return, and the Unicode space separators and line/paragraph separators.
+_SPACE_CORE = (
+    (9, 13),
+    (160, 160),
+    (5760, 5760),
+    (8192, 8202),
+    (8232, 8233),
+    (8239, 8239),
+    (8287, 8287),
+    (12288, 12288),
+)
+
+
 @cache
 def _unicode_ranges(predicate_name: str) -> Ranges:
     """Characters that Python's (and Rust's) Unicode ``\\d`` or ``\\s`` match."""
-    if predicate_name == "space":
-        return _norm(
-            [
-                (9, 13),
-                (28, 32),
-                (133, 133),
-                (160, 160),
-                (5760, 5760),
-                (8192, 8202),
-                (8232, 8233),
-                (8239, 8239),
-                (8287, 8287),
-                (12288, 12288),
-            ]
-        )
+    if predicate_name == "space":  # Python adds the separators \x1c-\x1f and NEL
+        return _norm([*_SPACE_CORE, (28, 32), (133, 133)])
     out: list[tuple[int, int]] = []
     for code in range(0x30000):  # no decimal digits (Nd) beyond the first three planes
         if not 0xD800 <= code <= 0xDFFF and unicodedata.category(chr(code)) == "Nd":
@@ -523,20 +524,7 @@ def _unicode_ranges(predicate_name: str) -> Ranges:
 
 _DIGITS = _chars("0123456789")
 _WORD = _norm([(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x5F, 0x5F)])
-_ECMA_SPACE = _norm(
-    [
-        (9, 13),
-        (32, 32),
-        (160, 160),
-        (5760, 5760),
-        (8192, 8202),
-        (8232, 8233),
-        (8239, 8239),
-        (8287, 8287),
-        (12288, 12288),
-        (65279, 65279),
-    ]
-)
+_ECMA_SPACE = _norm([*_SPACE_CORE, (32, 32), (65279, 65279)])  # ECMAScript adds BOM
 _LINE_TERMINATORS = _chars("\n\r\u2028\u2029")
 
 
