@@ -164,16 +164,17 @@ def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
 
 
 class Matcher(Protocol):
-    """One instance's walk through an engine: a full mask, then the token."""
+    """One instance's walk through an engine (formcast's or a peer's): a full mask, then
+    the token."""
 
     def fill(self, out: Any) -> None:
         """Write the packed bitmask of allowed tokens into ``out``."""
 
     def advance(self, token: int) -> None:
-        """Consume ``token`` (which ``fill`` allowed)."""
+        """Consume ``token`` (which ``fill`` allowed); raise if the engine fails on it."""
 
     def accepting(self) -> bool:
-        """Whether the output may end here."""
+        """Whether the text consumed so far is a complete instance of the schema."""
 
 
 class _CursorMatcher:

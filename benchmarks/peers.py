@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from maskbench import SchemaResult, judge_instances, origin_of
+from maskbench import Matcher, SchemaResult, judge_instances, origin_of
 
 PEERS = ("llguidance", "xgrammar", "outlines-core")
 _DISTRIBUTIONS = {
@@ -44,19 +44,6 @@ Bitmask = npt.NDArray[np.int32]
 
 class UnsupportedSchema(Exception):
     """The engine refused to compile the schema (its own message in ``args[0]``)."""
-
-
-class Matcher(Protocol):
-    """One walk through one schema: the engine's per-sequence state."""
-
-    def fill(self, out: Bitmask) -> None:
-        """Write the full mask of allowed tokens into ``out`` (shape ``(1, words)``)."""
-
-    def advance(self, token: int) -> None:
-        """Consume an allowed token; raise if the engine fails on it."""
-
-    def accepting(self) -> bool:
-        """Is the text consumed so far a complete instance of the schema?"""
 
 
 class Compiled(Protocol):
