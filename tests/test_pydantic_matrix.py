@@ -751,9 +751,31 @@ URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\"<>\\^`{|}]*")
 """A loose RFC 3986 absolute URI (scheme, colon, no forbidden characters)."""
 
 
+RFC3339_TIME = re.compile(
+    r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+)
+"""RFC 3339 ``full-time``: a time with a mandatory offset."""
+
+
+def _rfc3339_date_time(value: object) -> bool:
+    """RFC 3339 ``date-time``: a real calendar date, ``T``, and a ``full-time``."""
+    if not isinstance(value, str):
+        return True
+    date, _, time = value.replace("t", "T").partition("T")
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", date):
+        return False
+    try:
+        dt.date.fromisoformat(date)
+    except ValueError:
+        return False
+    return bool(RFC3339_TIME.fullmatch(time))
+
+
 def _format_checker() -> jsonschema.FormatChecker:
-    """jsonschema's draft 2020-12 checker, plus ``duration`` and ``uri`` when their optional
-    checker packages (isoduration, rfc3987) are not installed.
+    """jsonschema's draft 2020-12 checker, plus ``duration``, ``uri``, ``date-time`` and
+    ``time`` when their optional checker packages (isoduration, rfc3987,
+    rfc3339-validator) are not installed, so the oracle is the same on every machine.
 
     (``jsonschema.FormatChecker()`` would mix in older drafts' checkers, such as draft 3's
     ``time`` without an offset.)
@@ -766,6 +788,10 @@ def _format_checker() -> jsonschema.FormatChecker:
         )
     if "uri" not in checker.checkers:
         checker.checks("uri")(lambda v: not isinstance(v, str) or bool(URI.fullmatch(v)))
+    if "date-time" not in checker.checkers:
+        checker.checks("date-time")(_rfc3339_date_time)
+    if "time" not in checker.checkers:
+        checker.checks("time")(lambda v: not isinstance(v, str) or bool(RFC3339_TIME.fullmatch(v)))
     return checker
 
 

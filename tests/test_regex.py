@@ -1199,9 +1199,25 @@ def test_pydantic_samples_validate(
         assert not errors, f"sample {text!r} is invalid: {errors}"
 
 
+# Decimal's schema as Pydantic before 2.14 writes it: the string branch has a lookahead.
+_LOOKAHEAD_MONEY = {
+    "type": "object",
+    "properties": {
+        "amount": {
+            "anyOf": [
+                {"type": "number"},
+                {"type": "string", "pattern": "^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$"},
+            ]
+        },
+        "currency": {"enum": ["EUR", "USD"], "type": "string"},
+    },
+    "required": ["amount", "currency"],
+}
+
+
 def test_decimal_drops_the_lookahead_branch_with_a_warning() -> None:
     with pytest.warns(UserWarning, match="dropped a anyOf branch"):
-        regex = schema_to_regex(Money.model_json_schema(), mode="specification")
+        regex = schema_to_regex(_LOOKAHEAD_MONEY, mode="specification")
     assert re.fullmatch(regex, '{"amount":1.5,"currency":"EUR"}')
     assert not re.fullmatch(regex, '{"amount":"1.5","currency":"EUR"}')
 

@@ -81,7 +81,8 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   When the regex would exceed :data:`MAX_REGEX_LENGTH`, recursion is unrolled fewer times
   (with a warning).
 * An ``anyOf`` branch that cannot be enforced is dropped with a warning when another branch
-  can be (e.g. Pydantic's ``Decimal`` string branch, whose pattern has a lookahead).
+  can be (e.g. the ``Decimal`` string branch of Pydantic before 2.14, whose pattern has a
+  lookahead).
 * The negation of ``type: integer`` excludes all numbers.
 * ``generation`` mode: a schema without ``type`` takes the types its keywords constrain
   (``properties`` -> object, ...); ``uniqueItems`` is not enforced (Pydantic's ``set`` and
