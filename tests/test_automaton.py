@@ -17,6 +17,7 @@ import threading
 import time
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -782,13 +783,32 @@ def test_everything_accepted_here_compiles_in_re(pattern: str) -> None:
 
 
 def _schema_regex(name: str, mode: str) -> str | None:
-    path = MASKBENCH / name
-    if not path.exists():
+    schema = _schema(name)
+    if schema is None:
         return None
     from formcast.regex import schema_to_regex
 
-    document = json.loads(path.read_text())
-    return schema_to_regex(document["schema"], mode=mode)  # type: ignore[arg-type]
+    return schema_to_regex(schema, mode=mode)  # type: ignore[arg-type]
+
+
+def _schema(name: str) -> Any:
+    path = MASKBENCH / name
+    return json.loads(path.read_text())["schema"] if path.exists() else None
+
+
+def _reference_matcher(regex: str, schema: Any) -> Any:
+    """An independent judge of the automaton's documents: Python's ``re`` on the regex
+    with its definitions inlined when that stays small, else (unconstrained values nest
+    many levels, each multiplying the inlined text) jsonschema on the parsed document."""
+    from formcast.regex import inline_definitions
+    from formcast.schema import validator_class
+
+    try:
+        pattern = re.compile(inline_definitions(regex, max_length=2_000_000))
+    except ValueError:
+        validator = validator_class(schema)(schema)
+        return lambda text: validator.is_valid(json.loads(text))
+    return lambda text: pattern.fullmatch(text) is not None
 
 
 def _synthetic_regex(properties: int) -> str:
@@ -829,18 +849,18 @@ def _random_walk(
 
 def test_performance_smoke_on_large_json_schema_regexes() -> None:
     """Print compile/row/step timings; assert only generous bounds."""
-    cases: list[tuple[str, str]] = []
+    cases: list[tuple[str, str, Any]] = []
     for mode in ("generation", "specification"):
         regex = _schema_regex("Kubernetes---kb_1_Normalized.json", mode)
         if regex is not None:
-            cases.append((f"kb_1 {mode}", regex))
+            cases.append((f"kb_1 {mode}", regex, _schema("Kubernetes---kb_1_Normalized.json")))
     # nested counted repeats: {0,32767} strings inside {0,99} arrays (~1e8 copied states)
     regex = _schema_regex("Github_easy---o9772.json", "generation")
     if regex is not None:
-        cases.append(("o9772 nested repeats", regex))
+        cases.append(("o9772 nested repeats", regex, _schema("Github_easy---o9772.json")))
     if not cases:
-        cases.append(("synthetic", _synthetic_regex(400)))
-    for label, regex in cases:
+        cases.append(("synthetic", _synthetic_regex(400), None))
+    for label, regex, schema in cases:
         started = time.perf_counter()
         automaton = LazyAutomaton(regex)
         compiled = time.perf_counter() - started
@@ -853,15 +873,15 @@ def test_performance_smoke_on_large_json_schema_regexes() -> None:
         # documents that re accepts and JSON parses
         document = _complete(automaton, bytearray(), automaton.initial).decode()
         assert len(document.encode()) == distance
-        pattern = re.compile(regex)
+        accepts = _reference_matcher(regex, schema)
         rng = np.random.default_rng(5)
         for _ in range(3):
             walked, state = _random_walk(automaton, rng, 400)
             text = _complete(automaton, walked, state).decode()
             json.loads(text)
-            assert pattern.fullmatch(text) is not None, text[:200]
+            assert accepts(text), text[:200]
         json.loads(document)
-        assert pattern.fullmatch(document) is not None
+        assert accepts(document)
         print(
             f"\n{label}: {len(regex)} chars, NFA {automaton.nfa_size} + "
             f"{automaton.virtual_states} virtual, compile "
@@ -1039,3 +1059,98 @@ def test_repeated_long_groups_are_copied_with_the_same_language(
         expected = re.fullmatch(pattern, text) is not None
         assert automaton.matches(text.encode()) == expected, (pattern, text)
         assert parsed_every_time.matches(text.encode()) == expected, (pattern, text)
+
+
+# ------------------------------------------------------------ definitions and calls
+
+_VALUES = (
+    r'(?(DEFINE)(?P<s>"[a-c]*")(?P<v0>(?&s)|[0-9]+)'
+    r"(?P<v1>(?&v0)|\[(?:(?&v0)(?:,(?&v0))*)?\])"
+    r"(?P<v2>(?&v1)|\[(?:(?&v1)(?:,(?&v1))*)?\]|\{(?:(?&s):(?&v1)(?:,(?&s):(?&v1))*)?\}))"
+)
+CALL_CASES = [
+    (_VALUES + r"(?&v2)|x(?&v2){2,3}", '[]{},:"abc0129x'),
+    (_VALUES + r"x(?:(?&v2),){0,40}y|(?&v1)?", '[]{},:"abc0129xy'),
+    (r"(?(DEFINE)(?P<a>[ab]{3,200})(?P<b>(?&a)c(?&a)))(?&b)(?:-(?&b))*", "abc-"),
+    (r"(?(DEFINE)(?P<a>(?:ab|c){70})(?P<b>(?&a)d{2,90}(?&a)?))(?&b)(?:-(?&b)){2,}e?", "abcd-e"),
+]
+
+
+def _random_member(automaton: LazyAutomaton, rng: np.random.Generator) -> bytes:
+    state, out = automaton.initial, bytearray()
+    for _ in range(40):
+        live = automaton.live_bytes(state)
+        if live.size == 0 or (automaton.is_accepting(state) and rng.random() < 0.2):
+            break
+        byte = int(rng.choice(live))
+        out.append(byte)
+        state = automaton.walk(bytes([byte]), state)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("pattern", "alphabet"), CALL_CASES)
+def test_calls_accept_what_the_inlined_pattern_accepts(pattern: str, alphabet: str) -> None:
+    """(?&name) copies a definition: language, acceptance and distances (with and without a
+    byte restriction) equal those of the pattern with every call inlined."""
+    from formcast.regex import inline_definitions
+
+    plain = inline_definitions(pattern)
+    called, inlined = LazyAutomaton(pattern), LazyAutomaton(plain)
+    assert called.virtual_states > 0 or "{" not in pattern
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        text = "".join(rng.choice(list(alphabet), size=int(rng.integers(0, 14))))
+        assert called.matches(text.encode()) == (re.fullmatch(plain, text) is not None), text
+    usable = np.zeros(256, dtype=np.bool_)
+    usable[list(b'[]0,"xy')] = True
+    for i in range(1500):
+        text = _random_member(inlined if i % 2 else called, rng)
+        a, b = called.walk(text), inlined.walk(text)
+        assert (a == DEAD) == (b == DEAD), text
+        if a != DEAD:
+            assert called.is_accepting(a) == inlined.is_accepting(b), text
+            assert called.min_bytes_to_accept(a) == inlined.min_bytes_to_accept(b), text
+            assert called.min_bytes_to_accept(a, usable) == inlined.min_bytes_to_accept(
+                b, usable
+            ), text
+    copy = pickle.loads(pickle.dumps(called))
+    for _ in range(200):
+        text = _random_member(called, rng)
+        assert copy.walk(text) == called.walk(text)
+        assert copy.matches(text) == called.matches(text)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        (r"(?&a)", "unknown subroutine 'a'"),
+        (r"(?(DEFINE)(?P<a>(?&a)x))(?&a)", "unknown subroutine 'a'"),
+        (r"x(?(DEFINE)(?P<a>x))", "must open the pattern"),
+        (r"(?(DEFINE)(?P<a>x)y)(?&a)", "only named groups"),
+        (r"(?(DEFINE)(?P<a>x)(?P<a>y))(?&a)", "redefinition of group name 'a'"),
+        (r"(?(DEFINE)(?P<a>x))(?&a", "unterminated subroutine call"),
+    ],
+)
+def test_bad_definitions_and_calls_are_refused(pattern: str, message: str) -> None:
+    with pytest.raises(SchemaError, match=re.escape(message)):
+        LazyAutomaton(pattern)
+
+
+def test_deeply_nested_calls_stay_small() -> None:
+    """Twenty levels, each calling the one below four times: 4**20 inlined copies, yet
+    the automaton holds each level once and walks a 20-deep value. (Each level offers a
+    scalar, not the level below, so that the pattern stays unambiguous: ``v = w | [w]``
+    would let one ``[`` open any of the levels, and the DFA states grow with the depth.)"""
+    levels = ["(?P<v0>[0-9])"]
+    for k in range(1, 21):
+        inner = f"(?&v{k - 1})"
+        levels.append(
+            f"(?P<v{k}>[0-9]|\\[(?:{inner}(?:,{inner})*)?\\]|"
+            f'\\{{(?:"a":{inner}(?:,"a":{inner})*)?\\}})'
+        )
+    automaton = LazyAutomaton("(?(DEFINE)" + "".join(levels) + ")(?&v20)")
+    assert automaton.nfa_size[0] < 2_000
+    deep = "[" * 20 + "1" + "]" * 20
+    assert automaton.matches(deep.encode())
+    assert not automaton.matches(("[" * 21 + "1" + "]" * 21).encode())
+    assert automaton.min_bytes_to_accept(automaton.walk(b'{"a":' * 10)) == 11

@@ -23,6 +23,7 @@ import re
 import uuid
 import warnings
 from collections import defaultdict, deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,7 +47,7 @@ from pydantic import (
 from formcast.automaton import LazyAutomaton
 from formcast.errors import InvalidOptionError, SchemaError, UnsupportedSchemaError
 from formcast.regex import (
-    ANY_VALUE_BUDGET,
+    ANY_VALUE_DEPTH,
     INTEGER,
     NUMBER,
     STRING,
@@ -54,6 +55,7 @@ from formcast.regex import (
     _int_range,
     _number_range,
     escape_literal,
+    inline_definitions,
     schema_to_regex,
 )
 from formcast.schema import load_schema, validator_class
@@ -69,8 +71,25 @@ def dumps(value: Any) -> str:
 
 
 @functools.lru_cache(maxsize=512)
+def _matcher(regex: str) -> Callable[[str], bool]:
+    """Python's ``re`` on the inlined regex, or formcast's automaton where inlining the
+    definitions would be too large (unconstrained values nesting many levels)."""
+    try:
+        compiled = re.compile(inline_definitions(regex, max_length=300_000))
+    except ValueError:
+        automaton = LazyAutomaton(regex)
+        return lambda text: automaton.matches(text.encode())
+    return lambda text: compiled.fullmatch(text) is not None
+
+
+def fullmatch(regex: str, text: str) -> bool | None:
+    """Whether ``regex`` fully matches ``text`` (None when not, like ``re.fullmatch``)."""
+    return True if _matcher(regex)(text) else None
+
+
+@functools.lru_cache(maxsize=512)
 def compile_fsm(regex: str) -> Any:
-    return interegular.parse_pattern(regex).to_fsm()
+    return interegular.parse_pattern(inline_definitions(regex)).to_fsm()
 
 
 _EXOTIC = ["é", "ñ", "中", "😀", "Z", "q", "~", " ", "7", "A", "\u2028", "ß", "\x7f"]
@@ -136,7 +155,7 @@ def validator_for(schema: Any) -> Any:
 
 def assert_parses(regex: str) -> None:
     compile_fsm(regex)
-    re.compile(regex)
+    re.compile(inline_definitions(regex))
     for forbidden in (r"\d", r"\w", r"\s", r"\u", "(?=", "(?!", "(?<"):
         assert forbidden not in regex.replace("\\\\", ""), forbidden
 
@@ -912,9 +931,9 @@ def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: l
     for value in valid:
         if "nullable" not in name:
             assert validator.is_valid(value), f"test bug: {value!r} is not valid"
-        assert re.fullmatch(regex, dumps(value)), f"valid {value!r} does not match"
+        assert fullmatch(regex, dumps(value)), f"valid {value!r} does not match"
     for value in invalid:
-        assert re.fullmatch(regex, dumps(value)) is None, f"invalid {value!r} matches"
+        assert fullmatch(regex, dumps(value)) is None, f"invalid {value!r} matches"
 
 
 @pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=[c[0] for c in CASES])
@@ -949,7 +968,7 @@ def _check_formats(schema: Any, value: Any) -> None:
         "date-time": lambda v: TypeAdapter(datetime.datetime).validate_python(v),
         "time": lambda v: TypeAdapter(datetime.time).validate_python(v),
         "hostname": lambda v: (
-            re.fullmatch(
+            fullmatch(
                 r"(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*",
                 v,
             )
@@ -1175,9 +1194,9 @@ def test_pydantic_models(
     assert_parses(regex)
     for value in valid:
         model.model_validate(value)
-        assert re.fullmatch(regex, dumps(value)), f"valid {value!r} does not match"
+        assert fullmatch(regex, dumps(value)), f"valid {value!r} does not match"
     for value in invalid:
-        assert re.fullmatch(regex, dumps(value)) is None, f"invalid {value!r} matches"
+        assert fullmatch(regex, dumps(value)) is None, f"invalid {value!r} matches"
 
 
 @pytest.mark.parametrize(
@@ -1218,15 +1237,15 @@ _LOOKAHEAD_MONEY = {
 def test_decimal_drops_the_lookahead_branch_with_a_warning() -> None:
     with pytest.warns(UserWarning, match="dropped a anyOf branch"):
         regex = schema_to_regex(_LOOKAHEAD_MONEY, mode="specification")
-    assert re.fullmatch(regex, '{"amount":1.5,"currency":"EUR"}')
-    assert not re.fullmatch(regex, '{"amount":"1.5","currency":"EUR"}')
+    assert fullmatch(regex, '{"amount":1.5,"currency":"EUR"}')
+    assert not fullmatch(regex, '{"amount":"1.5","currency":"EUR"}')
 
 
 def test_generation_mode_ignores_extra_keys_and_keeps_order() -> None:
     regex = schema_to_regex(Address)
-    assert re.fullmatch(regex, '{"street":"a","city":"b"}')
-    assert not re.fullmatch(regex, '{"city":"b","street":"a"}')
-    assert not re.fullmatch(regex, '{"street":"a","city":"b","other":1}')
+    assert fullmatch(regex, '{"street":"a","city":"b"}')
+    assert not fullmatch(regex, '{"city":"b","street":"a"}')
+    assert not fullmatch(regex, '{"street":"a","city":"b","other":1}')
 
 
 # ----------------------------------------------------------------------------- modes and options
@@ -1235,11 +1254,11 @@ def test_generation_mode_ignores_extra_keys_and_keeps_order() -> None:
 def test_specification_mode_allows_extra_properties_after_declared() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
     regex = schema_to_regex(schema, mode="specification")
-    assert re.fullmatch(regex, '{"a":1,"b":null}')
-    assert re.fullmatch(regex, '{"a":1,"b":1,"c":"x"}')
+    assert fullmatch(regex, '{"a":1,"b":null}')
+    assert fullmatch(regex, '{"a":1,"b":1,"c":"x"}')
     # an extra key may not repeat a declared name (that would bypass its schema)
-    assert not re.fullmatch(regex, '{"a":1,"a":"x"}')
-    assert not re.fullmatch(schema_to_regex(schema), '{"a":1,"b":1}')
+    assert not fullmatch(regex, '{"a":1,"a":"x"}')
+    assert not fullmatch(schema_to_regex(schema), '{"a":1,"b":1}')
 
 
 SPEC_CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
@@ -1341,16 +1360,24 @@ def test_specification_mode_cases(
         assert not automaton.matches(dumps(value).encode()), f"invalid {value!r} matches"
 
 
-def test_unconstrained_depth_drops_when_the_regex_grows() -> None:
-    """Large schemas keep unconstrained values at depth 1 (and tolerated extras scalar)."""
+def test_unconstrained_values_nest_to_the_depth_limit_in_large_schemas() -> None:
+    """Each level of an unconstrained value is one definition, so a schema with many open
+    members stays small and every member nests ANY_VALUE_DEPTH levels, extras too."""
     members = {f"p{i}": {"type": "object"} for i in range(40)}
     regex = schema_to_regex({"type": "object", "properties": members}, mode="specification")
-    assert len(regex) <= ANY_VALUE_BUDGET
+    assert len(regex) < 20_000
     automaton = LazyAutomaton(regex)
-    assert automaton.matches(b'{"p0":{"a":1}}')
-    assert not automaton.matches(b'{"p0":{"a":{"b":{"c":[1]}}}}')  # depth 4 does not fit
-    # generation mode keeps depth 1
-    assert re.fullmatch(schema_to_regex(True), '{"a":[1]}') is None
+
+    def nested(depth: int) -> Any:
+        return 1 if depth == 0 else {"k": [nested(depth - 2)]} if depth >= 2 else [1]
+
+    for depth in range(1, ANY_VALUE_DEPTH + 1):
+        assert automaton.matches(dumps({"p0": {"a": nested(depth)}}).encode()), depth
+        assert automaton.matches(dumps({"p0": {}, "extra": nested(depth)}).encode()), depth
+    assert not automaton.matches(dumps({"p0": {"a": nested(ANY_VALUE_DEPTH + 1)}}).encode())
+    assert not automaton.matches(dumps({"extra": nested(ANY_VALUE_DEPTH + 1)}).encode())
+    # generation mode keeps depth 1, and plain regex syntax
+    assert fullmatch(schema_to_regex(True), '{"a":[1]}') is None
 
 
 def test_specification_mode_extra_keys_exclude_declared_names() -> None:
@@ -1364,7 +1391,7 @@ def test_specification_mode_extra_keys_exclude_declared_names() -> None:
         ("b", True),
         ("", True),
     ]:
-        assert bool(re.fullmatch(regex, dumps({key: "x"}))) is ok, key
+        assert bool(fullmatch(regex, dumps({key: "x"}))) is ok, key
 
 
 @pytest.mark.parametrize(
@@ -1377,7 +1404,7 @@ def test_whitespace_option(whitespace: bool | int, limit: int) -> None:
         "required": ["a"],
     }
     regex = schema_to_regex(schema, whitespace=whitespace)
-    assert re.fullmatch(regex, '{"a":[1,2]}')
+    assert fullmatch(regex, '{"a":[1,2]}')
     spaced = (
         "{"
         + " " * limit
@@ -1393,18 +1420,18 @@ def test_whitespace_option(whitespace: bool | int, limit: int) -> None:
         + " " * limit
         + "}"
     )
-    assert re.fullmatch(regex, spaced)
+    assert fullmatch(regex, spaced)
     too_much = "{" + " " * (limit + 1) + '"a":[1]}'
-    assert not re.fullmatch(regex, too_much)
-    assert not re.fullmatch(regex, ' {"a":[1]}')
+    assert not fullmatch(regex, too_much)
+    assert not fullmatch(regex, ' {"a":[1]}')
     empty = "{" + ' "a":[' + " " * limit + "]}"
-    assert bool(re.fullmatch(regex, empty)) is (limit >= 1)
+    assert bool(fullmatch(regex, empty)) is (limit >= 1)
 
 
 def test_compact_is_default() -> None:
     regex = schema_to_regex({"type": "array", "items": {"type": "integer"}})
-    assert re.fullmatch(regex, "[1,2]")
-    assert not re.fullmatch(regex, "[1, 2]")
+    assert fullmatch(regex, "[1,2]")
+    assert not fullmatch(regex, "[1, 2]")
 
 
 @pytest.mark.parametrize(
@@ -1432,15 +1459,15 @@ def test_schema_errors_propagate() -> None:
 
 
 def test_json_text_and_bool_inputs() -> None:
-    assert re.fullmatch(schema_to_regex('{"type": "integer"}'), "12")
-    assert re.fullmatch(schema_to_regex(True), '{"a":[1]}') is None  # nesting depth 1
-    assert re.fullmatch(schema_to_regex(True), '{"a":1,"b":"c"}')
+    assert fullmatch(schema_to_regex('{"type": "integer"}'), "12")
+    assert fullmatch(schema_to_regex(True), '{"a":[1]}') is None  # nesting depth 1
+    assert fullmatch(schema_to_regex(True), '{"a":1,"b":"c"}')
 
 
 def test_unknown_format_warns_in_generation_mode() -> None:
     with pytest.warns(UserWarning, match="unknown format 'color'"):
         regex = schema_to_regex({"type": "string", "format": "color"})
-    assert re.fullmatch(regex, '"anything"')
+    assert fullmatch(regex, '"anything"')
 
 
 def test_unknown_format_refused_in_specification_mode() -> None:
@@ -1454,11 +1481,11 @@ def test_unknown_format_refused_in_specification_mode() -> None:
 
 def test_unique_items_depends_on_mode() -> None:
     schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
-    assert re.fullmatch(schema_to_regex(schema), "[1,2]")
+    assert fullmatch(schema_to_regex(schema), "[1,2]")
     with pytest.raises(UnsupportedSchemaError) as info:
         schema_to_regex(schema, mode="specification")
     assert info.value.keyword == "uniqueItems"
-    assert re.fullmatch(schema_to_regex({**schema, "maxItems": 1}, mode="specification"), "[1]")
+    assert fullmatch(schema_to_regex({**schema, "maxItems": 1}, mode="specification"), "[1]")
 
 
 # ----------------------------------------------------------------------------- recursion
@@ -1478,9 +1505,9 @@ def test_recursion_is_unrolled_to_the_limit(depth: int) -> None:
     nested: dict[str, Any] = {"value": 0}
     for _ in range(depth):
         nested = {"value": 0, "children": [nested]}
-    assert re.fullmatch(regex, dumps(nested))
+    assert fullmatch(regex, dumps(nested))
     deeper = {"value": 0, "children": [nested]}
-    assert not re.fullmatch(regex, dumps(deeper))
+    assert not fullmatch(regex, dumps(deeper))
 
 
 def test_recursion_that_cannot_stop_is_refused() -> None:
@@ -1692,7 +1719,7 @@ def test_int_range_exact(lo: int | None, hi: int | None) -> None:
             }
     for value in sorted(probe) + list(range(-300, 300)):
         inside = (lo is None or value >= lo) and (hi is None or value <= hi)
-        assert bool(re.fullmatch(regex, str(value))) is inside, value
+        assert bool(fullmatch(regex, str(value))) is inside, value
 
 
 @given(st.integers(-(10**6), 10**6), st.integers(0, 10**5), st.integers(-(10**7), 10**7))
@@ -1702,8 +1729,8 @@ def test_int_range_property(lo: int, width: int, probe: int) -> None:
     regex = _int_range(lo, hi)
     assert regex is not None
     for value in (probe, lo, hi, lo - 1, hi + 1, (lo + hi) // 2):
-        assert bool(re.fullmatch(regex, str(value))) is (lo <= value <= hi)
-    assert not re.fullmatch(regex, "-0") and not re.fullmatch(regex, "007")
+        assert bool(fullmatch(regex, str(value))) is (lo <= value <= hi)
+    assert not fullmatch(regex, "-0") and not fullmatch(regex, "007")
 
 
 @given(
@@ -1723,7 +1750,7 @@ def test_number_range_property(lo: Any, hi: Any, probe: Any) -> None:
         if text.startswith("-0") and value == 0:
             continue
         inside = (lo is None or value >= lo) and (hi is None or value <= hi)
-        assert bool(re.fullmatch(regex, text)) is inside, (text, lo, hi)
+        assert bool(fullmatch(regex, text)) is inside, (text, lo, hi)
 
 
 @given(st.floats(-1e6, 1e6, allow_nan=False), st.booleans(), st.booleans())
@@ -1743,20 +1770,20 @@ def test_float_bounds_are_exact_after_parsing(bound: float, lower: bool, strict:
     # the bound itself, written as Python writes it, is in or out as it should be
     text = format(decimal.Decimal(repr(bound)), "f")
     if not text.startswith("-0") and len(text.partition(".")[2]) <= 15:
-        assert bool(re.fullmatch(regex, text)) is (not strict), (text, schema)
+        assert bool(fullmatch(regex, text)) is (not strict), (text, schema)
 
 
 def test_escape_literal() -> None:
     text = 'a.b*c+d?e(f)g[h]i{j}k|l^m$n\\o"p\x00\x1f\x7fé😀'
-    assert re.fullmatch(escape_literal(text), text)
+    assert fullmatch(escape_literal(text), text)
     assert_parses(escape_literal(text))
 
 
 def test_public_constants_match_json() -> None:
-    assert re.fullmatch(INTEGER, "-12") and not re.fullmatch(INTEGER, "012")
-    assert re.fullmatch(NUMBER, "-1.5e+10") and not re.fullmatch(NUMBER, "1.")
-    assert not re.fullmatch(NUMBER, "1e400") and not re.fullmatch(NUMBER, "1" * 400 + ".5")
-    assert re.fullmatch(STRING, '"a\\"b\\u00e9"') and not re.fullmatch(STRING, '"\\ud800"')
+    assert fullmatch(INTEGER, "-12") and not fullmatch(INTEGER, "012")
+    assert fullmatch(NUMBER, "-1.5e+10") and not fullmatch(NUMBER, "1.")
+    assert not fullmatch(NUMBER, "1e400") and not fullmatch(NUMBER, "1" * 400 + ".5")
+    assert fullmatch(STRING, '"a\\"b\\u00e9"') and not fullmatch(STRING, '"\\ud800"')
 
 
 # ----------------------------------------------------------------------------- sizes
@@ -1794,10 +1821,10 @@ def test_optional_properties_stay_small(count: int) -> None:
     rng = random.Random(count)
     for _ in range(30):
         chosen = {k: rng.randint(-5, 5) for k in keys if rng.random() < 0.4}
-        assert re.fullmatch(regex, dumps(chosen))
+        assert fullmatch(regex, dumps(chosen))
         if len(chosen) > 1:
             swapped = dict(reversed(list(chosen.items())))
-            assert not re.fullmatch(regex, dumps(swapped))
+            assert not fullmatch(regex, dumps(swapped))
 
 
 # ----------------------------------------------------------------------------- maskbench
@@ -1853,7 +1880,7 @@ def test_maskbench_sample(path: Path) -> None:
     order = _property_order(data["schema"])
     for test in data["tests"]:
         text = dumps(_reorder(test["data"], order))
-        matched = re.fullmatch(regex, text) is not None
+        matched = fullmatch(regex, text) is not None
         if not test["valid"]:
             assert not matched, f"invalid instance matches: {text[:200]}"
 

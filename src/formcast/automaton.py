@@ -347,6 +347,9 @@ class _Block(NamedTuple):
         return max(0, max(self.low, 1) - 1 - j)
 
 
+_CALL_COPY_LIMIT = 64
+"""Definitions with at most this many (all concrete) states are copied concretely per call."""
+
 _MEMO_MIN_GROUP = 40
 """Groups at least this many characters long are parsed once per distinct text."""
 
@@ -380,6 +383,10 @@ class _Builder:
         # bsrc end, esrc end)) of the first instance of each long group with that start;
         # repeats are copied instead of parsed again.
         self.group_memo: dict[str, list[tuple[str, bool, _MemoEntry]]] = {}
+        # name -> (fragment, concrete state end, virtual state end, byte-edge end,
+        # epsilon-edge end) of each definition
+        self.definitions: dict[str, tuple[Fragment, int, int, int, int]] = {}
+        self.define_level = -1  # stack depth inside (?(DEFINE)...), -1 outside it
 
     def fail(self, reason: str, position: int | None) -> NoReturn:
         _refuse(self.pattern, reason, position)
@@ -750,6 +757,8 @@ class _Builder:
         class_cache = self.class_cache
         while pos < size:
             char = p[pos]
+            if self.define_level == len(stack) and char != ")" and not p.startswith("(?P<", pos):
+                self.fail("(?(DEFINE)...) may hold only named groups (?P<name>...)", pos)
             if char == "\\" and pos + 1 < size and p[pos + 1] in _ASCII_ALNUM:
                 shorthand, code, pos = self.escape(pos, in_class=False)
                 items.append(
@@ -825,6 +834,21 @@ class _Builder:
                 quantifiable = False
                 pos += 1
                 continue
+            if char == "(" and p.startswith("(?&", pos):
+                close = p.find(")", pos, size)
+                if close < 0:
+                    self.fail("missing ), unterminated subroutine call", pos)
+                items.append(self.call(p[pos + 3 : close], pos))
+                quantifiable = True
+                pos = close + 1
+                continue
+            if char == "(" and p.startswith("(?(DEFINE)", pos):
+                if stack or items or branches or self.definitions:
+                    self.fail("(?(DEFINE)...) must open the pattern", pos)
+                stack.append((items, branches, pos, dotall))
+                self.define_level = len(stack)
+                pos += len("(?(DEFINE)")
+                continue
             if char == "(":
                 reused = self.reuse_group(pos, dotall)
                 if reused is not None:
@@ -850,9 +874,18 @@ class _Builder:
             if char == ")":
                 if not stack:
                     self.fail("unbalanced parenthesis", pos)
+                if len(stack) == self.define_level:  # the end of the definitions
+                    items, branches, open_pos, dotall = stack.pop()
+                    self.define_level = -1
+                    pos += 1
+                    continue
                 branches.append(self.sequence(items))
                 group = self.alternation(branches)
                 items, branches, open_pos, dotall = stack.pop()
+                if len(stack) == self.define_level:
+                    self.define(open_pos, group)
+                    pos += 1
+                    continue
                 self.remember_group(open_pos, pos, dotall, group)
                 items.append(group)
                 quantifiable = True
@@ -867,6 +900,49 @@ class _Builder:
             self.fail("missing ), unterminated subpattern", stack[-1][2])
         branches.append(self.sequence(items))
         return self.alternation(branches)
+
+    def define(self, open_pos: int, group: Fragment) -> None:
+        """Record the just-closed definition ``(?P<name>...)`` inside ``(?(DEFINE)...)``.
+
+        Its states stay in the NFA, linked to nothing: they are the template that every
+        call copies (see :meth:`call`)."""
+        name = self.pattern[open_pos + 4 : self.pattern.index(">", open_pos)]
+        self.definitions[name] = (group, self.n, self.vn, len(self.bsrc), len(self.esrc))
+
+    def call(self, name: str, pos: int) -> Fragment:
+        """The subroutine call ``(?&name)``: a copy of the definition ``name``.
+
+        Small all-concrete definitions are copied concretely; others become a virtual
+        block of one copy, O(1) here whatever their size, so a definition nesting calls
+        to others (JSON values nesting values) costs its own text once, not the size of
+        its expansion."""
+        entry = self.definitions.get(name)
+        if entry is None:
+            self.fail(f"unknown subroutine {name!r}: (?&name) must follow its definition", pos)
+        (start, end, s0, b0, e0, v0), n_end, vn_end, b_end, e_end = entry
+        if start < 0:
+            s = self.fresh()
+            return self._empty(s, len(self.bsrc), len(self.esrc), self.vn)
+        size_c = n_end - s0
+        size_v = vn_end - v0
+        if size_v == 0 and size_c <= _CALL_COPY_LIMIT and self.n + size_c <= _CONCRETE_BUDGET:
+            new_s0, new_b0, new_e0 = self.n, len(self.bsrc), len(self.esrc)
+            (shift,) = self.copy_range(s0, n_end, b0, b_end, e0, e_end, 1)
+            return (start + shift, end + shift, new_s0, new_b0, new_e0, self.vn)
+        block = _Block(self.vn, size_c + size_v, 1, s0, size_c, v0, start, end, 1, True, -1)
+        first_virtual = self.vn
+        self.vn += block.span
+        if self.vn >= _VIRTUAL_LIMIT:
+            self.fail(f"the subroutine {name!r} makes the automaton too large", pos)
+        self.blocks.append(block)
+        return (
+            block.copy_of(0, start),
+            block.copy_of(0, end),
+            self.n,
+            len(self.bsrc),
+            len(self.esrc),
+            first_virtual,
+        )
 
     def remember_group(self, open_pos: int, close_pos: int, dotall: bool, group: Fragment) -> None:
         """Keep a just-closed long group for :meth:`reuse_group` (all-concrete groups with
@@ -1115,16 +1191,7 @@ class LazyAutomaton:
             important[self._final] = True
         self._important: list[bool] = important.tolist()
         self._block_bases = [block.base for block in self._blocks]
-        # children of each block (blocks made inside its template) and of the top scope
-        self._children: list[list[int]] = [[] for _ in self._blocks]
-        parent = [-1] * len(self._blocks)
-        for index, block in enumerate(self._blocks):
-            low = bisect_left(self._block_bases, block.v0)
-            for inner in range(low, index):  # created inside this block's template
-                if parent[inner] < 0:
-                    parent[inner] = index
-                    self._children[index].append(inner)
-        self._top_children = [i for i, p in enumerate(parent) if p < 0]
+        self._children, self._top_children = self._block_children()
         self._closures: dict[int, frozenset[int]] = {}
         self._moves: dict[int, list[tuple[int, frozenset[int]]]] = {}
         self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
@@ -1132,6 +1199,42 @@ class LazyAutomaton:
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
         self._distances: dict[bytes | None, dict[int, _ScopeDistances]] = {}
         self._lock = threading.Lock()
+
+    def _block_children(self) -> tuple[list[list[int]], list[int]]:
+        """The blocks directly inside each block's template, and those of the top scope.
+
+        A block's template holds the virtual ids ``[v0, v0 + span - size_c)``; the blocks
+        whose ids start there are inside it, and its direct children are those not inside
+        the template of another one of them. Calls to one definition share a template,
+        hence their children."""
+        blocks, bases = self._blocks, self._block_bases
+
+        def direct(lo: int, hi: int) -> list[int]:
+            inside = range(bisect_left(bases, lo), bisect_left(bases, hi))
+            spans = sorted(
+                (blocks[i].v0, blocks[i].v0 + blocks[i].span - blocks[i].size_c)
+                for i in inside
+                if blocks[i].span > blocks[i].size_c
+            )
+            starts = [a for a, _ in spans]
+            reach: list[int] = []  # reach[k]: the furthest end among spans[:k + 1]
+            for _, b in spans:
+                reach.append(max(b, reach[-1]) if reach else b)
+            out = []
+            for i in inside:
+                k = bisect_right(starts, bases[i]) - 1
+                if k < 0 or reach[k] <= bases[i]:
+                    out.append(i)
+            return out
+
+        by_template: dict[tuple[int, int], list[int]] = {}
+        children = []
+        for block in blocks:
+            key = (block.v0, block.v0 + block.span - block.size_c)
+            if key not in by_template:
+                by_template[key] = direct(*key)
+            children.append(by_template[key])
+        return children, direct(_VIRTUAL_BASE, _VIRTUAL_LIMIT)
 
     def __getstate__(self) -> dict[str, Any]:
         count = len(self._sets)
@@ -1494,14 +1597,19 @@ class LazyAutomaton:
             counts = np.concatenate(([0], np.cumsum(usable, dtype=np.int32)))
             byte_ok = counts[self._bhi + 1] - counts[self._blo] > 0
         tables: dict[int, _ScopeDistances] = {}
+        by_template: dict[tuple[int, int, int, int, int], _ScopeDistances] = {}
         for index, block in enumerate(self._blocks):
+            template = (block.s0, block.size_c, block.v0, block.x_start, block.x_end)  # calls share
+            if template in by_template:
+                tables[index] = by_template[template]
+                continue
             table = self._scope_search(
                 tables, byte_ok, block.s0, block.s0 + block.size_c, self._children[index],
                 block.x_end,
             )  # fmt: skip
             tables[index] = table  # length is read through the table itself:
             length = self._distance_in(tables, index, block.x_start)
-            tables[index] = table._replace(length=length)
+            tables[index] = by_template[template] = table._replace(length=length)
         tables[-1] = self._scope_search(
             tables, byte_ok, 0, self._nfa_states, self._top_children, self._final
         )

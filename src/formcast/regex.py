@@ -145,17 +145,18 @@ from formcast.schema import (
 )
 
 __all__ = [
-    "ANY_VALUE_BUDGET",
     "ANY_VALUE_DEPTH",
     "BOOLEAN",
     "INTEGER",
     "MAX_REGEX_LENGTH",
     "NULL",
     "NUMBER",
+    "SHARE_MIN_LENGTH",
     "STRING",
     "STRING_CHAR",
     "WHITESPACE_DEFAULT",
     "escape_literal",
+    "inline_definitions",
     "schema_to_regex",
 ]
 
@@ -169,25 +170,23 @@ Recursive schemas that would exceed it are unrolled fewer times (with a warning)
 schemas that exceed it are refused with :class:`UnsupportedSchemaError`.
 """
 
-ANY_VALUE_DEPTH = 2
-"""Most nesting depth of arrays/objects accepted for an unconstrained value (``true``, ``{}``).
+ANY_VALUE_DEPTH = 12
+"""Most nesting depth of arrays/objects accepted for an unconstrained value (``true``, ``{}``)
+in ``specification`` mode.
 
 Depth 1 allows ``[1,"a"]`` and ``{"k":null}`` but not ``{"k":[1]}``; depth 2 allows
-``{"k":[1]}`` but not ``{"k":[{"j":1}]}``. ``generation`` mode always uses depth 1. In
-``specification`` mode, extra properties that a schema merely tolerates (no
-``additionalProperties``) get one level less; each level multiplies the regex of such a
-value by about four, so the depth is lowered (down to 1, and 0 for tolerated extras)
-while the whole regex would exceed :data:`ANY_VALUE_BUDGET`. Two levels keep the median
-maskbench compile near 15 ms; four levels passed one or two more schemas in a hundred
-but doubled the median compile.
+``{"k":[1]}`` but not ``{"k":[{"j":1}]}``. Each level is one definition calling the
+level below (see "Definitions" in the module docstring), so the regex grows by a few
+hundred characters per level, not fourfold. ``generation`` mode uses depth 1.
 """
 
-ANY_VALUE_BUDGET = 150_000
-"""Longest regex (characters) for which unconstrained values nest deeper than one level.
+SHARE_MIN_LENGTH = 400
+"""Sub-schema regexes at least this long become definitions called by ``(?&name)``."""
 
-Compiling the automaton costs ~1-8 us per character (idle to busy 2-core machine), so this
-keeps the deeper values under ~0.2-1.2 s; longer regexes use depth 1 (and scalars for
-tolerated extras)."""
+_SHARE_REPEATED_MIN_LENGTH = 100  # the same, for regexes written several times
+# Calls are virtual copies whose state ids number the whole expansion (see automaton.py);
+# past this inlined length, recursion is unrolled fewer times.
+_MAX_EXPANDED_LENGTH = 2**56
 
 # ----------------------------------------------------------------------------- regex text
 
@@ -202,6 +201,71 @@ def _lit_char(char: str) -> str:
     if char in _META:
         return "\\" + char
     return char
+
+
+# one token of our regex text: an escape, a class, a call (group 1: its name), a group
+# (group 2: the name of a named one), a closing parenthesis, or a run of anything else
+_TOKEN = re.compile(
+    r"\\.|\[(?:\\.|[^\]\\])*\]|\(\?&(\w+)\)|\((?:\?P<(\w+)>|\?:?)?|\)|[^\\\[()]+",
+    re.DOTALL,
+)
+_DEFINE = "(?(DEFINE)"
+
+
+def _calls(regex: str) -> list[str]:
+    """The names of the definitions ``regex`` calls with ``(?&name)``."""
+    if "(?&" not in regex:
+        return []
+    return [m.group(1) for m in _TOKEN.finditer(regex) if m.group(1)]
+
+
+def _split_definitions(regex: str) -> tuple[dict[str, str], str]:
+    """``({name: body}, main)`` of a regex that may open with ``(?(DEFINE)...)``."""
+    if not regex.startswith(_DEFINE):
+        return {}, regex
+    bodies: dict[str, str] = {}
+    depth = 0
+    name, start = "", 0
+    for match in _TOKEN.finditer(regex, len(_DEFINE)):
+        token = match.group()
+        if token == ")":
+            depth -= 1
+            if depth == 0:
+                bodies[name] = regex[start : match.start()]
+            elif depth < 0:
+                return bodies, regex[match.end() :]
+        elif token.startswith("(") and match.group(1) is None:
+            if depth == 0:
+                name, start = match.group(2), match.end()
+            depth += 1
+    raise ValueError("unterminated (?(DEFINE)...)")
+
+
+def inline_definitions(regex: str, max_length: int = MAX_REGEX_LENGTH) -> str:
+    """``regex`` with every ``(?&name)`` call replaced by its definition, and the leading
+    ``(?(DEFINE)...)`` dropped: a plain regex for ``re`` and other engines.
+
+    Raises ValueError when the result would exceed ``max_length`` characters (each level of
+    an unconstrained value multiplies the inlined text by about four).
+    """
+    bodies, main = _split_definitions(regex)
+    inlined: dict[str, str] = {}
+
+    def expand(text: str) -> str:
+        if "(?&" not in text:
+            return text
+        pieces = []
+        for match in _TOKEN.finditer(text):
+            name = match.group(1)
+            pieces.append(f"(?:{inlined[name]})" if name else match.group())
+        out = "".join(pieces)
+        if len(out) > max_length:
+            raise ValueError(f"the inlined regex would exceed {max_length} characters")
+        return out
+
+    for name, body in bodies.items():  # a body calls earlier definitions only
+        inlined[name] = expand(body)
+    return expand(main)
 
 
 def escape_literal(text: str) -> str:
@@ -1787,13 +1851,16 @@ class _Translator:
         whitespace: int,
         max_depth: int,
         any_depth: int = 1,
-        limit: int = MAX_REGEX_LENGTH,
     ) -> None:
-        """``any_depth``: nesting of unconstrained values (tolerated extras get one less);
-        ``limit``: longest partial regex before :class:`_TooLarge` is raised."""
+        """``any_depth``: nesting of unconstrained values."""
         self.root = root
         self.any_depth = any_depth
-        self.limit = limit
+        # definitions: body -> name, in the order made (a body calls earlier ones only)
+        self.definitions: dict[str, str] = {}
+        self.defined_length = 0
+        self.sharing = True
+        self._translated: dict[Any, tuple[bool, str, list[_Part]]] = {}
+        self.expanded: dict[str, int] = {}  # definition name -> length with calls inlined
         self.mode = mode
         self.max_depth = max_depth
         self.refs = References(root)
@@ -1854,23 +1921,67 @@ class _Translator:
                 return False
         return True
 
-    @property
-    def uses_any_value(self) -> bool:
-        """Whether the regex built so far holds an unconstrained value."""
-        return bool(self._any)
-
     def any_value(self, depth: int) -> str:
-        """Any JSON value nesting at most ``depth`` arrays/objects."""
+        """Any JSON value nesting at most ``depth`` arrays/objects (a call to a definition
+        per level, each calling the level below)."""
         if depth not in self._any:
-            scalars = [STRING, NUMBER, "true", "false", NULL]
-            if depth > 0:
-                inner = self.any_value(depth - 1)
-                array = rf"\[{self.ws}(?:{inner}(?:{self.sep}{inner})*{self.ws})?\]"
-                member = f"{STRING}{self.colon}{inner}"
-                obj = rf"\{{{self.ws}(?:{member}(?:{self.sep}{member})*{self.ws})?\}}"
-                scalars += [array, obj]
-            self._any[depth] = _alt(scalars) or ""
+            deep = self.any_depth > 1
+            scalar = _alt([STRING, NUMBER, "true", "false", NULL]) or ""
+            if depth == 0:
+                self._any[0] = self.share(scalar, force=deep)
+                return self._any[0]
+            inner = self.any_value(depth - 1)
+            array = rf"\[{self.ws}(?:{inner}(?:{self.sep}{inner})*{self.ws})?\]"
+            member = f"{self.share(STRING, force=deep)}{self.colon}{inner}"
+            obj = rf"\{{{self.ws}(?:{member}(?:{self.sep}{member})*{self.ws})?\}}"
+            alternatives = [self.share(scalar, force=deep), array, obj]
+            self._any[depth] = self.share(_alt(alternatives) or "", force=deep)
         return self._any[depth]
+
+    def share(
+        self,
+        regex: str,
+        force: bool = False,
+        min_length: int = SHARE_MIN_LENGTH,
+        where: tuple[str, str] = ("$ref", ""),
+    ) -> str:
+        """``(?&name)`` calling a definition of ``regex`` (made once per distinct text),
+        for regexes of at least ``min_length`` characters (any, with ``force``);
+        ``regex`` itself while sharing is off (regexes that ``re`` must read).
+
+        Raises _TooLarge, blaming ``where`` (keyword, pointer), when the definition's
+        inlined length would pass :data:`_MAX_EXPANDED_LENGTH`."""
+        if not self.sharing or (len(regex) < min_length and not force):
+            return regex
+        name = self.definitions.get(regex)
+        if name is None:
+            expanded = len(regex) + sum(self.expanded[c] for c in _calls(regex))
+            if expanded > _MAX_EXPANDED_LENGTH:
+                raise _TooLarge(
+                    *where,
+                    f"the regex would expand to more than {_MAX_EXPANDED_LENGTH:.2e} characters",
+                )
+            name = self.definitions[regex] = f"d{len(self.definitions)}"
+            self.expanded[name] = expanded
+            self.defined_length += len(regex)
+        return f"(?&{name})"
+
+    def with_definitions(self, main: str) -> str:
+        """``main`` preceded by the definitions it calls, directly or through others."""
+        bodies = {name: body for body, name in self.definitions.items()}
+        used: set[str] = set()
+        pending = _calls(main)
+        while pending:
+            name = pending.pop()
+            if name not in used and name in bodies:
+                used.add(name)
+                pending.extend(_calls(bodies[name]))
+        if not used:
+            return main
+        defined = "".join(
+            f"(?P<{name}>{body})" for body, name in self.definitions.items() if name in used
+        )
+        return f"(?(DEFINE){defined}){main}"
 
     def literal(self, value: Any) -> str:
         return escape_literal(_dumps(value))
@@ -1903,18 +2014,33 @@ class _Translator:
                 final=True,
             )
         result = self._gen(parts, refs)
-        if isinstance(result, str) and len(result) > self.limit:
-            raise _TooLarge(
-                _main_keyword(parts),
-                parts[0].pointer if parts else "",
-                f"the regex would exceed MAX_REGEX_LENGTH={self.limit} characters",
-            )
+        if isinstance(result, str):
+            if len(result) + self.defined_length > MAX_REGEX_LENGTH:
+                raise _TooLarge(
+                    _main_keyword(parts),
+                    parts[0].pointer if parts else "",
+                    f"the regex would exceed MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+                )
+            where = (_main_keyword(parts), parts[0].pointer if parts else "")
+            return self.share(result, where=where)
         return result
 
     def _gen(self, parts: list[_Part], refs: tuple[str, ...]) -> _Result:
         flat, refs, never = self.flatten(parts, refs)
         if never is not None:
             return never
+        # A definition reached through many $refs is translated once per recursion
+        # context. The key holds schema ids: the entry keeps those schemas alive.
+        key = (tuple((id(p.schema), p.synthetic) for p in flat), refs, self.plain_strings)
+        known = self._translated.get(key)
+        if known is not None and known[0] == self.sharing:
+            return known[1]
+        result = self._gen_flat(flat, refs)
+        if isinstance(result, str):
+            self._translated[key] = (self.sharing, result, flat)
+        return result
+
+    def _gen_flat(self, flat: list[_Part], refs: tuple[str, ...]) -> _Result:
         rewritten = self.rewrite(flat)
         if rewritten is not None:
             return self.gen(rewritten, refs)
@@ -2939,9 +3065,17 @@ class _Translator:
                 if is_required:
                     return value
                 continue
+            if not is_required:  # optional members are written O(log k) times each
+                value = self.share(
+                    value, min_length=_SHARE_REPEATED_MIN_LENGTH, where=("properties", pointer)
+                )
             members.append((_key_regex(name) + self.colon + value, is_required))
 
         extras = self.extras(flat, names, name_parts, refs)
+        if extras is not None:
+            extras = self.share(  # written twice below
+                extras, min_length=_SHARE_REPEATED_MIN_LENGTH, where=("properties", pointer)
+            )
         n_required = sum(1 for _, r in members if r)
         n_optional = len(members) - n_required
         extra_limit: int | None = None
@@ -3027,7 +3161,7 @@ class _Translator:
         if self.mode == "generation" and not explicit:
             free_allowed = False
         if free_allowed:
-            value = self.gen(explicit, refs) if explicit else self.any_value(self.any_depth - 1)
+            value = self.gen(explicit, refs) if explicit else self.any_value(self.any_depth)
             if not isinstance(value, _Never):
                 key = self.free_key(names, name_parts, refs)
                 if key is not None:
@@ -3062,14 +3196,14 @@ class _Translator:
                 if isinstance(v, str) and v not in names and self.valid(v, flat)
             ]
             return _alt(self.literal(v) for v in allowed)
-        saved = self.plain_strings
-        self.plain_strings = True
+        saved = self.plain_strings, self.sharing
+        self.plain_strings, self.sharing = True, False  # the key is matched with re below
         try:
             key = self.gen(
                 [*name_parts, _Part({"type": "string"}, name_parts[0].pointer, True)], refs
             )
         finally:
-            self.plain_strings = saved
+            self.plain_strings, self.sharing = saved
         if isinstance(key, _Never):
             return None
         for name in names:
@@ -3181,27 +3315,6 @@ def _quote_pointer(pointer: str) -> str:
     return quote(pointer, safe="/~")
 
 
-def _deep_any_values(root: Any, spaces: int, depth: int) -> str | None:
-    """The ``specification``-mode regex with unconstrained values nesting deeper than one
-    level, when it fits (``generation`` mode keeps depth 1: Pydantic models rarely need
-    more, and the automaton stays small).
-
-    Tries ``any_depth`` from :data:`ANY_VALUE_DEPTH` down to 2 with the full recursion
-    depth, each attempt aborted as soon as a partial regex exceeds
-    :data:`ANY_VALUE_BUDGET` (so a failed attempt costs ~0.1 s); ``None`` when none fits
-    (the caller keeps depth 1). Called only once the depth-1 regex fits the budget.
-    """
-    for any_depth in range(ANY_VALUE_DEPTH, 1, -1):
-        translator = _Translator(root, "specification", spaces, depth, any_depth, ANY_VALUE_BUDGET)
-        try:
-            result = translator.gen([_Part(root, "")], ("",))
-        except (_TooLarge, UnsupportedSchemaError):
-            continue
-        if isinstance(result, str) and len(result) <= ANY_VALUE_BUDGET:
-            return result
-    return None
-
-
 def schema_to_regex(
     schema: Mapping[str, Any] | bool | str | type[pydantic.BaseModel],
     *,
@@ -3260,7 +3373,8 @@ def schema_to_regex(
     result: _Result = ""
     try:
         while True:
-            translator = _Translator(root, mode, spaces, depth)
+            any_depth = ANY_VALUE_DEPTH if mode == "specification" else 1
+            translator = _Translator(root, mode, spaces, depth, any_depth)
             try:
                 result = translator.gen([_Part(root, "")], ("",))
                 break
@@ -3269,14 +3383,6 @@ def schema_to_regex(
                     depth -= 1
                     continue
                 raise UnsupportedSchemaError(error.keyword, error.pointer, error.reason) from None
-        if (
-            mode == "specification"
-            and depth == max_recursion_depth
-            and translator.uses_any_value
-            and isinstance(result, str)
-            and len(result) < ANY_VALUE_BUDGET
-        ):
-            result = _deep_any_values(root, spaces, depth) or result
     except RecursionError:
         raise UnsupportedSchemaError("$ref", "", "the schema nests too deeply") from None
     finally:
@@ -3291,4 +3397,4 @@ def schema_to_regex(
         )
     if isinstance(result, _Never):
         raise UnsupportedSchemaError(result.keyword, result.pointer, result.reason)
-    return result
+    return translator.with_definitions(result)
