@@ -300,16 +300,22 @@ class WorkerPool:
         self._connection: Connection | None = None
 
     def _start(self) -> Connection:
-        context = mp.get_context("spawn")
-        parent, child = context.Pipe()
-        self._process = context.Process(
-            target=_worker, args=(child, self.memory_mb, self.engine), daemon=True
-        )
-        self._process.start()
-        if not parent.poll(300) or parent.recv() != "ready":
-            raise RuntimeError("the maskbench worker did not start")
-        self._connection = parent
-        return parent
+        """A fresh worker; tries three times (a busy machine can stall one start)."""
+        for _ in range(3):
+            context = mp.get_context("spawn")
+            parent, child = context.Pipe()
+            self._process = context.Process(
+                target=_worker, args=(child, self.memory_mb, self.engine), daemon=True
+            )
+            self._process.start()
+            try:
+                if parent.poll(300) and parent.recv() == "ready":
+                    self._connection = parent
+                    return parent
+            except (EOFError, ConnectionError):
+                pass
+            self._stop()
+        raise RuntimeError("the maskbench worker did not start in three tries of 300 s")
 
     def _stop(self) -> None:
         if self._process is not None:

@@ -1365,7 +1365,7 @@ def test_unconstrained_values_nest_to_the_depth_limit_in_large_schemas() -> None
     members stays small and every member nests ANY_VALUE_DEPTH levels, extras too."""
     members = {f"p{i}": {"type": "object"} for i in range(40)}
     regex = schema_to_regex({"type": "object", "properties": members}, mode="specification")
-    assert len(regex) < 20_000
+    assert len(regex) < 100_000
     automaton = LazyAutomaton(regex)
 
     def nested(depth: int) -> Any:
@@ -1378,6 +1378,32 @@ def test_unconstrained_values_nest_to_the_depth_limit_in_large_schemas() -> None
     assert not automaton.matches(dumps({"extra": nested(ANY_VALUE_DEPTH + 1)}).encode())
     # generation mode keeps depth 1, and plain regex syntax
     assert fullmatch(schema_to_regex(True), '{"a":[1]}') is None
+
+
+def test_repeated_sub_schemas_become_definitions_when_the_plain_regex_is_too_large() -> None:
+    """Ten nested arrays write their item regex 2**10 times when inlined (~2.5 million
+    characters, past MAX_REGEX_LENGTH); as definitions each level is written once."""
+    item = {
+        "type": "object",
+        "properties": {f"field{i}": {"type": "string", "maxLength": 8} for i in range(12)},
+        "required": ["field0"],
+        "additionalProperties": False,
+    }
+    schema: dict[str, Any] = {"$ref": "#/$defs/item", "$defs": {"item": item}}
+    for _ in range(10):
+        schema = {"type": "array", "items": schema, "$defs": {"item": item}}
+    regex = schema_to_regex(schema, mode="specification")
+    assert regex.startswith("(?(DEFINE)") and len(regex) < 100_000
+    with pytest.raises(ValueError, match="inlined regex would exceed"):
+        inline_definitions(regex)
+    automaton = LazyAutomaton(regex)
+    leaf = {"field0": "a", "field3": "abcdefgh"}
+    value: Any = [leaf, {"field0": ""}]
+    for _ in range(9):
+        value = [value, []]
+    assert automaton.matches(dumps(value).encode())
+    assert not automaton.matches(dumps(value).replace("abcdefgh", "abcdefghi").encode())
+    assert not automaton.matches(dumps([value]).encode())  # eleven levels
 
 
 def test_specification_mode_extra_keys_exclude_declared_names() -> None:

@@ -50,7 +50,13 @@ character but ``\\n``; any character under ``(?s)``), classes with ranges, negat
 escapes, groups ``( )``, ``(?: )``, ``(?P<name> )``, comments ``(?#...)``, alternation
 (empty branches included), greedy and lazy quantifiers ``? * + {m} {m,} {m,n} {,n}``,
 the flags ``a m s`` (global at the start, or scoped ``(?s:...)``), ``^`` at the very
-start and ``$`` at the very end (no-ops under full match). Refused with
+start and ``$`` at the very end (no-ops under full match). Also PCRE's definitions and
+subroutine calls, which Python's ``re`` lacks: the pattern may open with
+``(?(DEFINE)(?P<name>...)...)``, whose named groups match nothing there, and
+``(?&name)`` anywhere after a definition matches what its body matches (bodies call
+only earlier definitions: no recursion). A call to a definition of more than
+:data:`_CALL_COPY_LIMIT` states is a virtual block of one copy (below), so nested calls
+cost their text once, however large their expansion. Refused with
 :class:`~formcast.errors.SchemaError` (message "expected a regular expression formcast
 can compile, found <pattern>: <reason> at position N"): lookarounds, backreferences,
 ``\\b \\B \\A \\Z``, anchors elsewhere, the flags ``i x u L``, possessive quantifiers,
@@ -1195,7 +1201,9 @@ class LazyAutomaton:
         self._closures: dict[int, frozenset[int]] = {}
         self._moves: dict[int, list[tuple[int, frozenset[int]]]] = {}
         self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
-        self._relative: dict[tuple[int, int], _Relative] = {}
+        # (template's first concrete and virtual states, span, end; template state) -> its
+        # edges: keyed by the template, not the block, so calls to one definition share them
+        self._relative: dict[tuple[int, int, int, int, int], _Relative] = {}
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
         self._distances: dict[bytes | None, dict[int, _ScopeDistances]] = {}
         self._lock = threading.Lock()
@@ -1296,7 +1304,8 @@ class LazyAutomaton:
         while True:
             index = bisect_right(self._block_bases, current) - 1
             j, template = self._blocks[index].locate(current)
-            rel = relative.get((index, template))
+            block = self._blocks[index]
+            rel = relative.get((block.s0, block.v0, block.span, block.x_end, template))
             chain.append((current, index, j, template, rel))
             if rel is not None:
                 break
@@ -1319,7 +1328,7 @@ class LazyAutomaton:
             block = self._blocks[index]
             if rel is None:
                 rel = _relative_edges(block, template, byte_edges, eps_targets)
-                relative[(index, template)] = rel
+                relative[(block.s0, block.v0, block.span, block.x_end, template)] = rel
             offset = block.base + j * block.span
             byte_edges = [(lo, hi, offset + r) for lo, hi, r in rel[0]]
             eps_targets = [offset + r for r in rel[1]]
@@ -1597,9 +1606,9 @@ class LazyAutomaton:
             counts = np.concatenate(([0], np.cumsum(usable, dtype=np.int32)))
             byte_ok = counts[self._bhi + 1] - counts[self._blo] > 0
         tables: dict[int, _ScopeDistances] = {}
-        by_template: dict[tuple[int, int, int, int, int], _ScopeDistances] = {}
+        by_template: dict[tuple[int, ...], _ScopeDistances] = {}  # calls share a definition's
         for index, block in enumerate(self._blocks):
-            template = (block.s0, block.size_c, block.v0, block.x_start, block.x_end)  # calls share
+            template = (block.s0, block.size_c, block.v0, block.span, block.x_start, block.x_end)
             if template in by_template:
                 tables[index] = by_template[template]
                 continue

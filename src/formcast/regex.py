@@ -16,7 +16,11 @@ Contract
 * **Dialect.** Literal characters escaped with ``\\``, ASCII controls as ``\\xNN``,
   character classes with ranges, ``(?:...)``, ``|``, ``? * + {m} {m,} {m,n}``. Never
   ``\\d \\w \\s \\uXXXX``, lookarounds or backreferences; non-ASCII characters appear
-  literally. The output parses with ``interegular.parse_pattern`` and Python's ``re``.
+  literally. Plus **definitions**: the regex may open with ``(?(DEFINE)(?P<d0>...)
+  (?P<d1>...)...)`` and call them with ``(?&d0)`` (PCRE's syntax; a body calls only
+  earlier definitions, so nothing recurses). :func:`inline_definitions` turns such a
+  regex into one that ``interegular.parse_pattern`` and Python's ``re`` read, as every
+  regex without definitions already is.
 
 Keywords
 --------
@@ -58,10 +62,9 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   ``pattern``-constrained strings and extra keys each character has exactly one spelling.
 * Extra property names escape only what JSON requires (``\\"``, ``\\\\``, controls), and
   not at all when a declared name holds such a character; unconstrained values (schema
-  ``true`` / ``{}``) nest at most :data:`ANY_VALUE_DEPTH` levels, and extra properties that a
-  ``specification``-mode schema merely tolerates (no ``additionalProperties``) one level
-  less; in regexes that would exceed :data:`ANY_VALUE_BUDGET` characters, one level and
-  scalars only.
+  ``true`` / ``{}``, and the extra properties a ``specification``-mode schema tolerates)
+  nest at most :data:`ANY_VALUE_DEPTH` levels in ``specification`` mode and one level in
+  ``generation`` mode.
 * Unbounded numbers are written as ``repr(float)`` writes them and stay finite: at most 16
   integer digits with an optional two-digit exponent, or one integer digit with a
   three-digit exponent up to ``e+307`` (:data:`NUMBER`). Integers
@@ -78,8 +81,9 @@ Restrictions (each keeps the output valid, none loosens a constraint)
 * Recursive ``$ref`` is unrolled ``max_recursion_depth`` times (a definition may be nested
   inside itself that many times); deeper, the reference is dropped where the schema allows
   (optional property, empty array, ``anyOf`` branch) and otherwise ``$ref`` is refused.
-  When the regex would exceed :data:`MAX_REGEX_LENGTH`, recursion is unrolled fewer times
-  (with a warning).
+  When the regex would exceed :data:`MAX_REGEX_LENGTH`, or its definitions inlined would
+  exceed 2**56 characters (the automaton numbers the states of every copy), recursion is
+  unrolled fewer times (with a warning).
 * An ``anyOf`` branch that cannot be enforced is dropped with a warning when another branch
   can be (e.g. the ``Decimal`` string branch of Pydantic before 2.14, whose pattern has a
   lookahead).
@@ -105,15 +109,29 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   with up to five host labels, six path segments of 20 characters and 40-character
   queries and fragments, no percent-escapes.
 
+Definitions
+-----------
+Each level of an unconstrained value (in ``specification`` mode) becomes a definition.
+When the regex would still exceed 200,000 characters, it is built again with every
+sub-schema regex of at least :data:`SHARE_MIN_LENGTH` characters as a definition too
+(100 for optional members and extra properties, which are written several times).
+Each definition is written once however many places use it, and the automaton copies
+it virtually per call (:mod:`formcast.automaton`), so the text and the automaton grow
+with the schema, not with its expansion: ten nested arrays of a ``$ref`` no longer
+write it 2**10 times, and a value nesting 12 levels costs 12 short definitions where
+the inlined regex would be ~4**12 times the scalar's. (Smaller regexes keep their
+sub-schemas inline: the automaton walks plain states faster than called ones.)
+
 Costs
 -----
 Pure string work: milliseconds for Pydantic models, up to a few seconds for the largest
 real-world schemas (the first pattern using ``\\D`` or ``[^\\d]`` builds a Unicode table,
-~0.1 s). The output size is linear in the schema for most keywords; ``k`` optional
-properties cost ``O(k log k)`` copies of the property regexes (the minimal automaton stays
-linear), every array or repeated extra property needs two copies of its item regex,
-``anyOf``/``oneOf`` distribute the sibling keywords into each branch, and unrolled
-recursion multiplies all of this by the depth.
+~0.1 s). A sub-schema reached through many ``$ref`` is translated once per recursion
+context. The output size is linear in the schema for most keywords; ``k`` optional
+properties cost ``O(k log k)`` copies of calls to the property regexes (the minimal
+automaton stays linear), arrays and repeated extra properties write a call to their
+item regex twice, ``anyOf``/``oneOf`` distribute the sibling keywords into each branch,
+and unrolled recursion multiplies all of this by the depth.
 """
 
 from __future__ import annotations
@@ -184,6 +202,10 @@ SHARE_MIN_LENGTH = 400
 """Sub-schema regexes at least this long become definitions called by ``(?&name)``."""
 
 _SHARE_REPEATED_MIN_LENGTH = 100  # the same, for regexes written several times
+# Regexes are first built with definitions only for unconstrained values; past this length
+# they are built again with long sub-schema regexes as definitions too. Calls resolve states
+# slower than plain copies, so sharing waits until the plain regex grows too large.
+_UNSHARED_LIMIT = 200_000
 # Calls are virtual copies whose state ids number the whole expansion (see automaton.py);
 # past this inlined length, recursion is unrolled fewer times.
 _MAX_EXPANDED_LENGTH = 2**56
@@ -1851,10 +1873,15 @@ class _Translator:
         whitespace: int,
         max_depth: int,
         any_depth: int = 1,
+        share_long: bool = True,
     ) -> None:
-        """``any_depth``: nesting of unconstrained values."""
+        """``any_depth``: nesting of unconstrained values; ``share_long``: whether long
+        sub-schema regexes become definitions (without it, regexes past
+        :data:`_UNSHARED_LIMIT` characters raise :class:`_TooLarge`)."""
         self.root = root
         self.any_depth = any_depth
+        self.share_long = share_long
+        self.limit = MAX_REGEX_LENGTH if share_long else _UNSHARED_LIMIT
         # definitions: body -> name, in the order made (a body calls earlier ones only)
         self.definitions: dict[str, str] = {}
         self.defined_length = 0
@@ -1951,7 +1978,7 @@ class _Translator:
 
         Raises _TooLarge, blaming ``where`` (keyword, pointer), when the definition's
         inlined length would pass :data:`_MAX_EXPANDED_LENGTH`."""
-        if not self.sharing or (len(regex) < min_length and not force):
+        if not self.sharing or (not force and (len(regex) < min_length or not self.share_long)):
             return regex
         name = self.definitions.get(regex)
         if name is None:
@@ -2015,7 +2042,7 @@ class _Translator:
             )
         result = self._gen(parts, refs)
         if isinstance(result, str):
-            if len(result) + self.defined_length > MAX_REGEX_LENGTH:
+            if len(result) + self.defined_length > self.limit:
                 raise _TooLarge(
                     _main_keyword(parts),
                     parts[0].pointer if parts else "",
@@ -3372,13 +3399,17 @@ def schema_to_regex(
     depth = max_recursion_depth
     result: _Result = ""
     try:
+        any_depth = ANY_VALUE_DEPTH if mode == "specification" else 1
+        share_long = False  # first try plain sub-schemas: concrete NFA states walk faster
         while True:
-            any_depth = ANY_VALUE_DEPTH if mode == "specification" else 1
-            translator = _Translator(root, mode, spaces, depth, any_depth)
+            translator = _Translator(root, mode, spaces, depth, any_depth, share_long)
             try:
                 result = translator.gen([_Part(root, "")], ("",))
                 break
             except _TooLarge as error:
+                if not share_long and not error.final:
+                    share_long = True
+                    continue
                 if translator.recursive and depth > 0 and not error.final:
                     depth -= 1
                     continue
