@@ -1919,3 +1919,41 @@ def test_exponential_anyof_distribution_is_refused_not_run() -> None:
     assert raised.value.keyword == "anyOf"
     assert raised.value.pointer.startswith("/allOf/")
     assert "sub-schemas" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "low", "high", "alphabet"),
+    [
+        (r"^(?:\S+\s+){0,2}\S+$", 0, 8, "ab \t"),
+        (r"^(\d+\.\d+\.\d+.*)$", 0, 9, "12.-a"),
+        (r"[0-9a-f]+", 2, 5, "0aZ-"),
+        (r"^[a-z]([-a-z0-9]*[a-z0-9])?$", 1, 6, "a1-"),
+        (r"^x|y$", 3, 4, "xyz"),
+    ],
+)
+def test_lengths_combine_with_any_pattern_through_the_pattern_automaton(
+    pattern: str, low: int, high: int, alphabet: str
+) -> None:
+    """Where a length bound cannot be fitted to one repetition of the pattern, the
+    pattern's character DFA is crossed with a counter: exactly the strings the pattern
+    finds with low..high characters."""
+    schema = {"type": "string", "pattern": pattern, "minLength": low, "maxLength": high}
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    validator = validator_for(schema)
+    rng = random.Random(11)
+    checked = 0
+    for length in range(high + 3):
+        for _ in range(60):
+            text = "".join(rng.choice(alphabet) for _ in range(length))
+            expected = validator.is_valid(text)
+            assert automaton.matches(dumps(text).encode()) is expected, (text, expected)
+            checked += expected
+    assert checked > 0
+
+
+def test_length_and_pattern_products_past_the_limits_are_refused() -> None:
+    schema = {"type": "string", "pattern": "^(a|b)*c(a|b)*$", "maxLength": 5000}
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_regex(schema, mode="specification")
+    assert raised.value.keyword == "maxLength"
+    assert "cannot be combined with pattern" in str(raised.value)

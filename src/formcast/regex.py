@@ -34,8 +34,10 @@ values, ``required``, ``properties``, bounds, lengths, ``anyOf``/``allOf``...),
 ``if``/``then``/``else`` (when ``if`` can be negated), ``dependentRequired``,
 ``dependentSchemas`` and ``dependencies``, ``items`` (schema or array form),
 ``prefixItems``, ``additionalItems``, ``minItems``/``maxItems``, ``contains`` (one schema,
-no length bounds), ``minLength``/``maxLength`` (in characters), ``pattern`` (ECMAScript,
-unanchored unless ``^``/``$``), integer ``minimum``/``maximum``/``exclusive*`` (digit-range
+no length bounds), ``minLength``/``maxLength`` (in characters; with a ``pattern``, fitted
+to one repetition of it, or else a ``maxLength`` crossed with the pattern's character DFA,
+one definition per state and length), ``pattern`` (ECMAScript, unanchored unless
+``^``/``$``), integer ``minimum``/``maximum``/``exclusive*`` (digit-range
 regexes, draft 4 booleans too), ``multipleOf`` for integers (small ranges, or divisors of
 1000 with sign bounds), ``number`` bounds, ``format`` date, time, date-time, duration, uuid
 (and uuid1/3/4/5), email, hostname, ipv4, ipv6, uri (``specification`` mode: the whole
@@ -43,8 +45,9 @@ RFC 3986 grammar, also for uri-reference, and the ASCII IRIs for iri and iri-ref
 and the OpenAPI integer formats (int32, int64, ...).
 
 Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b`` and
-Unicode property escapes in patterns; a pattern combined with a format or with lengths it
-cannot be fitted to; several patterns on one string; fractional ``multipleOf``;
+Unicode property escapes in patterns; a pattern combined with a format, or with a
+``minLength`` alone that no repetition of it can carry, or with a ``maxLength`` whose
+product with the pattern's automaton is too large (see ``bounded_pattern``); several patterns on one string; fractional ``multipleOf``;
 ``uniqueItems`` (``specification`` mode); unknown formats (``specification`` mode);
 ``minContains`` > 1, ``maxContains``; ``minProperties``/``maxProperties`` that would need
 counting optional or extra properties; ``oneOf`` branches that can be neither proven
@@ -148,6 +151,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 import pydantic
@@ -970,6 +974,100 @@ def _fit_length(items: list[_PNode], low: int, high: int | None) -> list[_PNode]
     if new_high is not None and new_high < new_low:
         raise ValueError("length")
     return [*items[:index], _PRep(item.node, new_low, new_high), *items[index + 1 :]]
+
+
+_MAX_PATTERN_NFA = 4_000  # character NFA states of a pattern built for a length product
+_MAX_PATTERN_DFA = 400  # and its DFA states
+_MAX_LENGTH_PRODUCT = 8_000  # (DFA state, length) pairs written as definitions
+
+
+def _pattern_dfa(node: _PNode) -> tuple[list[list[tuple[Ranges, int]]], list[bool]] | None:
+    """A DFA over characters for a parsed, anchor-free pattern: per state its moves
+    (disjoint code point ranges -> state) and whether it accepts; state 0 starts.
+    ``None`` past :data:`_MAX_PATTERN_NFA` NFA or :data:`_MAX_PATTERN_DFA` DFA states."""
+    eps: list[list[int]] = [[]]
+    moves: list[list[tuple[Ranges, int]]] = [[]]
+
+    def fresh() -> int:
+        if len(eps) >= _MAX_PATTERN_NFA:
+            raise OverflowError
+        eps.append([])
+        moves.append([])
+        return len(eps) - 1
+
+    def build(item: _PNode, start: int) -> int:
+        """Add ``item`` from ``start``; return its end state."""
+        if isinstance(item, _PSet):
+            end = fresh()
+            if item.narrow:
+                moves[start].append((item.narrow, end))
+            return end
+        if isinstance(item, _PGroup):
+            return build(item.node, start)
+        if isinstance(item, _PSeq):
+            for part in item.items:
+                start = build(part, start)
+            return start
+        if isinstance(item, _PAlt):
+            end = fresh()
+            for option in item.options:
+                eps[build(option, start)].append(end)
+            return end
+        if isinstance(item, _PRep):
+            for _ in range(item.low):
+                start = build(item.node, start)
+            if item.high is None:
+                loop = fresh()
+                eps[start].append(loop)
+                eps[build(item.node, loop)].append(loop)
+                return loop
+            for _ in range(item.high - item.low):
+                end = fresh()
+                eps[start].append(end)
+                eps[build(item.node, start)].append(end)
+                start = end
+            return start
+        raise _PatternUnsupported("anchor in the middle of the pattern")
+
+    try:
+        final = build(node, 0)
+    except OverflowError:
+        return None
+
+    def closure(states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        stack = list(seen)
+        while stack:
+            for target in eps[stack.pop()]:
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return frozenset(seen)
+
+    ids = {closure([0]): 0}
+    order = [closure([0])]
+    dfa_moves: list[list[tuple[Ranges, int]]] = []
+    for members in order:  # grows while iterating
+        edges = [edge for state in members for edge in moves[state]]
+        points = sorted(
+            {lo for ranges, _ in edges for lo, _ in ranges}
+            | {hi + 1 for ranges, _ in edges for _, hi in ranges}
+        )
+        by_target: dict[frozenset[int], list[tuple[int, int]]] = {}
+        for lo, next_lo in pairwise(points):
+            targets = frozenset(t for ranges, t in edges if _in_ranges(lo, ranges))
+            if targets:
+                by_target.setdefault(closure(targets), []).append((lo, next_lo - 1))
+        row = []
+        for target, ranges in by_target.items():
+            if target not in ids:
+                if len(order) >= _MAX_PATTERN_DFA:
+                    return None
+                ids[target] = len(order)
+                order.append(target)
+            row.append((_norm(ranges), ids[target]))
+        dfa_moves.append(row)
+    return dfa_moves, [final in members for members in order]
 
 
 def _pattern_regex(
@@ -1948,6 +2046,46 @@ class _Translator:
                 return False
         return True
 
+    def bounded_pattern(self, pattern: str, low: int, high: int | None) -> str | None:
+        """String contents matching ``pattern`` with ``low..high`` characters, for patterns
+        a length cannot simply be fitted to: the pattern's character DFA times a counter,
+        one definition per live (state, characters read) pair, each calling the pairs one
+        character on. ``None`` without ``high`` (the counter would loop) or past the size
+        limits (:data:`_MAX_PATTERN_DFA`, :data:`_MAX_LENGTH_PRODUCT`, and the inlined
+        length of the definitions, which doubles per character where the DFA branches into
+        two live states that do not merge)."""
+        if high is None or not self.sharing:
+            return None
+        alternatives = _split_anchors(_PatternParser(pattern).parse())
+        union = _PAlt(tuple(_PSeq(tuple(a.items)) for a in alternatives))
+        built = _pattern_dfa(union)
+        if built is None or len(built[0]) * (high + 1) > _MAX_LENGTH_PRODUCT:
+            return None
+        moves, accepting = built
+        encoded: dict[Ranges, str | None] = {}
+        calls: dict[tuple[int, int], str] = {}  # live (state, read) -> its regex
+        for read in range(high, -1, -1):
+            for state, row in enumerate(moves):
+                options = []
+                if accepting[state] and read >= low:
+                    options.append("")
+                for ranges, target in row if read < high else []:
+                    after = calls.get((target, read + 1))
+                    if after is None:
+                        continue
+                    if ranges not in encoded:
+                        encoded[ranges] = _encoded_set(ranges, self.plain_strings)
+                    char = encoded[ranges]
+                    if char is not None:
+                        options.append(char + after)
+                if options:
+                    body = _alt(options) or ""
+                    try:
+                        calls[(state, read)] = self.share(body, force=bool(body))
+                    except _TooLarge:  # calls copy their callees: branching DFAs expand
+                        return None  # exponentially with the length
+        return calls.get((0, 0))
+
     def any_value(self, depth: int) -> str:
         """Any JSON value nesting at most ``depth`` arrays/objects (a call to a definition
         per level, each calling the level below)."""
@@ -2879,9 +3017,11 @@ class _Translator:
                     "pattern", pointer, f"cannot translate pattern: {error}"
                 ) from None
             if bad is not None:
-                raise self.refuse(
-                    bad, length_pointer[bad], f"cannot be combined with pattern {pattern!r}"
-                )
+                body = self.bounded_pattern(pattern, low, high)
+                if body is None:
+                    raise self.refuse(
+                        bad, length_pointer[bad], f"cannot be combined with pattern {pattern!r}"
+                    )
             if body is None:
                 return _Never(
                     "pattern", pointer, "no string matches the pattern within the length bounds"
@@ -2894,7 +3034,7 @@ class _Translator:
         if words:
             if one_spelling:
                 assert body is not None
-                if any(re.fullmatch(body, _dumps(w)[1:-1]) for w in words):
+                if "(?&" in body or any(re.fullmatch(body, _dumps(w)[1:-1]) for w in words):
                     raise self.refuse("not", flat[0].pointer, "cannot exclude these strings here")
             else:
                 body = _except(_PLAIN, words, low, high)
