@@ -1578,7 +1578,12 @@ UNSUPPORTED: list[tuple[Any, str, str, str]] = [
     ),
     ({"type": "string", "pattern": "\\bword"}, "pattern", "/", "generation"),
     ({"type": "string", "pattern": "a^b"}, "pattern", "/", "generation"),
-    ({"type": "string", "pattern": "[a-z]+", "maxLength": 5}, "maxLength", "/", "generation"),
+    (
+        {"type": "string", "pattern": "^(a|b)*c(a|b)*$", "maxLength": 5000},
+        "maxLength",
+        "/",
+        "generation",
+    ),
     ({"type": "string", "format": "date", "maxLength": 5}, "maxLength", "/", "generation"),
     (
         {"type": "string", "allOf": [{"pattern": "a"}, {"pattern": "b"}]},
@@ -1650,7 +1655,11 @@ UNSUPPORTED: list[tuple[Any, str, str, str]] = [
         "generation",
     ),
     (
-        {"type": "object", "properties": {"ab": {}}, "patternProperties": {"^a": {}}},
+        {
+            "type": "object",
+            "properties": {"a" + "b" * 12: {}},
+            "patternProperties": {"^[ab]*a[ab]{12}$": {}},  # a DFA of 2**13 states
+        },
         "patternProperties",
         "/",
         "generation",
@@ -1957,3 +1966,41 @@ def test_length_and_pattern_products_past_the_limits_are_refused() -> None:
         schema_to_regex(schema, mode="specification")
     assert raised.value.keyword == "maxLength"
     assert "cannot be combined with pattern" in str(raised.value)
+
+
+def test_pattern_properties_exclude_the_declared_names_they_match() -> None:
+    """Extra names come from the pattern minus the declared names (the pattern's DFA
+    crossed with the trie of those names); a declared name must satisfy both schemas."""
+    schema = {
+        "type": "object",
+        "properties": {"ab": {"type": "integer"}, "a": {"minimum": 0}},
+        "patternProperties": {"^a": {"type": "integer", "maximum": 9}},
+        "additionalProperties": False,
+    }
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    validator = validator_for(schema)
+    for value in [{"ab": 1}, {"ab": 1, "a": 2, "ac": 3}, {"abc": 4}, {"a": 0, "aab": 9}, {}]:
+        assert validator.is_valid(value)
+        assert automaton.matches(dumps(value).encode()), value
+    for value in [{"ab": 10}, {"a": -1}, {"ac": "x"}, {"b": 1}]:
+        assert not automaton.matches(dumps(value).encode()), value
+    assert not automaton.matches(b'{"ab":1,"ab":2}')  # a declared name once, in its place
+
+
+@pytest.mark.parametrize(
+    ("pattern", "low", "alphabet"),
+    [(r"^(\d+\.\d+\.\d+.*)$", 7, "1.a"), (r"^[a-z]([-a-z0-9]*[a-z0-9])?$", 3, "a1-")],
+)
+def test_min_length_alone_combines_with_a_pattern(pattern: str, low: int, alphabet: str) -> None:
+    schema = {"type": "string", "pattern": pattern, "minLength": low}
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    validator = validator_for(schema)
+    rng = random.Random(5)
+    accepted = 0
+    for length in range(low + 6):
+        for _ in range(60):
+            text = "".join(rng.choice(alphabet) for _ in range(length))
+            expected = validator.is_valid(text)
+            assert automaton.matches(dumps(text).encode()) is expected, text
+            accepted += expected
+    assert accepted > 0

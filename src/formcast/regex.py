@@ -45,10 +45,11 @@ RFC 3986 grammar, also for uri-reference, and the ASCII IRIs for iri and iri-ref
 and the OpenAPI integer formats (int32, int64, ...).
 
 Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b`` and
-Unicode property escapes in patterns; a pattern combined with a format, or with a
-``minLength`` alone that no repetition of it can carry, or with a ``maxLength`` whose
-product with the pattern's automaton is too large (see ``bounded_pattern``); several patterns on one string; fractional ``multipleOf``;
+Unicode property escapes in patterns; a pattern combined with a format, or with lengths
+whose product with the pattern's automaton is too large (see ``bounded_pattern`` and
+``long_pattern``); several patterns on one string; fractional ``multipleOf``;
 ``uniqueItems`` (``specification`` mode); unknown formats (``specification`` mode);
+``patternProperties`` overlapping declared names past the same limits;
 ``minContains`` > 1, ``maxContains``; ``minProperties``/``maxProperties`` that would need
 counting optional or extra properties; ``oneOf`` branches that can be neither proven
 disjoint nor negated; ``$dynamicRef``; references outside the document; recursion that
@@ -1070,6 +1071,147 @@ def _pattern_dfa(node: _PNode) -> tuple[list[list[tuple[Ranges, int]]], list[boo
     return dfa_moves, [final in members for members in order]
 
 
+_MAX_ELIMINATED_STATES = 300  # DFA states turned back into a regex by state elimination
+_MAX_ELIMINATED_REGEX = 60_000  # characters of any regex built while eliminating
+
+
+class _DfaTooLarge(Exception):
+    """A DFA, or the regex state elimination builds from it, is past the size limits."""
+
+
+def _dfa_regex(
+    moves: Sequence[Sequence[tuple[Ranges, int]]], accepting: Sequence[bool], plain: bool
+) -> str | None:
+    """A regex for the JSON string contents spelling the words a character DFA accepts
+    from state 0 (``None`` if none), by state elimination (fewest in x out edges first).
+
+    Raises _DfaTooLarge past :data:`_MAX_ELIMINATED_STATES` live states or
+    :data:`_MAX_ELIMINATED_REGEX` characters in any intermediate regex."""
+    count = len(moves)
+    reachable = {0}
+    stack = [0]
+    while stack:
+        for _, target in moves[stack.pop()]:
+            if target not in reachable:
+                reachable.add(target)
+                stack.append(target)
+    productive = {q for q in range(count) if accepting[q]}
+    changed = True
+    while changed:
+        changed = False
+        for q in reachable - productive:
+            if any(t in productive for _, t in moves[q]):
+                productive.add(q)
+                changed = True
+    live = reachable & productive
+    if 0 not in live:
+        return None
+    if len(live) > _MAX_ELIMINATED_STATES:
+        raise _DfaTooLarge
+    first, last = -1, -2  # the added start and final states
+    label: dict[tuple[int, int], str] = {(first, 0): ""}
+    for q in live:
+        if accepting[q]:
+            label[(q, last)] = ""
+        for ranges, target in moves[q]:
+            char = _encoded_set(ranges, plain) if target in live else None
+            if char is not None:
+                key = (q, target)
+                label[key] = char if key not in label else (_alt([label[key], char]) or "")
+    into: dict[int, set[int]] = {q: set() for q in live}
+    out_of: dict[int, set[int]] = {q: set() for q in live}
+    for a, b in label:
+        if b in out_of or b == last:
+            if a in out_of:
+                out_of[a].add(b)
+            if b in into:
+                into[b].add(a)
+    remaining = set(live)
+    while remaining:
+        k = min(remaining, key=lambda q: (len(into[q]) * len(out_of[q]), q))
+        remaining.discard(k)
+        loop = label.pop((k, k), None)
+        middle = _repeat(loop, 0, None) if loop else ""
+        sources = [a for a in into[k] if a != k]  # the added start included
+        targets = [b for b in out_of[k] if b != k]
+        for a in sources:
+            head = label.pop((a, k))
+            for b in targets:
+                path = _group_alt(head) + middle + _group_alt(label[(k, b)])
+                key = (a, b)
+                joined = path if key not in label else (_alt([label[key], path]) or "")
+                if len(joined) > _MAX_ELIMINATED_REGEX:
+                    raise _DfaTooLarge
+                label[key] = joined
+                if a in out_of:
+                    out_of[a].add(b)
+                if b in into:
+                    into[b].add(a)
+            if a in out_of:
+                out_of[a].discard(k)
+        for b in targets:
+            label.pop((k, b), None)
+            if b in into:
+                into[b].discard(k)
+    return label.get((first, last))
+
+
+def _group_alt(regex: str) -> str:
+    """``regex`` safe to concatenate: alternations at the top level get a group."""
+    return regex if not regex or "|" not in regex or _is_atom(regex) else f"(?:{regex})"
+
+
+def _pattern_union(pattern: str) -> _PNode:
+    """The parsed pattern as one anchor-free node (implicit ``.*`` sides made explicit)."""
+    alternatives = _split_anchors(_PatternParser(pattern).parse())
+    return _PAlt(tuple(_PSeq(tuple(a.items)) for a in alternatives))
+
+
+def _pattern_except(pattern: str, excluded: Sequence[str]) -> str | None:
+    """Regex for the JSON string token (quotes included, plain spelling) of the names that
+    match ``pattern`` and are none of ``excluded``: the pattern's DFA crossed with the trie
+    of the excluded names. ``None`` if no name remains; raises _DfaTooLarge."""
+    built = _pattern_dfa(_pattern_union(pattern))
+    if built is None:
+        raise _DfaTooLarge
+    moves, accepting = built
+    trie: list[dict[int, int]] = [{}]
+    ends: set[int] = set()
+    for word in excluded:
+        node = 0
+        for char in word:
+            node = trie[node].setdefault(ord(char), len(trie))
+            if node == len(trie):
+                trie.append({})
+        ends.add(node)
+    ids: dict[tuple[int, int], int] = {(0, 0): 0}
+    order = [(0, 0)]
+    product_moves: list[list[tuple[Ranges, int]]] = []
+    for q, node in order:  # node -1: off the trie
+        row: list[tuple[Ranges, int]] = []
+        for ranges, target in moves[q]:
+            pieces: list[tuple[Ranges, int]] = []
+            rest = ranges
+            if node >= 0:
+                for code, child in trie[node].items():
+                    if _in_ranges(code, ranges):
+                        pieces.append((((code, code),), child))
+                        rest = _minus(rest, ((code, code),))
+            pieces.append((rest, -1))
+            for piece, next_node in pieces:
+                if not piece:
+                    continue
+                pair = (target, next_node)
+                if pair not in ids:
+                    ids[pair] = len(order)
+                    order.append(pair)
+                row.append((piece, ids[pair]))
+        product_moves.append(row)
+    final = [accepting[q] and node not in ends for q, node in order]
+    body = _dfa_regex(product_moves, final, plain=True)
+    return None if body is None else f'"{body}"'
+
+
 def _pattern_regex(
     pattern: str, low: int, high: int | None, plain: bool
 ) -> tuple[str | None, str | None]:
@@ -1741,7 +1883,7 @@ def _main_keyword(parts: Sequence[_Part]) -> str:
     return "$ref"
 
 
-_MAX_SUBSCHEMAS = 20_000
+_MAX_SUBSCHEMAS = 12_000
 """Most sub-schema translations one schema may take (nested ``anyOf``/``oneOf`` distribute
 over each other and over ``allOf``, which can grow exponentially); beyond it the schema is
 refused in a few seconds instead of running for minutes."""
@@ -1898,6 +2040,7 @@ def _except_cached(
 _PLAIN = _minus(_complement(_SPECIAL), _SURROGATES)
 
 
+@functools.lru_cache(maxsize=4096)
 def _regex_disjoint(a: str, b: str) -> bool:
     """True when the two regexes provably match no common string."""
     try:
@@ -2054,11 +2197,11 @@ class _Translator:
         limits (:data:`_MAX_PATTERN_DFA`, :data:`_MAX_LENGTH_PRODUCT`, and the inlined
         length of the definitions, which doubles per character where the DFA branches into
         two live states that do not merge)."""
-        if high is None or not self.sharing:
+        if high is None:
+            return self.long_pattern(pattern, low)
+        if not self.sharing:
             return None
-        alternatives = _split_anchors(_PatternParser(pattern).parse())
-        union = _PAlt(tuple(_PSeq(tuple(a.items)) for a in alternatives))
-        built = _pattern_dfa(union)
+        built = _pattern_dfa(_pattern_union(pattern))
         if built is None or len(built[0]) * (high + 1) > _MAX_LENGTH_PRODUCT:
             return None
         moves, accepting = built
@@ -2085,6 +2228,27 @@ class _Translator:
                     except _TooLarge:  # calls copy their callees: branching DFAs expand
                         return None  # exponentially with the length
         return calls.get((0, 0))
+
+    def long_pattern(self, pattern: str, low: int) -> str | None:
+        """String contents matching ``pattern`` with at least ``low`` characters: the
+        pattern's DFA crossed with a counter that stops at ``low``, turned back into a
+        regex by state elimination (``None`` past its size limits)."""
+        built = _pattern_dfa(_pattern_union(pattern))
+        if built is None or len(built[0]) * (low + 1) > _MAX_ELIMINATED_STATES:
+            return None
+        moves, accepting = built
+        width = low + 1
+        counted = [
+            [(ranges, target * width + min(read + 1, low)) for ranges, target in moves[q]]
+            for q in range(len(moves))
+            for read in range(width)
+        ]
+        final = [accepting[q] and read >= low for q in range(len(moves)) for read in range(width)]
+        try:
+            body = _dfa_regex(counted, final, self.plain_strings)
+        except _DfaTooLarge:
+            return None
+        return body if body is not None else None
 
     def any_value(self, depth: int) -> str:
         """Any JSON value nesting at most ``depth`` arrays/objects (a call to a definition
@@ -3394,14 +3558,19 @@ class _Translator:
                 key = self.pattern_for_key(pattern, part.pointer, "patternProperties")
                 if key is None:
                     continue
-                for name in names:
-                    if re.fullmatch(key, _dumps(name)):
+                declared = [name for name in names if re.fullmatch(key, _dumps(name))]
+                if declared:
+                    try:
+                        key = _pattern_except(pattern, declared)
+                    except _DfaTooLarge:
                         raise self.refuse(
                             "patternProperties",
                             part.pointer,
-                            f"pattern {pattern!r} matches the declared property {name!r}, which "
-                            "cannot be excluded from the extra names",
-                        )
+                            f"pattern {pattern!r} matches the declared property "
+                            f"{declared[0]!r}, which cannot be excluded from the extra names",
+                        ) from None
+                    if key is None:
+                        continue
                 value_parts = [_Part(sub, ptr, part.synthetic)]
                 for other_part in flat:
                     other_patterns = other_part.schema.get("patternProperties") or {}
