@@ -348,6 +348,12 @@ class _Block(NamedTuple):
             out.append(self.exit)
         return out
 
+    @property
+    def template(self) -> tuple[int, int, int, int, int, int]:
+        """What identifies the template: the calls to one definition share it, and with it
+        their relative edges and distance tables."""
+        return (self.s0, self.size_c, self.v0, self.span, self.x_start, self.x_end)
+
     def copies_still_needed(self, j: int) -> int:
         """Copies after copy ``j`` that a shortest way out must still read."""
         return max(0, max(self.low, 1) - 1 - j)
@@ -932,9 +938,7 @@ class _Builder:
         size_c = n_end - s0
         size_v = vn_end - v0
         if size_v == 0 and size_c <= _CALL_COPY_LIMIT and self.n + size_c <= _CONCRETE_BUDGET:
-            new_s0, new_b0, new_e0 = self.n, len(self.bsrc), len(self.esrc)
-            (shift,) = self.copy_range(s0, n_end, b0, b_end, e0, e_end, 1)
-            return (start + shift, end + shift, new_s0, new_b0, new_e0, self.vn)
+            return self.copy_group(((start, end, s0, b0, e0, v0), n_end, b_end, e_end))
         block = _Block(self.vn, size_c + size_v, 1, s0, size_c, v0, start, end, 1, True, -1)
         first_virtual = self.vn
         self.vn += block.span
@@ -979,7 +983,8 @@ class _Builder:
         return None
 
     def copy_group(self, entry: _MemoEntry) -> Fragment:
-        """A fresh copy of a remembered group's fragment, past the last state."""
+        """A fresh copy of an all-concrete fragment (a remembered group, a small
+        definition), past the last state."""
         (start, end, s0, b0, e0, _), n_end, b_end, e_end = entry
         new_s0, new_b0, new_e0 = self.n, len(self.bsrc), len(self.esrc)
         (shift,) = self.copy_range(s0, n_end, b0, b_end, e0, e_end, 1)
@@ -1201,9 +1206,8 @@ class LazyAutomaton:
         self._closures: dict[int, frozenset[int]] = {}
         self._moves: dict[int, list[tuple[int, frozenset[int]]]] = {}
         self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
-        # (template's first concrete and virtual states, span, end; template state) -> its
-        # edges: keyed by the template, not the block, so calls to one definition share them
-        self._relative: dict[tuple[int, int, int, int, int], _Relative] = {}
+        # (block template, template state) -> its edges relative to a copy
+        self._relative: dict[tuple[tuple[int, ...], int], _Relative] = {}
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
         self._distances: dict[bytes | None, dict[int, _ScopeDistances]] = {}
         self._lock = threading.Lock()
@@ -1305,7 +1309,7 @@ class LazyAutomaton:
             index = bisect_right(self._block_bases, current) - 1
             j, template = self._blocks[index].locate(current)
             block = self._blocks[index]
-            rel = relative.get((block.s0, block.v0, block.span, block.x_end, template))
+            rel = relative.get((block.template, template))
             chain.append((current, index, j, template, rel))
             if rel is not None:
                 break
@@ -1328,7 +1332,7 @@ class LazyAutomaton:
             block = self._blocks[index]
             if rel is None:
                 rel = _relative_edges(block, template, byte_edges, eps_targets)
-                relative[(block.s0, block.v0, block.span, block.x_end, template)] = rel
+                relative[(block.template, template)] = rel
             offset = block.base + j * block.span
             byte_edges = [(lo, hi, offset + r) for lo, hi, r in rel[0]]
             eps_targets = [offset + r for r in rel[1]]
@@ -1606,9 +1610,9 @@ class LazyAutomaton:
             counts = np.concatenate(([0], np.cumsum(usable, dtype=np.int32)))
             byte_ok = counts[self._bhi + 1] - counts[self._blo] > 0
         tables: dict[int, _ScopeDistances] = {}
-        by_template: dict[tuple[int, ...], _ScopeDistances] = {}  # calls share a definition's
+        by_template: dict[tuple[int, ...], _ScopeDistances] = {}
         for index, block in enumerate(self._blocks):
-            template = (block.s0, block.size_c, block.v0, block.span, block.x_start, block.x_end)
+            template = block.template
             if template in by_template:
                 tables[index] = by_template[template]
                 continue

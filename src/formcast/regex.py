@@ -2205,7 +2205,6 @@ class _Translator:
         if built is None or len(built[0]) * (high + 1) > _MAX_LENGTH_PRODUCT:
             return None
         moves, accepting = built
-        encoded: dict[Ranges, str | None] = {}
         calls: dict[tuple[int, int], str] = {}  # live (state, read) -> its regex
         for read in range(high, -1, -1):
             for state, row in enumerate(moves):
@@ -2216,9 +2215,7 @@ class _Translator:
                     after = calls.get((target, read + 1))
                     if after is None:
                         continue
-                    if ranges not in encoded:
-                        encoded[ranges] = _encoded_set(ranges, self.plain_strings)
-                    char = encoded[ranges]
+                    char = _encoded_set(ranges, self.plain_strings)
                     if char is not None:
                         options.append(char + after)
                 if options:
@@ -2232,7 +2229,8 @@ class _Translator:
     def long_pattern(self, pattern: str, low: int) -> str | None:
         """String contents matching ``pattern`` with at least ``low`` characters: the
         pattern's DFA crossed with a counter that stops at ``low``, turned back into a
-        regex by state elimination (``None`` past its size limits)."""
+        regex by state elimination (``None`` past its size limits, or when no string
+        matches: both are refused by the caller)."""
         built = _pattern_dfa(_pattern_union(pattern))
         if built is None or len(built[0]) * (low + 1) > _MAX_ELIMINATED_STATES:
             return None
@@ -2245,10 +2243,9 @@ class _Translator:
         ]
         final = [accepting[q] and read >= low for q in range(len(moves)) for read in range(width)]
         try:
-            body = _dfa_regex(counted, final, self.plain_strings)
+            return _dfa_regex(counted, final, self.plain_strings)
         except _DfaTooLarge:
             return None
-        return body if body is not None else None
 
     def any_value(self, depth: int) -> str:
         """Any JSON value nesting at most ``depth`` arrays/objects (a call to a definition
