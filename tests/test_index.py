@@ -21,6 +21,10 @@ PATTERNS = [
     r"-?(0|[1-9][0-9]*)(\.[0-9]+)?",
     r"[a-zé日😀]{1,6}",
     r"\[(true|false)(,(true|false)){0,3}\]",
+    # plain tokens by length (a counted string), and plain subtrees kept without a walk
+    # (a free string reached after some name prefixes)
+    r'"[^"\\\x00-\x1f]{2,5}"!',
+    r'"(name|age[0-9]|[^"\\\x00-\x1f]*)",',
 ]
 
 # A hand-built vocabulary: single bytes, multi-byte tokens, UTF-8 fragments, an EOS.
@@ -87,7 +91,7 @@ def test_rows_match_brute_force_on_hand_vocabulary(
         )
 
 
-@pytest.mark.parametrize("pattern", PATTERNS[:2])
+@pytest.mark.parametrize("pattern", [*PATTERNS[:2], *PATTERNS[-2:]])
 def test_rows_match_brute_force_on_real_vocabulary(pattern: str, vocabulary: Vocabulary) -> None:
     index = TokenIndex(LazyAutomaton(pattern), vocabulary)
     states = _reachable_states(index, 12)

@@ -144,6 +144,31 @@ def test_trie_holds_every_usable_token_once_with_shared_prefixes() -> None:
     assert sizes == [3, 3, 2]  # {a, b, \0}, {ab, b\0, ba}, {abc, b\0\0}
 
 
+def _assert_subtrees_are_slices(vocabulary: Vocabulary) -> None:
+    """Every node's slice of ``token_ids`` is exactly the tokens starting with its bytes."""
+    trie = vocabulary.trie
+    prefixes = [b""]
+    for level in trie.levels:
+        prefixes = [
+            prefixes[int(parent)] + bytes([int(byte)])
+            for parent, byte in zip(level.node_parents, level.node_bytes, strict=True)
+        ]
+        for node, prefix in enumerate(prefixes):
+            inside = trie.token_ids[level.node_first[node] : level.node_stop[node]]
+            expected = {
+                int(i) for i in vocabulary.usable_token_ids
+                if vocabulary.token_bytes[i].startswith(prefix)
+            }
+            assert sorted(int(i) for i in inside) == sorted(expected), prefix
+
+
+def test_trie_subtrees_are_slices_of_the_token_order() -> None:
+    tokens = [b"", b"a", b"ab", b"abc", b"ab", b"b\x00", b"b", b"b\x00\x00", b"\x00", b"ba"]
+    _assert_subtrees_are_slices(Vocabulary.from_token_bytes(tokens, eos_token_ids=[0]))
+    words = [b"", b"x", b"xy", b"xyz", b"xz", b"y", b"yx", b"z\xff", b"z", b"zz", b"zzz"]
+    _assert_subtrees_are_slices(Vocabulary.from_token_bytes(words, eos_token_ids=[0]))
+
+
 def test_trie_of_the_real_vocabulary(vocabulary: Vocabulary) -> None:
     rebuilt = _trie_tokens(vocabulary)
     assert rebuilt == {int(i): vocabulary.token_bytes[i] for i in vocabulary.usable_token_ids}

@@ -115,6 +115,7 @@ _VIRTUAL_LIMIT = 1 << 62
 _CONCRETE_COPY_LIMIT = 4096  # repeats adding more states than this become virtual blocks
 _MAX_COPIES = 1_000_000
 _UNBUILT = -1  # table entries of rows not built yet
+_END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 _CONCRETE_BUDGET = 1_000_000  # past this many concrete states, every repeat is virtual
 _SHOWN_PATTERN = 80
@@ -1204,6 +1205,16 @@ class LazyAutomaton:
         self._block_bases = [block.base for block in self._blocks]
         self._children, self._top_children = self._block_children()
         self._closures: dict[int, frozenset[int]] = {}
+        # (template state, template end) -> its closure in the template, and whether it
+        # reaches the end
+        self._template_closures: dict[tuple[int, int], tuple[list[int], bool]] = {}
+        self._irregular_copies = self._find_irregular_copies()
+        self._template_byte_edges: dict[int, list[tuple[int, int, int]]] = {}
+        self._template_move_lists: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
+        # (block template, template states) -> the row segments, the copy's end as _END
+        self._relative_rows: dict[
+            tuple[tuple[int, ...], frozenset[int]], list[tuple[int, int, frozenset[int]]]
+        ] = {}
         self._moves: dict[int, list[tuple[int, frozenset[int]]]] = {}
         self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
         # (block template, template state) -> its edges relative to a copy
@@ -1211,6 +1222,26 @@ class LazyAutomaton:
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
         self._distances: dict[bytes | None, dict[int, _ScopeDistances]] = {}
         self._lock = threading.Lock()
+
+    def _find_irregular_copies(self) -> set[tuple[int, int]]:
+        """The copies ``(block index, copy index)`` with an edge attached to an id other
+        than their end, and every copy of a block whose template holds the final state:
+        their closures are searched state by state, not shifted from the template's."""
+        irregular = set()
+        for source in self._extras:
+            index = bisect_right(self._block_bases, source) - 1
+            block = self._blocks[index]
+            j, template = block.locate(source)
+            if template != block.x_end:
+                irregular.add((index, j))
+        final = self._final
+        for index, block in enumerate(self._blocks):
+            inside = block.s0 <= final < block.s0 + block.size_c or (
+                block.v0 <= final < block.v0 + block.span - block.size_c
+            )
+            if inside:
+                irregular.update((index, j) for j in range(block.copies))
+        return irregular
 
     def _block_children(self) -> tuple[list[list[int]], list[int]]:
         """The blocks directly inside each block's template, and those of the top scope.
@@ -1346,36 +1377,70 @@ class LazyAutomaton:
     def _closure(self, state: int) -> frozenset[int]:
         """The important NFA states reachable from ``state`` by epsilon edges (memoized).
 
-        Important: states with byte edges, and the final state.
+        Important: states with byte edges, and the final state. A state inside a regular
+        copy (see :meth:`_copy_closure`) takes its template state's closure, shifted.
         """
         cached = self._closures.get(state)
         if cached is not None:
             return cached
+        result = self._copy_closure(state) if state >= _VIRTUAL_BASE else None
+        if result is None:
+            result = frozenset(self._epsilon_search(state)[0])
+        self._closures[state] = result
+        return result
+
+    def _epsilon_search(self, state: int, end: int = -1) -> tuple[list[int], bool]:
+        """Depth-first search of the epsilon edges from ``state``: the important states
+        found, and whether ``end`` was reached on the way."""
         eoff, edst, important = self._eoff, self._edst_l, self._important
         final = self._final
         if state < _VIRTUAL_BASE and eoff[state] == eoff[state + 1] and important[state]:
-            result = frozenset((state,))
-        else:
-            seen = {state}
-            stack = [state]
-            found = []
-            while stack:
-                x = stack.pop()
-                if x < _VIRTUAL_BASE:
-                    if important[x]:
-                        found.append(x)
-                    targets = edst[eoff[x] : eoff[x + 1]]
-                else:
-                    byte_edges, targets = self._virtual_edges(x)
-                    if byte_edges or x == final:
-                        found.append(x)
-                for y in targets:
-                    if y not in seen:
-                        seen.add(y)
-                        stack.append(y)
-            result = frozenset(found)
-        self._closures[state] = result
-        return result
+            return [state], state == end
+        seen = {state}
+        stack = [state]
+        found = []
+        while stack:
+            x = stack.pop()
+            if x < _VIRTUAL_BASE:
+                if important[x]:
+                    found.append(x)
+                targets = edst[eoff[x] : eoff[x + 1]]
+            else:
+                byte_edges, targets = self._virtual_edges(x)
+                if byte_edges or x == final:
+                    found.append(x)
+            for y in targets:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return found, end in seen
+
+    def _copy_closure(self, state: int) -> frozenset[int] | None:
+        """The closure of a state of a regular copy from its template state's, or None.
+
+        Inside a copy, epsilon edges are the template's, shifted, until the copy's end,
+        where the repeat's glue and the parent's edges lead on. So the closure is the
+        template state's closure in the template (computed once for every copy), shifted
+        into the copy, plus the closure of the copy's end if the template one reached it.
+        A copy is regular when no edge was attached to one of its ids but its end."""
+        index = bisect_right(self._block_bases, state) - 1
+        block = self._blocks[index]
+        j, template = block.locate(state)
+        if template == block.x_end or (index, j) in self._irregular_copies:
+            return None
+        key = (template, block.x_end)
+        found = self._template_closures.get(key)
+        if found is None:
+            members, reached = self._epsilon_search(template, block.x_end)
+            found = self._template_closures[key] = (members, reached)
+        members, reached = found
+        first = block.base + j * block.span
+        concrete_shift = first - block.s0
+        virtual_shift = first + block.size_c - block.v0
+        shifted = [m + (concrete_shift if m < _VIRTUAL_BASE else virtual_shift) for m in members]
+        if reached:
+            shifted.extend(self._closure(block.copy_of(j, block.x_end)))
+        return frozenset(shifted)
 
     def _moves_of(self, state: int) -> list[tuple[int, frozenset[int]]]:
         """Byte edges of ``state`` as ``(lo << 8 | hi, closure of the target)`` (memoized)."""
@@ -1385,10 +1450,30 @@ class LazyAutomaton:
             blo, bhi, bdst = self._blo_l, self._bhi_l, self._bdst_l
             moves = [(blo[k] << 8 | bhi[k], closure(bdst[k])) for k in range(a, b)]
         else:
-            edges = self._virtual_edges(state)[0]
-            moves = [(lo << 8 | hi, closure(t)) for lo, hi, t in edges]
+            moves = [(lo << 8 | hi, closure(t)) for lo, hi, t in self._copy_byte_edges(state)]
         self._moves[state] = moves
         return moves
+
+    def _copy_byte_edges(self, state: int) -> list[tuple[int, int, int]]:
+        """The byte edges of a virtual state: its template state's, shifted into its copy
+        (glue and attached edges are epsilon edges, so this holds in every copy)."""
+        block = self._blocks[bisect_right(self._block_bases, state) - 1]
+        j, template = block.locate(state)
+        if template < _VIRTUAL_BASE:
+            a, b = self._boff[template], self._boff[template + 1]
+            edges = zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True)
+        else:
+            found = self._template_byte_edges.get(template)
+            if found is None:
+                found = self._template_byte_edges[template] = self._copy_byte_edges(template)
+            edges = iter(found)
+        first = block.base + j * block.span
+        concrete_shift = first - block.s0
+        virtual_shift = first + block.size_c - block.v0
+        return [
+            (lo, hi, t + (concrete_shift if t < _VIRTUAL_BASE else virtual_shift))
+            for lo, hi, t in edges
+        ]
 
     def _add_state(self, members: frozenset[int]) -> int:
         sid = len(self._sets)
@@ -1413,44 +1498,119 @@ class LazyAutomaton:
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock).
 
-        The members' byte-range edges are grouped by identical range first (many members
-        share ranges: the same class in several alternatives), their target sets joined
-        once per range, and only then are overlapping ranges split into segments.
-        """
-        groups: dict[int, list[frozenset[int]]] = {}
-        moves, moves_of = self._moves, self._moves_of
-        for member in self._sets[sid]:
-            found = moves.get(member)
-            for key, successors in moves_of(member) if found is None else found:
-                group = groups.get(key)
-                if group is None:
-                    groups[key] = [successors]
-                else:
-                    group.append(successors)
-        segments: list[tuple[int, int, frozenset[int]]] = []
-        previous_hi = -1
-        overlapping = False
-        for key in sorted(groups):
-            targets = groups[key]
-            lo, hi = key >> 8, key & 0xFF
-            overlapping = overlapping or lo <= previous_hi
-            previous_hi = max(previous_hi, hi)
-            joined = targets[0] if len(targets) == 1 else frozenset().union(*targets)
-            segments.append((lo, hi, joined))
-        if overlapping:
-            segments = _sweep(segments)
+        A state inside one regular copy takes its row from the template's (see
+        :meth:`_copy_segments`); any other joins its members' moves."""
+        members = self._sets[sid]
+        segments = self._copy_segments(members)
+        if segments is None:
+            moves, moves_of = self._moves, self._moves_of
+            segments = _segments(
+                moves_of(member) if (found := moves.get(member)) is None else found
+                for member in members
+            )
         ids = self._ids
-        resolved = []
-        for lo, hi, members in segments:
-            target = ids.get(members)
-            if target is None:
-                target = self._add_state(members)
-            resolved.append((lo, hi + 1, target))
         row = np.zeros(256, dtype=np.int32)
-        for lo, end, target in resolved:
-            row[lo:end] = target
+        for lo, hi, successors in segments:
+            target = ids.get(successors)
+            if target is None:
+                target = self._add_state(successors)
+            row[lo : hi + 1] = target
         self._table[sid] = row  # readers see each entry as UNBUILT or final, never stale
         self._built[sid] = True
+
+    def _copy_segments(
+        self, members: frozenset[int]
+    ) -> list[tuple[int, int, frozenset[int]]] | None:
+        """The row segments of a state whose members all lie in one regular copy, or None.
+
+        Such a state's moves are its template states' moves, shifted into the copy, except
+        where they reach the copy's end, where the repeat's glue and the parent's edges
+        lead on. So the row is computed once per set of template states, with the end as a
+        marker (:data:`_END`), and each copy shifts it and puts the closure of its own end
+        in place of the marker: a few set operations per segment, however many copies of
+        a definition or repeat the input walks through. When the template states lie in
+        one copy of a block nested in the template, the innermost such copy is used, so
+        that every copy of that block, in whichever outer copy, shares the row."""
+        located = self._innermost_copy(members)
+        if located is None:
+            return None
+        block, templates, inner_first, outer_shift = located
+        key = (block.template, templates)
+        relative = self._relative_rows.get(key)
+        if relative is None:
+            relative = _segments(self._template_moves(t, block.x_end) for t in templates)
+            self._relative_rows[key] = relative
+        concrete_shift = inner_first - block.s0 + outer_shift
+        virtual_shift = inner_first + block.size_c - block.v0 + outer_shift
+        end_closure: frozenset[int] | None = None
+        segments = []
+        for lo, hi, successors in relative:
+            shifted = [
+                m + (concrete_shift if m < _VIRTUAL_BASE else virtual_shift)
+                for m in successors
+                if m != _END
+            ]
+            if _END in successors:
+                if end_closure is None:
+                    end = block.x_end + (concrete_shift if block.x_end < _VIRTUAL_BASE else virtual_shift)
+                    end_closure = self._closure(end)
+                shifted.extend(end_closure)
+            segments.append((lo, hi, frozenset(shifted)))
+        return segments
+
+    def _innermost_copy(
+        self, members: frozenset[int]
+    ) -> tuple[_Block, frozenset[int], int, int] | None:
+        """The innermost regular copy holding every member: its block, the members' states
+        in the block's template, the copy's first id (in the space of the template around
+        it) and what maps that space's virtual ids to the members' own. None when the
+        members are not all in one regular copy."""
+        states = members
+        found = None
+        outer_shift = 0
+        shift_to_here = 0
+        while True:
+            some = next(iter(states), -1)
+            if some < _VIRTUAL_BASE:
+                return found
+            index = bisect_right(self._block_bases, some) - 1
+            block = self._blocks[index]
+            j = (some - block.base) // block.span
+            first = block.base + j * block.span
+            if (index, j) in self._irregular_copies or not all(
+                first <= state < first + block.span for state in states
+            ):
+                return found
+            states = frozenset(block.locate(state)[1] for state in states)
+            outer_shift = shift_to_here
+            found = (block, states, first, outer_shift)
+            shift_to_here += first + block.size_c - block.v0
+
+    def _template_moves(self, state: int, end: int) -> list[tuple[int, frozenset[int]]]:
+        """Like :meth:`_moves_of` for a template state, in the template: each target's
+        closure stops at the template's ``end``, marked :data:`_END` if reached
+        (memoized)."""
+        key = (state, end)
+        found = self._template_move_lists.get(key)
+        if found is not None:
+            return found
+        if state < _VIRTUAL_BASE:
+            a, b = self._boff[state], self._boff[state + 1]
+            edges: Iterable[tuple[int, int, int]] = zip(
+                self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True
+            )
+        else:
+            edges = self._copy_byte_edges(state)
+        moves = []
+        for lo, hi, target in edges:
+            closure_key = (target, end)
+            closure = self._template_closures.get(closure_key)
+            if closure is None:
+                closure = self._template_closures[closure_key] = self._epsilon_search(target, end)
+            members, reached = closure
+            moves.append((lo << 8 | hi, frozenset([*members, _END] if reached else members)))
+        self._template_move_lists[key] = moves
+        return moves
 
     def _ensure(self, states: Iterable[int]) -> None:
         with self._lock:
@@ -1783,6 +1943,35 @@ def _dijkstra(
             if through < distance[u]:
                 distance[u] = through
                 heappush(heap, (through, u))
+
+
+def _segments(
+    move_lists: Iterable[list[tuple[int, frozenset[int]]]],
+) -> list[tuple[int, int, frozenset[int]]]:
+    """Disjoint byte segments ``(lo, hi, successors)`` from several states' moves.
+
+    The byte-range edges are grouped by identical range first (many states share ranges:
+    the same class in several alternatives), their target sets joined once per range, and
+    only then are overlapping ranges split into segments."""
+    groups: dict[int, list[frozenset[int]]] = {}
+    for moves in move_lists:
+        for key, successors in moves:
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [successors]
+            else:
+                group.append(successors)
+    segments: list[tuple[int, int, frozenset[int]]] = []
+    previous_hi = -1
+    overlapping = False
+    for key in sorted(groups):
+        targets = groups[key]
+        lo, hi = key >> 8, key & 0xFF
+        overlapping = overlapping or lo <= previous_hi
+        previous_hi = max(previous_hi, hi)
+        joined = targets[0] if len(targets) == 1 else frozenset().union(*targets)
+        segments.append((lo, hi, joined))
+    return _sweep(segments) if overlapping else segments
 
 
 def _sweep(edges: list[tuple[int, int, frozenset[int]]]) -> list[tuple[int, int, frozenset[int]]]:

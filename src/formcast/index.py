@@ -37,6 +37,9 @@ IntArray = npt.NDArray[np.int32]
 #: vocabulary's single-byte tokens.
 UNREACHABLE = np.iinfo(np.int32).max // 2
 
+_UNKNOWN = -2  # a plain successor not computed yet
+_PARTED = -3  # plain bytes lead to different states
+
 
 class _Row:
     """One state's allowed tokens and their next states; the budget distances of those
@@ -72,6 +75,7 @@ class TokenIndex:
         self._rows: dict[int, _Row] = {}
         self._distances: dict[int, int] = {}
         self._packed: dict[tuple[int, int], npt.NDArray[np.uint32]] = {}
+        self._plain_next = np.full(64, _UNKNOWN, dtype=np.int32)  # see _plain_successors
         self._lock = threading.Lock()
 
     # -- pickling: caches travel, the lock does not -------------------------------------
@@ -221,21 +225,81 @@ class TokenIndex:
     def _walk_vocabulary(self, state: int) -> tuple[IntArray, IntArray]:
         """Every token allowed in ``state`` and the state it leads to.
 
-        A state that loops on every plain byte (inside a free JSON string) keeps every
-        plain token without a walk; only the other tokens are walked then."""
+        Plain tokens (every byte stands for itself inside a JSON string: most of a
+        vocabulary) take a shortcut wherever plain bytes cannot tell tokens apart:
+
+        - when every plain byte from ``state`` leads to one state, and so on for each
+          next one (a free string loops on itself; a length-bounded string counts one
+          more character), a plain token's state depends only on its length, and no
+          plain token is walked;
+        - otherwise the plain trie is walked, but a prefix that reaches a state looping on
+          every plain byte keeps its whole subtree there without a walk.
+
+        The other tokens (quotes, escapes, control and multi-byte characters) are walked."""
         vocabulary = self.vocabulary
-        if bool(np.all(self.automaton.row(state)[PLAIN_BYTES] == state)):
-            ids, states = self._walk_trie(vocabulary.other_trie, state)
-            plain = vocabulary.plain_token_ids
-            ids.append(plain)
-            states.append(np.full(plain.size, state, dtype=np.int32))
+        ids, states = self._walk_trie(vocabulary.other_trie, state)
+        chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
+        if chain is None:
+            plain_ids, plain_states = self._walk_trie(vocabulary.plain_trie, state, prune=True)
+            ids += plain_ids
+            states += plain_states
         else:
-            ids, states = self._walk_trie(vocabulary.trie, state)
+            ids.append(vocabulary.plain_token_ids)
+            states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
         return _sorted_by_token(ids, states, vocabulary.size)
 
-    def _walk_trie(self, trie: TokenTrie, state: int) -> tuple[list[IntArray], list[IntArray]]:
+    def _plain_chain(self, state: int, depth: int) -> IntArray | None:
+        """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
+        up to ``depth``; ``None`` if some plain bytes part ways on the way (O(depth)
+        lookups, each state's plain successor computed once)."""
+        chain = np.full(depth + 1, DEAD, dtype=np.int32)
+        chain[0] = current = state
+        for k in range(1, depth + 1):
+            known = self._plain_next
+            following = int(known[current]) if current < known.size else _UNKNOWN
+            if following == _UNKNOWN:
+                following = int(self._plain_successors(np.array([current], dtype=np.int32))[0])
+            if following == _PARTED:
+                return None
+            if following == DEAD:
+                break
+            chain[k] = following
+            if following == current:  # a loop: every later step stays here
+                chain[k:] = current
+                break
+            current = following
+        return chain
+
+    def _plain_successors(self, states: IntArray) -> IntArray:
+        """The one state each of ``states`` moves to on every plain byte, or ``_PARTED``
+        where plain bytes lead to different states (cached per state)."""
+        known = self._plain_next
+        if not states.size:
+            return np.zeros(0, dtype=np.int32)
+        top = int(states.max())
+        if top >= known.size:
+            grown = np.full(max(2 * known.size, top + 1), _UNKNOWN, dtype=np.int32)
+            grown[: known.size] = known
+            self._plain_next = known = grown
+        found = known[states]
+        missing = found == _UNKNOWN
+        if missing.any():
+            for state in np.unique(states[missing]).tolist():
+                targets = self.automaton.row(state)[PLAIN_BYTES]
+                uniform = bool(np.all(targets == targets[0]))
+                known[state] = int(targets[0]) if uniform else _PARTED
+            found = known[states]
+        return found
+
+    def _walk_trie(
+        self, trie: TokenTrie, state: int, *, prune: bool = False
+    ) -> tuple[list[IntArray], list[IntArray]]:
         """Advance every token of ``trie`` from ``state``, one level (byte position) at a
-        time: each distinct prefix is stepped once, and only while its parent is alive."""
+        time: each distinct prefix is stepped once, and only while its parent is alive.
+
+        ``prune`` (for a trie of plain tokens only): a prefix whose state loops on every
+        plain byte keeps its whole subtree in that state, taken as a slice of the trie's
+        token order instead of walked."""
         step = self.automaton.step
         level_states = np.full(1, state, dtype=np.int32)
         found_ids: list[IntArray] = []
@@ -245,13 +309,29 @@ class TokenIndex:
             live = np.flatnonzero(inherited != DEAD)
             if not live.size:
                 break
-            level_states = np.full(inherited.size, DEAD, dtype=np.int32)
-            level_states[live] = step(inherited[live], level.node_bytes[live])
+            level_states = inherited  # a fresh array, DEAD wherever the parent was
+            reached = step(inherited[live], level.node_bytes[live])
+            level_states[live] = reached
+            if prune:
+                alive = reached != DEAD
+                looping = live[alive][self._plain_successors(reached[alive]) == reached[alive]]
+                if looping.size:
+                    first, stop = level.node_first[looping], level.node_stop[looping]
+                    found_ids.append(trie.token_ids[_slices(first, stop)])
+                    found_states.append(np.repeat(level_states[looping], stop - first))
+                    level_states[looping] = DEAD
             ending = level_states[level.end_nodes]
             kept = ending != DEAD
             found_ids.append(level.end_tokens[kept])
             found_states.append(ending[kept])
         return found_ids, found_states
+
+
+def _slices(first: IntArray, stop: IntArray) -> IntArray:
+    """The concatenated ranges ``[first[i], stop[i])`` (non-empty), as one index array."""
+    sizes = stop - first
+    starts = np.repeat(first - np.cumsum(sizes) + sizes, sizes)
+    return (starts + np.arange(int(sizes.sum()))).astype(np.int32)
 
 
 def _sorted_by_token(

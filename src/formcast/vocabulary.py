@@ -146,7 +146,7 @@ class Vocabulary:
     def prepare(self) -> None:
         """Build the derived arrays the index walks (byte matrix, tries) now rather than
         on the first row (~0.25 s for 49k tokens); :meth:`from_tokenizer` calls it."""
-        _ = (self.trie, self.other_trie, self.single_byte_tokens)
+        _ = (self.trie, self.plain_trie, self.other_trie, self.single_byte_tokens)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -204,6 +204,11 @@ class Vocabulary:
         inside = np.arange(matrix.shape[1]) < self.lengths[:, None]
         all_plain = np.all(plain[matrix] | ~inside, axis=1) & (self.lengths > 0)
         return np.flatnonzero(all_plain).astype(np.int32)
+
+    @cached_property
+    def plain_trie(self) -> TokenTrie:
+        """The prefix tree of the plain tokens (every byte in :data:`PLAIN_BYTES`)."""
+        return TokenTrie.build(self, self.plain_token_ids)
 
     @cached_property
     def other_trie(self) -> TokenTrie:
@@ -285,13 +290,16 @@ class TrieLevel:
 
     Node ``n`` extends node ``node_parents[n]`` of depth ``d - 1`` (the root, 0, for
     ``d = 1``) by byte ``node_bytes[n]``. Token ``end_tokens[i]`` has exactly the bytes
-    of node ``end_nodes[i]``.
+    of node ``end_nodes[i]``. The tokens starting with node ``n``'s bytes (its subtree)
+    are ``token_ids[node_first[n]:node_stop[n]]`` of the :class:`TokenTrie`.
     """
 
     node_parents: npt.NDArray[np.int32]
     node_bytes: npt.NDArray[np.uint8]
     end_nodes: npt.NDArray[np.int32]
     end_tokens: npt.NDArray[np.int32]
+    node_first: npt.NDArray[np.int32]
+    node_stop: npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True, eq=False)
@@ -303,6 +311,13 @@ class TokenTrie:
     """
 
     levels: tuple[TrieLevel, ...]
+    token_ids: npt.NDArray[np.int32]
+    """The tokens in lexicographic order of their bytes: every subtree is a slice."""
+
+    @property
+    def max_length(self) -> int:
+        """The longest token's length in bytes (the number of levels)."""
+        return len(self.levels)
 
     @classmethod
     def build(cls, vocabulary: Vocabulary, ids: npt.NDArray[np.int32]) -> TokenTrie:
@@ -319,7 +334,7 @@ class TokenTrie:
             _trie_level(depth, ids, matrix, lengths, node)
             for depth in range(1, int(lengths.max(initial=0)) + 1)
         )
-        return cls(levels)
+        return cls(levels, ids)
 
 
 def _trie_level(
@@ -333,7 +348,8 @@ def _trie_level(
     each token's node at ``depth`` (tokens shorter than ``depth`` keep stale values).
 
     Tokens sharing a ``depth``-byte prefix are contiguous in sorted order, so a new node
-    starts wherever the parent or the byte at ``depth`` changes."""
+    starts wherever the parent or the byte at ``depth`` changes, and its subtree runs to
+    the last token of that run."""
     reaching = np.flatnonzero(lengths >= depth)
     parents = node[reaching]
     column = matrix[reaching, depth - 1]
@@ -343,4 +359,12 @@ def _trie_level(
     node[reaching] = numbers
     starts = np.flatnonzero(fresh)
     ending = lengths[reaching] == depth
-    return TrieLevel(parents[starts], column[starts], numbers[ending], ids[reaching[ending]])
+    lasts = np.append(starts[1:] - 1, reaching.size - 1)
+    return TrieLevel(
+        parents[starts],
+        column[starts],
+        numbers[ending],
+        ids[reaching[ending]],
+        reaching[starts].astype(np.int32),
+        (reaching[lasts] + 1).astype(np.int32),
+    )
