@@ -156,7 +156,8 @@ def _assert_subtrees_are_slices(vocabulary: Vocabulary) -> None:
         for node, prefix in enumerate(prefixes):
             inside = trie.token_ids[level.node_first[node] : level.node_stop[node]]
             expected = {
-                int(i) for i in vocabulary.usable_token_ids
+                int(i)
+                for i in vocabulary.usable_token_ids
                 if vocabulary.token_bytes[i].startswith(prefix)
             }
             assert sorted(int(i) for i in inside) == sorted(expected), prefix

@@ -1552,7 +1552,8 @@ class LazyAutomaton:
             ]
             if _END in successors:
                 if end_closure is None:
-                    end = block.x_end + (concrete_shift if block.x_end < _VIRTUAL_BASE else virtual_shift)
+                    x_end = block.x_end
+                    end = x_end + (concrete_shift if x_end < _VIRTUAL_BASE else virtual_shift)
                     end_closure = self._closure(end)
                 shifted.extend(end_closure)
             segments.append((lo, hi, frozenset(shifted)))
