@@ -1461,7 +1461,9 @@ class LazyAutomaton:
         j, template = block.locate(state)
         if template < _VIRTUAL_BASE:
             a, b = self._boff[template], self._boff[template + 1]
-            edges = zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True)
+            edges: Iterable[tuple[int, int, int]] = zip(
+                self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True
+            )
         else:
             found = self._template_byte_edges.get(template)
             if found is None:
