@@ -1073,6 +1073,8 @@ CALL_CASES = [
     (_VALUES + r"x(?:(?&v2),){0,40}y|(?&v1)?", '[]{},:"abc0129xy'),
     (r"(?(DEFINE)(?P<a>[ab]{3,200})(?P<b>(?&a)c(?&a)))(?&b)(?:-(?&b))*", "abc-"),
     (r"(?(DEFINE)(?P<a>(?:ab|c){70})(?P<b>(?&a)d{2,90}(?&a)?))(?&b)(?:-(?&b)){2,}e?", "abcd-e"),
+    # optional and repeated calls of a virtual definition
+    (r"(?(DEFINE)(?P<a>(?:ab|c){1,70}d))x(?&a)?y(?:(?&a)z)*(?&a){0,2}", "abcdxyz"),
 ]
 
 

@@ -6,13 +6,16 @@ picklable, and safe to share between threads and sequences; per-sequence state l
 a :class:`formcast.guide.Cursor`.
 
 Cost model: construction is O(1) beyond the automaton's own (lazy) construction. A row
-(one automaton state) is computed by walking the vocabulary's prefix trie level by level
+(one automaton state) is computed by walking the vocabulary's prefix tries level by level
 with numpy: every distinct token prefix whose parent is still alive is stepped through the
-byte automaton once, and automaton states are determinized as the walk reaches them. A
-row costs ~0.2 ms when few tokens fit (a number, a key), ~1.5 ms inside a free string
-(whose plain tokens are kept without a walk) and a few ms inside a length-bounded string
-for a 49k-token vocabulary, and is computed once, the first time a sequence reaches that
-state. Budget distances are computed only when budget-limited decoding asks for them.
+byte automaton once, and automaton states are determinized as the walk reaches them.
+Plain tokens (most of a vocabulary) are not walked where plain bytes cannot tell them
+apart: inside a free string they all stay in the state, inside a length-bounded string
+their state depends only on their length, and a prefix that reaches a free string keeps
+its whole subtree there. A row costs ~0.2 ms when few tokens fit (a number, a key) and
+~1-3 ms inside strings for a 49k-token vocabulary, and is computed once, the first time a
+sequence reaches that state. Budget distances are computed only when budget-limited
+decoding asks for them.
 """
 
 from __future__ import annotations
