@@ -939,7 +939,14 @@ def _regexes(draw: st.DrawFn) -> str:
 
 
 @VIRTUAL
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+# derandomized: the same examples every run (re, the oracle, backtracks exponentially on
+# some nested quantifiers, so a fresh random draw may never finish)
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
 @given(pattern=_regexes(), texts=st.lists(st.text(_ALPHABET, max_size=6), max_size=25))
 def test_random_regexes_agree_with_re(pattern: str, texts: list[str], virtual: bool) -> None:
     automaton = _all_virtual(pattern) if virtual else LazyAutomaton(pattern)
