@@ -325,9 +325,13 @@ class _Block(NamedTuple):
 
     def copy_of(self, j: int, state: int) -> int:
         """The id in copy ``j`` of the template state ``state``."""
-        if state < _VIRTUAL_BASE:
-            return self.base + j * self.span + (state - self.s0)
-        return self.base + j * self.span + self.size_c + (state - self.v0)
+        concrete_shift, virtual_shift = self.shifts(j)
+        return state + (concrete_shift if state < _VIRTUAL_BASE else virtual_shift)
+
+    def shifts(self, j: int) -> tuple[int, int]:
+        """What copy ``j`` adds to a concrete and to a virtual template state's id."""
+        first = self.base + j * self.span
+        return first - self.s0, first + self.size_c - self.v0
 
     def locate(self, state: int) -> tuple[int, int]:
         """``(copy index, template state)`` of the virtual ``state`` of this block."""
@@ -1209,7 +1213,7 @@ class LazyAutomaton:
         # reaches the end
         self._template_closures: dict[tuple[int, int], tuple[list[int], bool]] = {}
         self._irregular_copies = self._find_irregular_copies()
-        self._template_byte_edges: dict[int, list[tuple[int, int, int]]] = {}
+        self._template_edges: dict[int, list[tuple[int, int, int]]] = {}
         self._template_move_lists: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
         # (block template, template states) -> the row segments, the copy's end as _END
         self._relative_rows: dict[
@@ -1353,10 +1357,7 @@ class LazyAutomaton:
             if current >= _VIRTUAL_BASE:
                 byte_edges, eps_targets = memo[current]
             else:
-                a, b = self._boff[current], self._boff[current + 1]
-                byte_edges = list(
-                    zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True)
-                )
+                byte_edges = self._concrete_byte_edges(current)
                 eps_targets = self._edst_l[self._eoff[current] : self._eoff[current + 1]]
         extras = self._extras
         for virtual, index, j, template, rel in reversed(chain):
@@ -1428,15 +1429,8 @@ class LazyAutomaton:
         j, template = block.locate(state)
         if template == block.x_end or (index, j) in self._irregular_copies:
             return None
-        key = (template, block.x_end)
-        found = self._template_closures.get(key)
-        if found is None:
-            members, reached = self._epsilon_search(template, block.x_end)
-            found = self._template_closures[key] = (members, reached)
-        members, reached = found
-        first = block.base + j * block.span
-        concrete_shift = first - block.s0
-        virtual_shift = first + block.size_c - block.v0
+        members, reached = self._template_closure(template, block.x_end)
+        concrete_shift, virtual_shift = block.shifts(j)
         shifted = [m + (concrete_shift if m < _VIRTUAL_BASE else virtual_shift) for m in members]
         if reached:
             shifted.extend(self._closure(block.copy_of(j, block.x_end)))
@@ -1459,23 +1453,33 @@ class LazyAutomaton:
         (glue and attached edges are epsilon edges, so this holds in every copy)."""
         block = self._blocks[bisect_right(self._block_bases, state) - 1]
         j, template = block.locate(state)
-        if template < _VIRTUAL_BASE:
-            a, b = self._boff[template], self._boff[template + 1]
-            edges: Iterable[tuple[int, int, int]] = zip(
-                self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True
-            )
-        else:
-            found = self._template_byte_edges.get(template)
-            if found is None:
-                found = self._template_byte_edges[template] = self._copy_byte_edges(template)
-            edges = iter(found)
-        first = block.base + j * block.span
-        concrete_shift = first - block.s0
-        virtual_shift = first + block.size_c - block.v0
+        concrete_shift, virtual_shift = block.shifts(j)
         return [
             (lo, hi, t + (concrete_shift if t < _VIRTUAL_BASE else virtual_shift))
-            for lo, hi, t in edges
+            for lo, hi, t in self._template_byte_edges(template)
         ]
+
+    def _concrete_byte_edges(self, state: int) -> list[tuple[int, int, int]]:
+        a, b = self._boff[state], self._boff[state + 1]
+        return list(zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True))
+
+    def _template_byte_edges(self, state: int) -> list[tuple[int, int, int]]:
+        """The byte edges of a template state (memoized for virtual ones)."""
+        if state < _VIRTUAL_BASE:
+            return self._concrete_byte_edges(state)
+        found = self._template_edges.get(state)
+        if found is None:
+            found = self._template_edges[state] = self._copy_byte_edges(state)
+        return found
+
+    def _template_closure(self, state: int, end: int) -> tuple[list[int], bool]:
+        """:meth:`_epsilon_search` of a template state up to the template's ``end``
+        (memoized)."""
+        key = (state, end)
+        found = self._template_closures.get(key)
+        if found is None:
+            found = self._template_closures[key] = self._epsilon_search(state, end)
+        return found
 
     def _add_state(self, members: frozenset[int]) -> int:
         sid = len(self._sets)
@@ -1536,14 +1540,15 @@ class LazyAutomaton:
         located = self._innermost_copy(members)
         if located is None:
             return None
-        block, templates, inner_first, outer_shift = located
+        block, j, templates, outer_shift = located
         key = (block.template, templates)
         relative = self._relative_rows.get(key)
         if relative is None:
             relative = _segments(self._template_moves(t, block.x_end) for t in templates)
             self._relative_rows[key] = relative
-        concrete_shift = inner_first - block.s0 + outer_shift
-        virtual_shift = inner_first + block.size_c - block.v0 + outer_shift
+        concrete_shift, virtual_shift = block.shifts(j)
+        concrete_shift += outer_shift
+        virtual_shift += outer_shift
         end_closure: frozenset[int] | None = None
         segments = []
         for lo, hi, successors in relative:
@@ -1563,11 +1568,11 @@ class LazyAutomaton:
 
     def _innermost_copy(
         self, members: frozenset[int]
-    ) -> tuple[_Block, frozenset[int], int, int] | None:
-        """The innermost regular copy holding every member: its block, the members' states
-        in the block's template, the copy's first id (in the space of the template around
-        it) and what maps that space's virtual ids to the members' own. None when the
-        members are not all in one regular copy."""
+    ) -> tuple[_Block, int, frozenset[int], int] | None:
+        """The innermost regular copy holding every member: its block, its index, the
+        members' states in the block's template, and what maps the virtual ids of the
+        space around the copy to the members' own. None when the members are not all in
+        one regular copy."""
         states = members
         found = None
         outer_shift = 0
@@ -1586,8 +1591,8 @@ class LazyAutomaton:
                 return found
             states = frozenset(block.locate(state)[1] for state in states)
             outer_shift = shift_to_here
-            found = (block, states, first, outer_shift)
-            shift_to_here += first + block.size_c - block.v0
+            found = (block, j, states, outer_shift)
+            shift_to_here += block.shifts(j)[1]
 
     def _template_moves(self, state: int, end: int) -> list[tuple[int, frozenset[int]]]:
         """Like :meth:`_moves_of` for a template state, in the template: each target's
@@ -1597,20 +1602,9 @@ class LazyAutomaton:
         found = self._template_move_lists.get(key)
         if found is not None:
             return found
-        if state < _VIRTUAL_BASE:
-            a, b = self._boff[state], self._boff[state + 1]
-            edges: Iterable[tuple[int, int, int]] = zip(
-                self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True
-            )
-        else:
-            edges = self._copy_byte_edges(state)
         moves = []
-        for lo, hi, target in edges:
-            closure_key = (target, end)
-            closure = self._template_closures.get(closure_key)
-            if closure is None:
-                closure = self._template_closures[closure_key] = self._epsilon_search(target, end)
-            members, reached = closure
+        for lo, hi, target in self._template_byte_edges(state):
+            members, reached = self._template_closure(target, end)
             moves.append((lo << 8 | hi, frozenset([*members, _END] if reached else members)))
         self._template_move_lists[key] = moves
         return moves

@@ -258,10 +258,7 @@ class TokenIndex:
         chain = np.full(depth + 1, DEAD, dtype=np.int32)
         chain[0] = current = state
         for k in range(1, depth + 1):
-            known = self._plain_next
-            following = int(known[current]) if current < known.size else _UNKNOWN
-            if following == _UNKNOWN:
-                following = int(self._plain_successors(np.array([current], dtype=np.int32))[0])
+            following = self._plain_successor(current)
             if following == _PARTED:
                 return None
             if following == DEAD:
@@ -273,25 +270,31 @@ class TokenIndex:
             current = following
         return chain
 
-    def _plain_successors(self, states: IntArray) -> IntArray:
-        """The one state each of ``states`` moves to on every plain byte, or ``_PARTED``
-        where plain bytes lead to different states (cached per state)."""
+    def _plain_successor(self, state: int) -> int:
+        """The one state ``state`` moves to on every plain byte, or ``_PARTED`` where plain
+        bytes lead to different states (cached per state)."""
         known = self._plain_next
-        if not states.size:
-            return np.zeros(0, dtype=np.int32)
-        top = int(states.max())
-        if top >= known.size:
-            grown = np.full(max(2 * known.size, top + 1), _UNKNOWN, dtype=np.int32)
+        if state >= known.size:
+            grown = np.full(max(2 * known.size, state + 1), _UNKNOWN, dtype=np.int32)
             grown[: known.size] = known
             self._plain_next = known = grown
-        found = known[states]
-        missing = found == _UNKNOWN
-        if missing.any():
-            for state in np.unique(states[missing]).tolist():
-                targets = self.automaton.row(state)[PLAIN_BYTES]
-                uniform = bool(np.all(targets == targets[0]))
-                known[state] = int(targets[0]) if uniform else _PARTED
-            found = known[states]
+        found = int(known[state])
+        if found == _UNKNOWN:
+            targets = self.automaton.row(state)[PLAIN_BYTES]
+            found = int(targets[0]) if bool(np.all(targets == targets[0])) else _PARTED
+            known[state] = found
+        return found
+
+    def _plain_successors(self, states: IntArray) -> IntArray:
+        """:meth:`_plain_successor` of each of ``states`` (one gather once all are known)."""
+        if not states.size:
+            return np.zeros(0, dtype=np.int32)
+        known = self._plain_next
+        found = known[states] if int(states.max()) < known.size else None
+        if found is None or bool((found == _UNKNOWN).any()):
+            for state in np.unique(states).tolist():
+                self._plain_successor(state)
+            found = self._plain_next[states]
         return found
 
     def _walk_trie(

@@ -146,7 +146,7 @@ class Vocabulary:
     def prepare(self) -> None:
         """Build the derived arrays the index walks (byte matrix, tries) now rather than
         on the first row (~0.25 s for 49k tokens); :meth:`from_tokenizer` calls it."""
-        _ = (self.trie, self.plain_trie, self.other_trie, self.single_byte_tokens)
+        _ = (self.plain_trie, self.other_trie, self.single_byte_tokens)
 
     @cached_property
     def fingerprint(self) -> str:
