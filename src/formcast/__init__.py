@@ -19,6 +19,7 @@ from formcast.errors import (
     FormcastError,
     InvalidOptionError,
     ModelLoadError,
+    NoTextValueError,
     OutputValidationError,
     SchemaError,
     TokenNotAllowedError,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from formcast.guide import Cursor
     from formcast.index import TokenIndex
     from formcast.regex import schema_to_regex
+    from formcast.text import FromText
     from formcast.vocabulary import Vocabulary
 
 __version__ = "0.1.0"
@@ -60,6 +62,7 @@ _LAZY = {
     "LazyAutomaton": "formcast.automaton",
     "compile_regex": "formcast.fsm",
     "Cursor": "formcast.guide",
+    "FromText": "formcast.text",
     "TokenIndex": "formcast.index",
     "schema_to_regex": "formcast.regex",
     "Vocabulary": "formcast.vocabulary",
@@ -75,9 +78,11 @@ __all__ = [
     "Extractor",
     "FormcastError",
     "FormcastLogitsProcessor",
+    "FromText",
     "InvalidOptionError",
     "LazyAutomaton",
     "ModelLoadError",
+    "NoTextValueError",
     "OutputValidationError",
     "PromptTemplate",
     "Regex",

@@ -118,6 +118,7 @@ _UNBUILT = -1  # table entries of rows not built yet
 _END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 _CONCRETE_BUDGET = 1_000_000  # past this many concrete states, every repeat is virtual
+_DISTANCE_TABLES_KEPT = 8  # distance tables kept per automaton (one per usable mask/costs)
 _SHOWN_PATTERN = 80
 _INITIAL_CAPACITY = 64
 
@@ -1697,28 +1698,34 @@ class LazyAutomaton:
         """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
         return np.flatnonzero(self.row(state)).astype(np.uint8)
 
-    def min_bytes_to_accept(self, state: int, usable: BoolArray | None = None) -> int:
+    def min_bytes_to_accept(
+        self,
+        state: int,
+        usable: BoolArray | None = None,
+        *,
+        costs: npt.NDArray[np.integer[Any]] | None = None,
+    ) -> int:
         """Fewest bytes leading from ``state`` to an accepting state (0 if accepting).
 
         Only bytes ``b`` with ``usable[b]`` (a bool array of 256) may be used; ``None``
-        allows all. Returns :data:`UNREACHABLE` when no accepting state can be reached.
-        The first call per ``usable`` mask runs a search backwards over the concrete NFA
-        (O(NFA size); a counted repeat made virtual costs O(copies), not O(copies x
-        size)); later calls cost O(members of ``state`` x repeat nesting depth).
+        allows all. ``costs`` (256 ints, instead of ``usable``) weighs each byte instead:
+        ``costs[b]`` >= 0, :data:`UNREACHABLE` for a byte that may not be used; a byte
+        range costs its cheapest byte. Returns :data:`UNREACHABLE` when no accepting state
+        can be reached. The first call per ``usable`` mask (or ``costs`` table; the last
+        few are kept) runs a search backwards over the concrete NFA (O(NFA size); a
+        counted repeat made virtual costs O(copies), not O(copies x size)); later calls
+        cost O(members of ``state`` x repeat nesting depth).
         """
         members = self._sets[self._check(state)]
         if not members:
             return UNREACHABLE
-        if usable is None:
-            key: bytes | None = None
-        else:
-            usable = np.asarray(usable, dtype=np.bool_)
-            if usable.shape != (256,):
-                raise UserError(f"expected usable of shape (256,), found {usable.shape}")
-            key = usable.tobytes()
+        weights = _byte_costs(usable, costs)
+        key = None if weights is None else weights.tobytes()
         tables = self._distances.get(key)
         if tables is None:
-            tables = self._scope_tables(usable)
+            tables = self._scope_tables(weights)
+            if len(self._distances) >= _DISTANCE_TABLES_KEPT:
+                self._distances.pop(next(k for k in self._distances if k is not None), None)
             self._distances[key] = tables
         return min(self._distance_in(tables, -1, member) for member in members)
 
@@ -1759,13 +1766,12 @@ class LazyAutomaton:
             tail += needed * length
         return min(tail, UNREACHABLE)
 
-    def _scope_tables(self, usable: BoolArray | None) -> dict[int, _ScopeDistances]:
+    def _scope_tables(self, weights: npt.NDArray[np.int64] | None) -> dict[int, _ScopeDistances]:
         """Distances to each scope's target, blocks first (children before parents)."""
-        if usable is None:
-            byte_ok = np.ones(self._bsrc.size, dtype=np.bool_)
+        if weights is None:
+            byte_ok = np.ones(self._bsrc.size, dtype=np.int64)
         else:
-            counts = np.concatenate(([0], np.cumsum(usable, dtype=np.int32)))
-            byte_ok = counts[self._bhi + 1] - counts[self._blo] > 0
+            byte_ok = _range_minima(weights)[self._blo, self._bhi]
         tables: dict[int, _ScopeDistances] = {}
         by_template: dict[tuple[int, ...], _ScopeDistances] = {}
         for index, block in enumerate(self._blocks):
@@ -1788,7 +1794,7 @@ class LazyAutomaton:
     def _scope_search(
         self,
         tables: dict[int, _ScopeDistances],
-        byte_ok: BoolArray,
+        byte_ok: npt.NDArray[np.int64],
         lo: int,
         hi: int,
         children: list[int],
@@ -1796,6 +1802,7 @@ class LazyAutomaton:
     ) -> _ScopeDistances:
         """Shortest distances to ``target`` over one scope's graph, searched backwards.
 
+        ``byte_ok`` is the cost of each byte edge (:data:`UNREACHABLE`: not usable).
         Nodes: the concrete states ``[lo, hi)`` and, per child block, its first copy's
         start and (bounded) its last copy's end, joined by one edge weighing the fewest
         copies that must be read times the template's shortest length. O(concrete states
@@ -1834,10 +1841,10 @@ class LazyAutomaton:
         sources: list[npt.NDArray[np.int64]] = []
         targets: list[npt.NDArray[np.int64]] = []
         weights: list[npt.NDArray[np.int64]] = []
-        chosen = byte_ok & (self._bsrc >= lo) & (self._bsrc < hi)
+        chosen = (byte_ok < UNREACHABLE) & (self._bsrc >= lo) & (self._bsrc < hi)
         sources.append(self._bsrc[chosen] - lo)
         targets.append(index_of(self._bdst[chosen]))
-        weights.append(np.ones(int(chosen.sum()), dtype=np.int64))
+        weights.append(byte_ok[chosen])
         chosen = (self._esrc >= lo) & (self._esrc < hi)
         sources.append(self._esrc[chosen] - lo)
         targets.append(index_of(self._edst[chosen]))
@@ -1882,6 +1889,31 @@ class LazyAutomaton:
             f"LazyAutomaton(pattern={_show(self.pattern)}, num_states={self.num_states}, "
             f"nfa_states={self._nfa_states}, virtual_states={self._virtual_states})"
         )
+
+
+def _byte_costs(
+    usable: BoolArray | None, costs: npt.NDArray[np.integer[Any]] | None
+) -> npt.NDArray[np.int64] | None:
+    """The cost of each byte (``None``: every byte costs 1), checked."""
+    if costs is not None:
+        weights = np.asarray(costs, dtype=np.int64)
+        if weights.shape != (256,) or bool((weights < 0).any()):
+            raise UserError(f"expected 256 byte costs >= 0, found shape {weights.shape}")
+        return np.minimum(weights, UNREACHABLE)
+    if usable is None:
+        return None
+    mask = np.asarray(usable, dtype=np.bool_)
+    if mask.shape != (256,):
+        raise UserError(f"expected usable of shape (256,), found {mask.shape}")
+    return np.where(mask, 1, UNREACHABLE).astype(np.int64)
+
+
+def _range_minima(weights: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``table[lo, hi]``: the cheapest byte of ``lo..hi`` (``hi >= lo``)."""
+    table = np.full((256, 256), UNREACHABLE, dtype=np.int64)
+    for lo in range(256):
+        table[lo, lo:] = np.minimum.accumulate(weights[lo:])
+    return table
 
 
 # A template state's edges relative to its copy's first id, and whether it is the end.

@@ -22,6 +22,7 @@ from formcast.cache import CacheSetting
 from formcast.constraint import constraint_key, output_spec
 from formcast.index import TokenIndex
 from formcast.schema import Mode
+from formcast.text import FromText
 from formcast.vocabulary import Vocabulary
 
 __all__ = ["clear_memory_cache", "compile", "vocabulary_of"]
@@ -54,6 +55,7 @@ def compile(
     mode: Mode = "generation",
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
+    from_text: FromText | bool | None = None,
     cache: CacheSetting = None,
 ) -> TokenIndex:
     """Compile ``output`` for ``tokenizer`` into a :class:`TokenIndex`.
@@ -68,6 +70,11 @@ def compile(
         whitespace: ``False`` for compact JSON; ``True`` or an int to allow bounded
             whitespace between JSON tokens.
         max_recursion_depth: how deep recursive schemas are unrolled.
+        from_text: copy every plain string value (``str``, ``Optional[str]``, without a
+            format, pattern or enum) from the request's text; ``True`` for the default
+            :class:`formcast.FromText` options, or a ``FromText``. Fields annotated with
+            their own ``FromText`` keep theirs. An index with such values needs the
+            request's text: ``index.cursor(text=...)``.
         cache: the disk cache (:mod:`formcast.cache`): ``None`` follows
             ``$FORMCAST_DISK_CACHE`` (on by default), ``False`` neither reads nor writes
             it, ``True`` uses the default folder, a path uses that folder as the cache
@@ -89,9 +96,13 @@ def compile(
     folder = disk_cache.resolve(cache)
     vocabulary = vocabulary_of(tokenizer)
     fingerprint = vocabulary.fingerprint
-    source = constraint_key(
-        output, mode=mode, whitespace=whitespace, max_recursion_depth=max_recursion_depth
-    )
+    options: dict[str, Any] = {
+        "mode": mode,
+        "whitespace": whitespace,
+        "max_recursion_depth": max_recursion_depth,
+        "from_text": from_text,
+    }
+    source = constraint_key(output, **options)
     entry = ""
     if source is None:
         folder = None  # no exact key: the disk cache cannot be used
@@ -106,9 +117,7 @@ def compile(
                 index.description = _describe(output)
                 _remember(("source", source, fingerprint), index)
                 return index
-    spec = output_spec(
-        output, mode=mode, whitespace=whitespace, max_recursion_depth=max_recursion_depth
-    )
+    spec = output_spec(output, **options)
     index = _remembered(("regex", spec.key, fingerprint))
     if index is None:
         automaton = LazyAutomaton(spec.regex)

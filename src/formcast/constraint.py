@@ -24,6 +24,7 @@ from pydantic import BaseModel, TypeAdapter
 from formcast.errors import OutputValidationError, SchemaError
 from formcast.regex import schema_to_regex
 from formcast.schema import Mode, load_schema, pydantic_schema
+from formcast.text import FromText
 
 __all__ = ["OutputSpec", "Regex", "constraint_key", "output_spec"]
 
@@ -100,14 +101,23 @@ def output_spec(
     mode: Mode = "generation",
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
+    from_text: FromText | bool | None = None,
 ) -> OutputSpec:
-    """Read an output type. Cost: schema generation plus regex construction (~ms)."""
+    """Read an output type. Cost: schema generation plus regex construction (~ms).
+
+    ``from_text`` copies every plain string value from the request's text (see
+    :func:`formcast.regex.schema_to_regex`); it is refused for a :class:`Regex`."""
     if isinstance(output, Regex):
+        if from_text:
+            raise SchemaError(
+                "expected a JSON output type with from_text, found formcast.Regex: a regex "
+                "output cannot copy values from the text"
+            )
         return OutputSpec(output.pattern, None, str, False, f"regex:{output.pattern}")
     options = {"mode": mode, "whitespace": whitespace, "max_recursion_depth": max_recursion_depth}
     source, parse = _source(output)
     schema = load_schema(source)
-    regex = schema_to_regex(schema, **options)  # type: ignore[arg-type]
+    regex = schema_to_regex(schema, **options, from_text=from_text)  # type: ignore[arg-type]
     shown = schema if isinstance(schema, dict) else None
     return OutputSpec(regex, shown, parse, True, _key(regex, options))
 
@@ -128,6 +138,7 @@ def constraint_key(
     mode: Mode = "generation",
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
+    from_text: FromText | bool | None = None,
 ) -> str | None:
     """A canonical text of the constraint ``output_spec`` would build, without its regex.
 
@@ -158,7 +169,7 @@ def constraint_key(
             document = pydantic_schema(output)
         else:
             document = pydantic_schema(_wrap(output))
-        options = [mode, whitespace, max_recursion_depth]
+        options = [mode, whitespace, max_recursion_depth, _from_text_key(from_text)]
         return json.dumps(
             {"schema": document, "options": options},
             ensure_ascii=False,
@@ -167,6 +178,12 @@ def constraint_key(
         )
     except Exception:  # the regex path reports what is wrong with the output
         return None
+
+
+def _from_text_key(from_text: FromText | bool | None) -> Any:
+    if isinstance(from_text, FromText):
+        return from_text.keyword_value()
+    return bool(from_text)
 
 
 def _plain_json(value: Any) -> bool:

@@ -384,18 +384,47 @@ class FormcastLogitsProcessor:
     (``generate`` keeps padding them). With ``max_new_tokens`` given, endings are
     budget-safe like :func:`generate`. One processor serves one ``generate`` call; make a
     new one (cheap: the index is shared) for the next.
+
+    ``texts`` (one per row, in batch order) is required when the index copies values from
+    the text (``FromText``): each row's constraint is bound to its own text. With
+    ``num_return_sequences`` or beams, repeat each text as ``generate`` repeats its row.
     """
 
-    def __init__(self, index: TokenIndex, *, max_new_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        index: TokenIndex,
+        *,
+        max_new_tokens: int | None = None,
+        texts: Sequence[str] | None = None,
+    ) -> None:
+        if texts is not None:
+            texts = list(texts)
+            for text in texts:
+                index.bind(text)  # fail here, before generate, on a text without a value
+        elif index.text_slots:
+            raise InvalidOptionError(
+                f"expected texts=[...] (one per row) for {index.description!r}, which copies "
+                "values from the text (FromText), found none"
+            )
         self.index = index
         self.max_new_tokens = max_new_tokens
+        self.texts = texts
         self._cursors: list[Cursor] | None = None
         self._prompt_length = 0
+
+    def _fresh_cursors(self, batch: int) -> list[Cursor]:
+        if self.texts is None:
+            return [Cursor(self.index) for _ in range(batch)]
+        if len(self.texts) != batch:
+            raise InvalidOptionError(
+                f"expected one text per row, found {len(self.texts)} texts for {batch} rows"
+            )
+        return [self.index.cursor(text=text) for text in self.texts]
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         batch = input_ids.shape[0]
         if self._cursors is None:
-            self._cursors = [Cursor(self.index) for _ in range(batch)]
+            self._cursors = self._fresh_cursors(batch)
             self._prompt_length = input_ids.shape[1]
         else:
             last = input_ids[:, -1].tolist()

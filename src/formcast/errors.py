@@ -7,7 +7,8 @@ FormcastError                      base of everything below
 │   │   └── UnsupportedSchemaError a valid schema keyword formcast cannot enforce
 │   ├── InvalidOptionError         an option out of range (max_new_tokens too small, ...)
 │   ├── TokenNotAllowedError       Cursor.advance with a token the constraint forbids
-│   └── EmptyInputError            an empty or blank text to extract from
+│   ├── EmptyInputError            an empty or blank text to extract from
+│   └── NoTextValueError           the text holds no value a FromText field must take
 └── ExtractionRuntimeError         the model or the runtime failed
     ├── ModelLoadError             weights or tokenizer could not be loaded
     ├── ContextLengthError         the prompt does not fit the model's context window
@@ -28,6 +29,7 @@ __all__ = [
     "FormcastError",
     "InvalidOptionError",
     "ModelLoadError",
+    "NoTextValueError",
     "OutputValidationError",
     "SchemaError",
     "TokenNotAllowedError",
@@ -82,6 +84,21 @@ class TokenNotAllowedError(UserError):
 
 class EmptyInputError(UserError):
     """The text to extract from is empty or only whitespace."""
+
+
+class NoTextValueError(UserError):
+    """No value of a required ``FromText`` field is written in the text (a text without
+    any number for a ``FromText`` number, say), so no output can be produced from it.
+
+    Raised when the text is bound, before any token is generated.
+
+    Attributes:
+        pointers: JSON pointers of the schema objects of the fields without a value.
+    """
+
+    def __init__(self, pointers: tuple[str, ...], message: str) -> None:
+        self.pointers = pointers
+        super().__init__(message)
 
 
 class ExtractionRuntimeError(FormcastError, RuntimeError):

@@ -32,12 +32,14 @@ from formcast.errors import (
     EmptyInputError,
     FormcastError,
     InvalidOptionError,
+    NoTextValueError,
     SchemaError,
 )
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
 from formcast.models import load_default_model, load_pretrained
 from formcast.schema import Mode
+from formcast.text import FromText
 
 __all__ = ["ExtractionResult", "Extractor", "PromptTemplate"]
 
@@ -118,6 +120,7 @@ class _Request:
     position: int
     prompt: list[int] = field(default_factory=list)
     error: FormcastError | None = None
+    cursor: Cursor | None = None  # bound to the item's text when the output copies from it
 
 
 class Extractor:
@@ -201,7 +204,12 @@ class Extractor:
 
     # -- compilation ---------------------------------------------------------------------
     def compile(
-        self, output: Any, *, mode: Mode | None = None, whitespace: bool | int | None = None
+        self,
+        output: Any,
+        *,
+        mode: Mode | None = None,
+        whitespace: bool | int | None = None,
+        from_text: FromText | bool | None = None,
     ) -> TokenIndex:
         """The compiled index of ``output`` for this extractor's tokenizer (cached)."""
         return compile_index(
@@ -209,6 +217,7 @@ class Extractor:
             self.tokenizer,
             mode=self.mode if mode is None else mode,
             whitespace=self.whitespace if whitespace is None else whitespace,
+            from_text=from_text,
         )
 
     # -- extraction ----------------------------------------------------------------------
@@ -223,10 +232,13 @@ class Extractor:
         """Extract one value of type ``output`` from ``text``.
 
         Options: ``instructions``, ``max_new_tokens``, ``temperature``, ``top_p``,
-        ``seed``, ``jump_forward``, ``mode``, ``whitespace``.
+        ``seed``, ``jump_forward``, ``mode``, ``whitespace``, ``from_text`` (copy every
+        plain string field from ``text``: ``True`` or a :class:`formcast.FromText`).
+        Fields annotated ``FromText()`` are copied from ``text`` in any case.
 
         Raises:
             EmptyInputError, SchemaError, InvalidOptionError: the call is wrong.
+            NoTextValueError: the text holds no value for a required ``FromText`` field.
             ContextLengthError: the prompt does not fit the model's context window.
             OutputValidationError: the model class's own validators rejected the output.
         """
@@ -302,7 +314,12 @@ class Extractor:
 
     # -- internals -----------------------------------------------------------------------
     def _compile_for(self, output: Any, options: Mapping[str, Any]) -> TokenIndex:
-        return self.compile(output, mode=options.get("mode"), whitespace=options.get("whitespace"))
+        return self.compile(
+            output,
+            mode=options.get("mode"),
+            whitespace=options.get("whitespace"),
+            from_text=options.get("from_text"),
+        )
 
     def _run_batch(
         self,
@@ -329,7 +346,7 @@ class Extractor:
             else REGEX_INSTRUCTIONS.format(pattern=spec.pattern)
         )
         requests = [
-            self._prepare(i, text, spec.json_schema, instructions, budget)
+            self._prepare(i, text, spec.json_schema, instructions, budget, index)
             for i, text in enumerate(texts)
         ]
         if raise_item_errors:
@@ -359,7 +376,7 @@ class Extractor:
             outputs = generate(
                 self.model,
                 [r.prompt for r in ready],
-                [Cursor(index) for _ in ready],
+                [r.cursor or Cursor(index) for r in ready],
                 max_new_tokens=budget,
                 forced_tokenizer=self._forced_tokenizer if jump else None,
                 sampling=sampling,
@@ -374,6 +391,7 @@ class Extractor:
         schema: dict[str, Any] | None,
         instructions: str,
         budget: int,
+        index: TokenIndex,
     ) -> _Request:
         request = _Request(position)
         if not isinstance(text, str):
@@ -395,6 +413,11 @@ class Extractor:
         context = _context_length(self.model)
         if context is not None and len(request.prompt) + budget > context:
             request.error = ContextLengthError(len(request.prompt), budget, context)
+        elif index.text_slots:
+            try:
+                request.cursor = index.cursor(text=text)
+            except NoTextValueError as error:
+                request.error = error
         return request
 
     def _encode(self, messages: list[dict[str, str]]) -> list[int]:
@@ -418,6 +441,7 @@ _KNOWN_OPTIONS = frozenset(
         "jump_forward",
         "mode",
         "whitespace",
+        "from_text",
     }
 )
 
@@ -537,9 +561,7 @@ def _model_backed(
         )
     output = hints["return"]
     _check_options(options)
-    index = extractor.compile(
-        output, mode=options.get("mode"), whitespace=options.get("whitespace")
-    )
+    index = extractor._compile_for(output, options)
     budget = int(options.get("max_new_tokens", extractor.max_new_tokens))
     needed = index.min_tokens_to_accept(index.initial_state)
     if needed > budget:

@@ -21,12 +21,15 @@ decoding asks for them.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, LazyAutomaton
+from formcast.errors import InvalidOptionError
+from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import PLAIN_BYTES, TokenTrie, Vocabulary
 
 if TYPE_CHECKING:
@@ -42,6 +45,24 @@ UNREACHABLE = np.iinfo(np.int32).max // 2
 
 _UNKNOWN = -2  # a plain successor not computed yet
 _PARTED = -3  # plain bytes lead to different states
+
+
+class ByteAutomaton(Protocol):
+    """What an index reads of an automaton over bytes (:class:`LazyAutomaton`, or a
+    :class:`~formcast.bound.BoundAutomaton` with a request's text)."""
+
+    pattern: str
+
+    @property
+    def initial(self) -> int: ...
+    def step(self, states: npt.NDArray[Any], data: npt.NDArray[np.uint8]) -> IntArray: ...
+    def row(self, state: int) -> IntArray: ...
+    def is_accepting(self, state: int) -> bool: ...
+    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]: ...
+    def walk(self, data: bytes, state: int | None = None) -> int: ...
+    def min_bytes_to_accept(
+        self, state: int, usable: npt.NDArray[np.bool_] | None = None
+    ) -> int: ...
 
 
 class _Row:
@@ -69,7 +90,7 @@ class TokenIndex:
     """
 
     def __init__(
-        self, automaton: LazyAutomaton, vocabulary: Vocabulary, *, description: str = ""
+        self, automaton: ByteAutomaton, vocabulary: Vocabulary, *, description: str = ""
     ) -> None:
         self.automaton = automaton
         self.vocabulary = vocabulary
@@ -91,11 +112,55 @@ class TokenIndex:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def cursor(self) -> Cursor:
-        """A fresh per-sequence :class:`~formcast.guide.Cursor` at the initial state (O(1))."""
+    def cursor(self, text: str | None = None) -> Cursor:
+        """A fresh per-sequence :class:`~formcast.guide.Cursor` at the initial state.
+
+        ``text`` is the request's text, required when the constraint copies values from
+        it (``FromText``, see :attr:`text_slots`) and refused otherwise. O(1) without a
+        text; with one, the cost of :meth:`bind`.
+        """
         from formcast.guide import Cursor
 
+        if text is not None:
+            return Cursor(self.bind(text))
+        if self.text_slots:
+            raise InvalidOptionError(
+                f"expected a text for {self.description!r}, which copies values from the "
+                "text (FromText), found none: call index.cursor(text=...)"
+            )
         return Cursor(self)
+
+    @cached_property
+    def text_slots(self) -> tuple[TextSlot, ...]:
+        """The kinds of values this constraint copies from a request's text (empty when
+        it copies none)."""
+        if not isinstance(self.automaton, LazyAutomaton):
+            return ()
+        return text_slots(self.automaton.pattern)
+
+    def bind(self, text: str) -> TokenIndex:
+        """The index of one request: this constraint with ``text`` in its ``FromText``
+        values. Rows are built lazily, for this request only.
+
+        Cost: linear in the text (a few ms for 2,000 characters) plus one weighted
+        distance table of the automaton (linear in its NFA).
+
+        Raises:
+            InvalidOptionError: the constraint copies nothing from a text, or ``text`` is
+                not a str.
+            NoTextValueError: the text holds no value for a field the output needs.
+        """
+        from formcast.bound import BoundAutomaton
+
+        if not isinstance(text, str):
+            raise InvalidOptionError(f"expected the text as str, found {type(text).__name__}")
+        if not self.text_slots or not isinstance(self.automaton, LazyAutomaton):
+            raise InvalidOptionError(
+                f"expected a constraint that copies values from the text (FromText), found "
+                f"{self.description!r}, which copies none"
+            )
+        bound = BoundAutomaton(self.automaton, self.text_slots, text, self._usable_bytes)
+        return TokenIndex(bound, self.vocabulary, description=self.description)
 
     # -- queries --------------------------------------------------------------------------
     @property

@@ -141,6 +141,7 @@ and unrolled recursion multiplies all of this by the depth.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import json
 import math
@@ -153,7 +154,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from functools import cache
 from itertools import pairwise
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 
@@ -165,6 +166,14 @@ from formcast.schema import (
     join_pointer,
     load_schema,
     validator_class,
+)
+from formcast.text import (
+    FROM_TEXT_KEYWORD,
+    KIND_BYTES,
+    FromText,
+    TextSlot,
+    slot_regex,
+    slot_table_comment,
 )
 
 __all__ = [
@@ -1904,7 +1913,35 @@ class _Part:
 
 
 def _has_validation(schema: Mapping[str, Any]) -> bool:
-    return any(k in _VALIDATION_KEYWORDS or k in _REFUSED_KEYWORDS for k in schema)
+    return any(
+        k in _VALIDATION_KEYWORDS or k in _REFUSED_KEYWORDS or k == FROM_TEXT_KEYWORD
+        for k in schema
+    )
+
+
+#: Keywords a value copied from the text cannot have (its values come from the text only).
+_NOT_FROM_TEXT = frozenset({"enum", "const", "pattern", "format", "not"})
+_TEXT_BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+
+def _keywords_in(flat: Sequence[_Part], keywords: frozenset[str]) -> bool:
+    return any(keyword in part.schema for part in flat for keyword in keywords)
+
+
+def _text_bounds(flat: Sequence[_Part]) -> tuple[tuple[str, str], ...]:
+    """The numeric keywords of a number copied from the text, as exact decimal strings."""
+    bounds: list[tuple[str, str]] = []
+    for part in flat:
+        for keyword in _TEXT_BOUND_KEYWORDS:
+            value = part.schema.get(keyword)
+            if value is None:
+                continue
+            if not _is_number(value):
+                raise UnsupportedSchemaError(
+                    keyword, part.pointer, f"expected a number with {FROM_TEXT_KEYWORD}"
+                )
+            bounds.append((keyword, str(Decimal(str(value)))))
+    return tuple(bounds)
 
 
 def _json_equal(a: Any, b: Any) -> bool:
@@ -2115,11 +2152,15 @@ class _Translator:
         max_depth: int,
         any_depth: int = 1,
         share_long: bool = True,
+        from_text: FromText | None = None,
     ) -> None:
         """``any_depth``: nesting of unconstrained values; ``share_long``: whether long
         sub-schema regexes become definitions (without it, regexes past
-        :data:`_UNSHARED_LIMIT` characters raise :class:`_TooLarge`)."""
+        :data:`_UNSHARED_LIMIT` characters raise :class:`_TooLarge`); ``from_text``:
+        the options applied to every plain string value without its own keyword."""
         self.root = root
+        self.from_text = from_text
+        self.text_kinds: list[TextSlot] = []
         self.any_depth = any_depth
         self.share_long = share_long
         self.limit = MAX_REGEX_LENGTH if share_long else _UNSHARED_LIMIT
@@ -2293,7 +2334,10 @@ class _Translator:
         return f"(?&{name})"
 
     def with_definitions(self, main: str) -> str:
-        """``main`` preceded by the definitions it calls, directly or through others."""
+        """``main`` preceded by the definitions it calls, directly or through others, and
+        followed by the table of its text slots, if any."""
+        if self.text_kinds:
+            main += slot_table_comment(self.text_kinds)
         bodies = {name: body for body, name in self.definitions.items()}
         used: set[str] = set()
         pending = _calls(main)
@@ -2847,6 +2891,9 @@ class _Translator:
     def conjunction(self, flat: list[_Part], refs: tuple[str, ...]) -> _Result:
         if not flat:
             return self.any_value(self.any_depth)
+        copied = self.text_value(flat)
+        if copied is not None:
+            return copied
         excluded: list[Any] = []
         for part in flat:
             negated = part.schema.get("not")
@@ -3202,6 +3249,87 @@ class _Translator:
                 if body is None:
                     return _Never("not", flat[0].pointer, "every allowed string is excluded")
         return f'"{body}"'
+
+    # ------------------------------------------------------------------ values from the text
+
+    def text_value(self, flat: list[_Part]) -> _Result | None:
+        """The slots of a value copied from the text (``x-formcast-from-text``), or None
+        when the value is not one. The keyword applies to strings and numbers only, and
+        never together with an enumeration, a pattern, a format or ``not``."""
+        options: FromText | None = None
+        pointer = flat[0].pointer
+        explicit = False
+        for part in flat:
+            if FROM_TEXT_KEYWORD in part.schema:
+                found = FromText.from_keyword(part.schema[FROM_TEXT_KEYWORD], part.pointer)
+                if explicit and found != options:
+                    raise self.refuse(
+                        FROM_TEXT_KEYWORD, part.pointer, "different options for one value"
+                    )
+                options, pointer, explicit = found, part.pointer, True
+        types = self.types(flat)
+        if not explicit:
+            plain = types <= {"string", "null"} and "string" in types
+            if self.from_text is None or not plain or _keywords_in(flat, _NOT_FROM_TEXT):
+                return None
+            options = self.from_text
+        if options is None:
+            return None
+        outside = types - {"string", "number", "integer", "null"}
+        if outside:
+            raise self.refuse(
+                FROM_TEXT_KEYWORD,
+                pointer,
+                f"applies to strings and numbers, found a schema that allows {sorted(outside)}",
+            )
+        for keyword in sorted(_NOT_FROM_TEXT):
+            for part in flat:
+                if keyword in part.schema:
+                    raise self.refuse(
+                        keyword, part.pointer, f"cannot be combined with {FROM_TEXT_KEYWORD}"
+                    )
+        alts: list[str] = [NULL] if "null" in types else []
+        if "number" in types or "integer" in types:
+            value: Literal["number", "integer"] = "number" if "number" in types else "integer"
+            alts.append(self.text_slot(TextSlot(value, FromText(), _text_bounds(flat)), pointer))
+        if "string" in types:
+            lengths = self.text_lengths(flat, options)
+            if isinstance(lengths, _Never):
+                return lengths
+            alts.append(f'"{self.text_slot(TextSlot("string", lengths), pointer)}"')
+        return _alt(alts) or ""
+
+    def text_lengths(self, flat: list[_Part], options: FromText) -> FromText | _Never:
+        """``options`` with the value's own ``minLength``/``maxLength`` folded in."""
+        low, high = options.min_length, options.max_length
+        for part in flat:
+            if "minLength" in part.schema:
+                low = max(low, int(part.schema["minLength"]))
+            if "maxLength" in part.schema:
+                limit = int(part.schema["maxLength"])
+                high = limit if high is None else min(high, limit)
+        if high is not None and high < max(low, 1):
+            return _Never("maxLength", flat[0].pointer, "no text value fits the length bounds")
+        return dataclasses.replace(options, min_length=low, max_length=high)
+
+    def text_slot(self, slot: TextSlot, pointer: str) -> str:
+        """The regex of ``slot``'s kind, registering the kind and the pointer."""
+        for kind, known in enumerate(self.text_kinds):
+            if known.same_kind(slot):
+                if pointer not in known.pointers:
+                    self.text_kinds[kind] = dataclasses.replace(
+                        known, pointers=(*known.pointers, pointer)
+                    )
+                return slot_regex(kind)
+        if len(self.text_kinds) == len(KIND_BYTES):
+            raise self.refuse(
+                FROM_TEXT_KEYWORD,
+                pointer,
+                f"more than {len(KIND_BYTES)} different kinds of values copied from the text "
+                "in one schema",
+            )
+        self.text_kinds.append(dataclasses.replace(slot, pointers=(pointer,)))
+        return slot_regex(len(self.text_kinds) - 1)
 
     # ------------------------------------------------------------------ arrays
 
@@ -3654,6 +3782,7 @@ def schema_to_regex(
     mode: Mode = "generation",
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
+    from_text: FromText | bool | None = None,
 ) -> str:
     """Compile ``schema`` into a regex matching JSON texts that validate against it.
 
@@ -3668,9 +3797,14 @@ def schema_to_regex(
             whitespace, ``True`` for :data:`WHITESPACE_DEFAULT`.
         max_recursion_depth: how many times a definition may be nested inside itself
             through ``$ref`` (``0``: recursive references are never followed).
+        from_text: copy every plain string value (``str`` or ``Optional[str]``, without
+            a format, pattern or enum) from the request's text, with these options
+            (``True``: the defaults of :class:`formcast.FromText`). Values with their
+            own ``x-formcast-from-text`` keyword keep theirs.
 
     Returns:
-        A regex in the dialect described in the module docstring.
+        A regex in the dialect described in the module docstring. Values copied from the
+        text are slots (:mod:`formcast.text`), listed in a comment at the end.
 
     Raises:
         SchemaError: the input is not a schema (see ``load_schema``).
@@ -3699,6 +3833,7 @@ def schema_to_regex(
         raise InvalidOptionError(
             f"expected max_recursion_depth to be an int >= 0, found {max_recursion_depth!r}"
         )
+    text_default = _from_text_option(from_text)
     root = load_schema(schema)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))
@@ -3708,7 +3843,7 @@ def schema_to_regex(
         any_depth = ANY_VALUE_DEPTH if mode == "specification" else 1
         share_long = False  # first try plain sub-schemas: concrete NFA states walk faster
         while True:
-            translator = _Translator(root, mode, spaces, depth, any_depth, share_long)
+            translator = _Translator(root, mode, spaces, depth, any_depth, share_long, text_default)
             try:
                 result = translator.gen([_Part(root, "")], ("",))
                 break
@@ -3735,3 +3870,13 @@ def schema_to_regex(
     if isinstance(result, _Never):
         raise UnsupportedSchemaError(result.keyword, result.pointer, result.reason)
     return translator.with_definitions(result)
+
+
+def _from_text_option(value: FromText | bool | None) -> FromText | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return FromText()
+    if isinstance(value, FromText):
+        return value
+    raise InvalidOptionError(f"expected from_text to be a bool or a FromText, found {value!r}")

@@ -1,0 +1,253 @@
+"""A compiled schema with one request's text bound to its slots.
+
+A schema with ``FromText`` values compiles, once, to an automaton whose slots are marker
+bytes (:mod:`formcast.text`). :class:`BoundAutomaton` runs that automaton and, inside
+each slot, the :class:`~formcast.text.TextAutomaton` of the request's text, as one lazily
+built automaton: a state is a set of schema states plus a set of open slots
+``(kind, text state, schema state waiting for the slot's end)``. Marker bytes are never
+read nor written: entering a slot, and leaving it once its value is complete, are moves
+that read nothing.
+
+It offers what :class:`~formcast.index.TokenIndex` reads of an automaton (``step``,
+``row``, ``is_accepting``, ``walk``, ``min_bytes_to_accept``), so one request's index is
+an ordinary ``TokenIndex`` over it: :meth:`formcast.index.TokenIndex.bind` builds it.
+
+Cost: binding builds one text automaton per slot kind (linear in the text) and one
+weighted distance table of the schema's automaton (linear in its NFA); states and their
+transitions are built when first reached, each in O(members) plus the text automaton's
+own row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
+from formcast.errors import NoTextValueError
+from formcast.text import KIND_BYTES, MARKER_BYTES, SLOT_CLOSE, SLOT_OPEN, TextAutomaton, TextSlot
+
+__all__ = ["BoundAutomaton"]
+
+IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+Member = tuple[int, int, int]  # (slot kind, text state, schema state before the close marker)
+Key = tuple[tuple[int, ...], tuple[Member, ...]]
+
+_REAL = np.ones(256, dtype=bool)
+_REAL[sorted(MARKER_BYTES)] = False
+_UNBUILT = -1
+
+
+class BoundAutomaton:
+    """The automaton of one request: a schema's automaton with a text in its slots.
+
+    Args:
+        schema: the compiled schema's automaton (shared, never modified in meaning).
+        slots: the slot table of its pattern (:func:`formcast.text.text_slots`).
+        text: the request's text.
+        usable: bytes the vocabulary emits as single tokens (distances count those).
+
+    Raises:
+        NoTextValueError: the text holds no value for a slot the output cannot do without.
+    """
+
+    def __init__(
+        self, schema: LazyAutomaton, slots: Sequence[TextSlot], text: str, usable: BoolArray
+    ) -> None:
+        self.schema = schema
+        self.pattern = schema.pattern
+        self.slots = tuple(slots)
+        self.usable = np.asarray(usable, dtype=bool)
+        self.texts = [TextAutomaton(text, slot, self.usable) for slot in self.slots]
+        self._kinds = [(KIND_BYTES[k], k) for k in range(len(self.slots))]
+        self._schema_rows: dict[int, IntArray] = {}
+        self._keys: list[Key] = [((), ())]
+        self._ids: dict[Key, int] = {((), ()): DEAD}
+        self._accepting: list[bool] = [False]
+        self._table = np.full((64, 256), _UNBUILT, dtype=np.int32)
+        self._table[DEAD] = DEAD
+        self._costs = self._slot_costs()
+        self._distances: dict[int, int] = {}
+        self.initial = self._closure((schema.initial,), ())
+        if self.min_bytes_to_accept(self.initial) >= UNREACHABLE:
+            raise self._no_value_error()
+
+    # -- states -----------------------------------------------------------------------
+    def _schema_row(self, state: int) -> IntArray:
+        row = self._schema_rows.get(state)
+        if row is None:
+            row = self.schema.row(state)
+            self._schema_rows[state] = row
+        return row
+
+    def _closure(self, schemas: Iterable[int], members: Iterable[Member]) -> int:
+        """Intern the state made of ``schemas`` and ``members`` plus every move that
+        reads nothing: into a slot after its open marker, out of a completed slot."""
+        pending = [s for s in schemas if s != DEAD]
+        kept_members: set[Member] = set()
+        for member in members:
+            kept_members.add(member)
+            pending.extend(self._exits(member))
+        seen: set[int] = set()
+        kept_schemas: list[int] = []
+        while pending:
+            state = pending.pop()
+            if state in seen:
+                continue
+            seen.add(state)
+            row = self._schema_row(state)
+            opened = int(row[SLOT_OPEN])
+            if opened != DEAD:
+                for member in self._entries(opened):
+                    kept_members.add(member)
+                    pending.extend(self._exits(member))
+            if self.schema.is_accepting(state) or bool(row[_REAL].any()):
+                kept_schemas.append(state)
+        return self._intern((tuple(sorted(kept_schemas)), tuple(sorted(kept_members))))
+
+    def _entries(self, opened: int) -> list[Member]:
+        """The slots that start after the open marker (one per kind byte allowed there)."""
+        row = self._schema_row(opened)
+        found = []
+        for byte, kind in self._kinds:
+            inside = int(row[byte])
+            start = self.texts[kind].initial
+            if inside != DEAD and start != DEAD:
+                found.append((kind, start, inside))
+        return found
+
+    def _exits(self, member: Member) -> list[int]:
+        kind, text_state, inside = member
+        if not self.texts[kind].is_accepting(text_state):
+            return []
+        return [int(self._schema_row(inside)[SLOT_CLOSE])]
+
+    def _intern(self, key: Key) -> int:
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        found = len(self._keys)
+        self._ids[key] = found
+        self._keys.append(key)
+        self._accepting.append(any(self.schema.is_accepting(s) for s in key[0]))
+        if found >= self._table.shape[0]:
+            grown = np.full((2 * self._table.shape[0], 256), _UNBUILT, dtype=np.int32)
+            grown[: self._table.shape[0]] = self._table
+            self._table = grown
+        return found
+
+    def _next(self, state: int, byte: int) -> int:
+        """The state after ``byte`` (computed once, then read from the table)."""
+        known = int(self._table[state, byte])
+        if known != _UNBUILT:
+            return known
+        found = DEAD
+        if _REAL[byte]:
+            schemas, members = self._keys[state]
+            moved = [int(self._schema_row(s)[byte]) for s in schemas]
+            advanced = [
+                (kind, int(self.texts[kind].row(text_state)[byte]), inside)
+                for kind, text_state, inside in members
+            ]
+            live = [m for m in advanced if m[1] != DEAD]
+            if any(s != DEAD for s in moved) or live:
+                found = self._closure(moved, live)
+        self._table[state, byte] = found
+        return found
+
+    # -- what TokenIndex reads ------------------------------------------------------------
+    @property
+    def num_states(self) -> int:
+        return len(self._keys)
+
+    def step(self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> IntArray:
+        """``out[i]``: the state after ``data[i]`` from ``states[i]`` (vectorized)."""
+        result: IntArray = self._table[states, data]
+        missing = result == _UNBUILT
+        if missing.any():
+            pairs = np.unique((states[missing].astype(np.int64) << 8) | data[missing])
+            for pair in pairs.tolist():
+                self._next(pair >> 8, pair & 0xFF)
+            result = self._table[states, data]
+        return result
+
+    def row(self, state: int) -> IntArray:
+        """The 256 transitions of ``state`` (a fresh array)."""
+        for byte in np.flatnonzero(self._table[state] == _UNBUILT).tolist():
+            self._next(state, byte)
+        row: IntArray = self._table[state].copy()
+        return row
+
+    def is_accepting(self, state: int) -> bool:
+        return self._accepting[state]
+
+    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
+        return np.flatnonzero(self.row(state)).astype(np.uint8)
+
+    def walk(self, data: bytes, state: int | None = None) -> int:
+        current = self.initial if state is None else state
+        for byte in data:
+            if current == DEAD:
+                return DEAD
+            current = self._next(current, byte)
+        return current
+
+    def matches(self, data: bytes) -> bool:
+        return self.is_accepting(self.walk(data))
+
+    # -- distances ----------------------------------------------------------------------
+    def _slot_costs(self) -> npt.NDArray[np.int64]:
+        """Byte costs for the schema's automaton: markers are free, a slot's kind byte
+        costs its text's shortest value, other bytes 1 (UNREACHABLE when not usable)."""
+        costs = np.where(self.usable, 1, UNREACHABLE).astype(np.int64)
+        costs[sorted(MARKER_BYTES)] = UNREACHABLE
+        costs[SLOT_OPEN] = costs[SLOT_CLOSE] = 0
+        for byte, kind in self._kinds:
+            text = self.texts[kind]
+            costs[byte] = text.distance(text.initial)
+        return costs
+
+    def min_bytes_to_accept(self, state: int, usable: BoolArray | None = None) -> int:
+        """Fewest usable bytes to an accepting state (exact: a slot costs the text's
+        shortest value from where it stands). ``usable`` must be None or the mask given
+        at construction: the text automata were measured with it."""
+        if usable is not None and not np.array_equal(usable, self.usable):
+            raise ValueError("a bound automaton measures distances with its own usable mask")
+        found = self._distances.get(state)
+        if found is None:
+            found = self._distance(state)
+            self._distances[state] = found
+        return found
+
+    def _distance(self, state: int) -> int:
+        schemas, members = self._keys[state]
+        best = UNREACHABLE
+        for s in schemas:
+            best = min(best, self.schema.min_bytes_to_accept(s, costs=self._costs))
+        for kind, text_state, inside in members:
+            inside_text = self.texts[kind].distance(text_state)
+            after = int(self._schema_row(inside)[SLOT_CLOSE])
+            if inside_text >= UNREACHABLE or after == DEAD:
+                continue
+            rest = self.schema.min_bytes_to_accept(after, costs=self._costs)
+            best = min(best, inside_text + rest)
+        return min(best, UNREACHABLE)
+
+    def _no_value_error(self) -> NoTextValueError:
+        empty = [slot for slot, text in zip(self.slots, self.texts, strict=True)
+                 if text.distance(text.initial) >= UNREACHABLE]  # fmt: skip
+        pointers = tuple(p for slot in empty for p in slot.pointers)
+        if empty:
+            found = "; ".join(slot.describe() for slot in empty)
+            return NoTextValueError(
+                pointers,
+                f"expected a text in which every required value copied from the text can be "
+                f"written, found none for {found}",
+            )
+        return NoTextValueError(
+            (), "expected a text from which a complete output can be written, found none"
+        )

@@ -1,0 +1,591 @@
+"""Values copied from the input text: the ``FromText`` annotation and the text automata.
+
+A ``FromText`` field may only hold a value written in the request's text::
+
+    class Receipt(BaseModel):
+        company: Annotated[str, FromText()]      # a substring of the text
+        total: Annotated[float, FromText()]      # a number written in the text
+
+The schema stage compiles such a field to a *slot* (see :func:`slot_regex`): marker
+bytes that no JSON text contains, ``\\x02 K \\x03``, where ``K`` is one byte naming the
+slot's kind (its options). The schema's automaton is compiled once, as for any schema;
+each request then binds its text (:mod:`formcast.bound`), which walks a
+:class:`TextAutomaton` wherever the schema's automaton reaches a slot.
+
+What a value may be (documented in the guide):
+
+* **strings**: a substring of the text, JSON-escaped as JSON requires. By default
+  (``whitespace="collapse"``) every run of whitespace in the text reads as one space and
+  is written as one space; ``whitespace="exact"`` writes it as it stands (``\\n`` escaped).
+  A value never starts or ends with whitespace. With ``word_boundaries`` (the default) it
+  starts and ends at a word boundary: the ends of the text, either side of whitespace and
+  of each punctuation or symbol character, between letters and digits, and around each
+  character of scripts written without spaces (CJK, kana, Thai...). ``case_sensitive=False``
+  also accepts each character's upper and lower case forms (when they encode to one
+  character). ``min_length``/``max_length`` count characters (default: at least one).
+* **numbers**: a number written in the text, as written: a run of digits with an optional
+  decimal point followed by digits. Commas between groups of three digits are thousands
+  separators and are dropped (``1,234.50`` -> ``1234.50``); a ``-`` right before the
+  digits (not after a letter or digit) makes it negative; currency signs and letters
+  around it are not part of it (``RM31.00`` -> ``31.00``); leading zeros are dropped
+  (``007`` -> ``7``). A decimal comma is not read as a decimal point. ``integer``
+  fields take the numbers without a fractional part, or whose fraction is all zeros
+  (``31.00`` -> ``31``). ``minimum``/``maximum``/``exclusiveMinimum``/
+  ``exclusiveMaximum``/``multipleOf`` of the field filter the numbers.
+
+Cost: building a text automaton is linear in the text (~1-3 ms for 2,000 characters); a
+row (the 256 transitions of one state) is built when first needed, in O(positions in the
+state).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from formcast.errors import SchemaError
+
+__all__ = [
+    "FROM_TEXT_KEYWORD",
+    "KIND_BYTES",
+    "MARKER_BYTES",
+    "SLOT_CLOSE",
+    "SLOT_OPEN",
+    "FromText",
+    "TextAutomaton",
+    "TextSlot",
+    "number_candidates",
+    "slot_regex",
+    "slot_table_comment",
+    "text_slots",
+]
+
+IntArray = npt.NDArray[np.int32]
+
+#: The JSON Schema keyword that marks a value as copied from the text: ``true`` or an
+#: object of :class:`FromText` options.
+FROM_TEXT_KEYWORD = "x-formcast-from-text"
+
+SLOT_OPEN = 0x02
+SLOT_CLOSE = 0x03
+#: One byte per slot kind: control characters that JSON never writes unescaped (tab, line
+#: feed and carriage return, the only ones JSON whitespace uses, are left out).
+KIND_BYTES: bytes = bytes([0x04, 0x05, 0x06, 0x07, 0x08, 0x0B, 0x0C, *range(0x0E, 0x20)])
+MARKER_BYTES: frozenset[int] = frozenset({SLOT_OPEN, SLOT_CLOSE, *KIND_BYTES})
+
+_TABLE_PREFIX = "(?#formcast-text-slots:"
+_DEAD = 0
+_UNREACHABLE = int(np.iinfo(np.int32).max // 2)
+_INF = np.int64(1) << 40  # a separator unit's cost: larger than any text
+
+Whitespace = Literal["collapse", "exact"]
+
+
+@dataclass(frozen=True)
+class FromText:
+    """Annotation: the value must be copied from the request's text.
+
+    Use it in ``Annotated[str, FromText()]`` or ``Annotated[float, FromText()]`` (also
+    inside lists, nested models and ``Optional``), or as the ``from_text=`` option of an
+    extraction, which applies it to every string field without a format, pattern or enum.
+    In a JSON Schema, write ``"x-formcast-from-text": true`` or an object of these options.
+
+    Args:
+        whitespace: ``"collapse"`` (a run of whitespace in the text is written as one
+            space) or ``"exact"`` (written as it stands, JSON-escaped).
+        case_sensitive: ``False`` also accepts other upper/lower case forms.
+        word_boundaries: values start and end at word boundaries (see the module docs).
+        min_length, max_length: bounds on the value's length in characters (strings).
+    """
+
+    whitespace: Whitespace = "collapse"
+    case_sensitive: bool = True
+    word_boundaries: bool = True
+    min_length: int = 1
+    max_length: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.whitespace not in ("collapse", "exact"):
+            raise SchemaError(
+                f"expected FromText whitespace 'collapse' or 'exact', found {self.whitespace!r}"
+            )
+        for name in ("case_sensitive", "word_boundaries"):
+            if not isinstance(getattr(self, name), bool):
+                raise SchemaError(
+                    f"expected FromText {name} to be a bool, found {getattr(self, name)!r}"
+                )
+        if not _is_count(self.min_length):
+            raise SchemaError(f"expected FromText min_length >= 0, found {self.min_length!r}")
+        if self.max_length is not None and (
+            not _is_count(self.max_length) or self.max_length < max(self.min_length, 1)
+        ):
+            raise SchemaError(
+                f"expected FromText max_length >= max(min_length, 1), found {self.max_length!r}"
+            )
+
+    def keyword_value(self) -> dict[str, Any]:
+        """The options as the JSON object of :data:`FROM_TEXT_KEYWORD`."""
+        return asdict(self)
+
+    @classmethod
+    def from_keyword(cls, value: Any, pointer: str) -> FromText | None:
+        """Read the keyword's value (``true``, ``false`` or an object of options)."""
+        if value is True:
+            return cls()
+        if value is False:
+            return None
+        if not isinstance(value, Mapping):
+            raise SchemaError(
+                f"expected {FROM_TEXT_KEYWORD} at {pointer or '/'} to be a boolean or an "
+                f"object of options, found {value!r}"
+            )
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise SchemaError(
+                f"expected {FROM_TEXT_KEYWORD} options among {sorted(known)} at "
+                f"{pointer or '/'}, found {unknown}"
+            )
+        return cls(**dict(value))
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        schema = handler.resolve_ref_schema(schema)
+        schema[FROM_TEXT_KEYWORD] = self.keyword_value()
+        return schema
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# -- slots: how the schema stage writes them and how the index reads them back --------------
+
+
+@dataclass(frozen=True)
+class TextSlot:
+    """One kind of slot in a compiled schema: what its values are and where it stands.
+
+    Attributes:
+        value: ``"string"``, ``"number"`` or ``"integer"``.
+        options: the string options (for strings).
+        bounds: numeric keywords the number must satisfy, e.g. ``(("minimum", "0"),)``.
+        pointers: JSON pointers of the schema objects compiled to this kind.
+    """
+
+    value: Literal["string", "number", "integer"]
+    options: FromText = field(default_factory=FromText)
+    bounds: tuple[tuple[str, str], ...] = ()
+    pointers: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The slot's fields and what they hold, for error messages."""
+        where = ", ".join(p or "/" for p in self.pointers)
+        what = "a substring of the text" if self.value == "string" else f"a {self.value}"
+        return f"{where} ({what} written in the text)"
+
+    def same_kind(self, other: TextSlot) -> bool:
+        return (self.value, self.options, self.bounds) == (other.value, other.options, other.bounds)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "options": self.options.keyword_value(),
+            "bounds": [list(b) for b in self.bounds],
+            "pointers": list(self.pointers),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TextSlot:
+        return cls(
+            data["value"],
+            FromText(**data["options"]),
+            tuple((str(k), str(v)) for k, v in data["bounds"]),
+            tuple(data["pointers"]),
+        )
+
+
+def slot_regex(kind: int) -> str:
+    """The regex of slot ``kind``: open marker, kind byte, close marker."""
+    if not 0 <= kind < len(KIND_BYTES):
+        raise ValueError(f"slot kind {kind} out of range")
+    return f"\\x{SLOT_OPEN:02x}\\x{KIND_BYTES[kind]:02x}\\x{SLOT_CLOSE:02x}"
+
+
+def slot_table_comment(slots: Sequence[TextSlot]) -> str:
+    """The regex comment that carries the slot table (appended to the schema's regex)."""
+    text = json.dumps([s.to_json() for s in slots], ensure_ascii=True, separators=(",", ":"))
+    # ``)`` ends a regex comment; in JSON text it can only stand inside a string.
+    return _TABLE_PREFIX + text.replace(")", "\\u0029") + ")"
+
+
+def text_slots(pattern: str) -> tuple[TextSlot, ...]:
+    """The slot table of a compiled schema regex (empty when it has no ``FromText``)."""
+    start = pattern.rfind(_TABLE_PREFIX)
+    if start < 0 or not pattern.endswith(")"):
+        return ()
+    data = json.loads(pattern[start + len(_TABLE_PREFIX) : -1])
+    return tuple(TextSlot.from_json(item) for item in data)
+
+
+# -- the text as units with spellings --------------------------------------------------------
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_SHORT_ESCAPES |= {"\b": "\\b", "\f": "\\f"}
+
+
+def _json_spelling(char: str) -> bytes | None:
+    """The bytes of ``char`` inside a JSON string (None for a lone surrogate)."""
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short.encode()
+    if ord(char) < 0x20:
+        return f"\\u{ord(char):04x}".encode()
+    try:
+        return char.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def _char_class(char: str) -> str:
+    """``s`` whitespace, ``d`` digit, ``l`` letter (or mark), ``w`` a word on its own."""
+    if char.isspace():
+        return "s"
+    category = unicodedata.category(char)
+    if category == "Nd":
+        return "d"
+    if category[0] == "M":
+        return "m"
+    if category[0] == "L":
+        if category == "Lo" and unicodedata.east_asian_width(char) in ("W", "F"):
+            return "w"
+        if "\u0e00" <= char <= "\u0eff" or "\u1000" <= char <= "\u109f":  # Thai, Lao, Myanmar
+            return "w"
+        return "l"
+    return "w"  # punctuation, symbols, other: each character stands alone
+
+
+def _boundaries(chars: str) -> tuple[list[bool], list[bool]]:
+    """Per position ``i`` (before ``chars[i]``; ``len(chars)`` is the end): may a value
+    start there, may one end there (word boundaries, no whitespace at either end)."""
+    n = len(chars)
+    classes: list[str] = []
+    marks: list[bool] = []
+    for char in chars:
+        kind = _char_class(char)
+        marks.append(kind == "m")
+        classes.append((classes[-1] if classes else "w") if kind == "m" else kind)
+    cut = [True] * (n + 1)
+    for i in range(1, n):
+        a, b = classes[i - 1], classes[i]
+        cut[i] = not marks[i] and (a != b or a in ("w", "s"))
+    starts = [cut[i] and i < n and classes[i] != "s" for i in range(n + 1)]
+    ends = [cut[i] and i > 0 and classes[i - 1] != "s" for i in range(n + 1)]
+    return starts, ends
+
+
+_WHITESPACE_RUN = re.compile(r"\s+")
+
+
+class _Lines:
+    """Sequences of units (characters), each with one or more spellings (byte strings),
+    and the boundaries where a value may start and end. Sequences are flattened with a
+    separator unit (no spelling) between them; boundary ``i`` stands before unit ``i``."""
+
+    def __init__(self) -> None:
+        self.spellings: list[list[bytes]] = []
+        self.starts: list[bool] = [False]
+        self.ends: list[bool] = [False]
+        self._empty = True
+
+    def add(self, units: list[list[bytes] | None], starts: list[bool], ends: list[bool]) -> None:
+        """Append one sequence; a ``None`` unit cannot be written and no value crosses it.
+        ``starts``/``ends`` hold one flag per boundary (``len(units) + 1``)."""
+        if not self._empty:
+            self.spellings.append([])
+            self.starts.append(False)
+            self.ends.append(False)
+        self._empty = False
+        writable = [unit is not None for unit in units] + [False]
+        self.starts[-1] = starts[0] and writable[0]
+        self.ends[-1] = False
+        for i, unit in enumerate(units):
+            self.spellings.append(unit or [])
+            self.starts.append(starts[i + 1] and writable[i + 1])
+            self.ends.append(ends[i + 1] and writable[i])
+
+
+def _string_lines(text: str, options: FromText) -> _Lines:
+    chars = _WHITESPACE_RUN.sub(" ", text) if options.whitespace == "collapse" else text
+    if options.word_boundaries:
+        starts, ends = _boundaries(chars)
+    else:
+        starts = [i < len(chars) and not chars[i].isspace() for i in range(len(chars) + 1)]
+        ends = [i > 0 and not chars[i - 1].isspace() for i in range(len(chars) + 1)]
+    units: list[list[bytes] | None] = []
+    for char in chars:
+        spelled = _json_spelling(char)
+        if spelled is None:
+            units.append(None)
+            continue
+        forms = [spelled]
+        if not options.case_sensitive:
+            for other in (char.lower(), char.upper(), char.casefold()):
+                if len(other) == 1 and other != char:
+                    extra = _json_spelling(other)
+                    if extra is not None and extra not in forms:
+                        forms.append(extra)
+        units.append(forms)
+    lines = _Lines()
+    lines.add(units, starts, ends)
+    return lines
+
+
+_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def number_candidates(text: str, *, integer: bool = False) -> list[str]:
+    """The numbers written in ``text``, as JSON numbers, in order of first appearance.
+
+    See the module docstring for the reading rules. ``integer``: only whole numbers.
+    """
+    found: dict[str, None] = {}
+    for match in _NUMBER.finditer(text):
+        written = match.group()
+        pieces = [written]
+        if "," in written and not _GROUPED.fullmatch(written):
+            pieces = written.split(",")  # commas that are not thousands separators
+        offset = match.start()
+        for piece in pieces:
+            number = piece.replace(",", "")
+            whole, _, fraction = number.partition(".")
+            whole = whole.lstrip("0") or "0"
+            if integer:
+                if fraction.strip("0"):
+                    offset += len(piece) + 1
+                    continue
+                fraction = ""
+            rendered = whole + (f".{fraction}" if fraction else "")
+            before = text[offset - 1] if offset > 0 else ""
+            earlier = text[offset - 2] if offset > 1 else ""
+            if before == "-" and not earlier.isalnum() and rendered.strip("0."):
+                rendered = "-" + rendered
+            found.setdefault(rendered)
+            offset += len(piece) + 1
+    return list(found)
+
+
+def _number_ok(rendered: str, bounds: Iterable[tuple[str, str]]) -> bool:
+    value = Decimal(rendered)
+    for keyword, limit_text in bounds:
+        limit = Decimal(limit_text)
+        if keyword == "minimum" and value < limit:
+            return False
+        if keyword == "maximum" and value > limit:
+            return False
+        if keyword == "exclusiveMinimum" and value <= limit:
+            return False
+        if keyword == "exclusiveMaximum" and value >= limit:
+            return False
+        if keyword == "multipleOf":
+            try:
+                if limit == 0 or value % limit != 0:
+                    return False
+            except InvalidOperation:
+                return False
+    return True
+
+
+def _number_lines(text: str, slot: TextSlot) -> _Lines:
+    lines = _Lines()
+    for rendered in number_candidates(text, integer=slot.value == "integer"):
+        if not _number_ok(rendered, slot.bounds):
+            continue
+        units: list[list[bytes] | None] = [[c.encode()] for c in rendered]
+        marks = [False] * (len(units) + 1)
+        starts, ends = list(marks), list(marks)
+        starts[0] = ends[-1] = True
+        lines.add(units, starts, ends)
+    return lines
+
+
+# -- the automaton ---------------------------------------------------------------------------
+
+
+class TextAutomaton:
+    """The values one slot allows for one text, as a lazily determinized automaton.
+
+    The NFA is a set of lines: a node before each unit (character) of the text, and nodes
+    inside each spelling of a unit; edges read one byte. A DFA state is the set of nodes
+    reached plus the characters read so far (capped where length bounds need it). State
+    ids are small ints, :data:`0 <formcast.automaton.DEAD>` the dead state.
+
+    Args:
+        text: the request's text.
+        slot: the kind of value (string or number, options, numeric bounds).
+        usable: the bytes the vocabulary can emit one at a time (for distances).
+    """
+
+    def __init__(self, text: str, slot: TextSlot, usable: npt.NDArray[np.bool_]) -> None:
+        self.slot = slot
+        options = slot.options
+        lines = (
+            _string_lines(text, options) if slot.value == "string" else _number_lines(text, slot)
+        )
+        minimum = options.min_length if slot.value == "string" else 0
+        self._min = minimum
+        self._max = options.max_length if slot.value == "string" else None
+        # counts stay exact up to what the bounds need; only the initial state has 0
+        self._cap = max(minimum, 1, (self._max + 1) if self._max is not None else 0)
+        self._build(lines, usable)
+        self._ids: dict[tuple[bytes, int], int] = {}
+        self._nodes: list[IntArray] = [np.empty(0, dtype=np.int32)]
+        self._counts: list[int] = [0]
+        self._rows: dict[int, IntArray] = {_DEAD: np.zeros(256, dtype=np.int32)}
+        starts = np.flatnonzero(np.asarray(lines.starts, dtype=bool)).astype(np.int32)
+        self.initial = self._intern(self._boundary_node[starts], 0)
+
+    def _build(self, lines: _Lines, usable: npt.NDArray[np.bool_]) -> None:
+        """Nodes, edges (CSR by source) and the tables of :meth:`distance`."""
+        units = len(lines.spellings)
+        boundary = np.arange(units + 1, dtype=np.int32)  # node ids of the boundaries
+        src: list[int] = []
+        byte: list[int] = []
+        dst: list[int] = []
+        first: list[bool] = []
+        gate: list[int] = list(range(units + 1))  # the boundary each node leads to
+        left: list[int] = [0] * (units + 1)  # usable bytes left to reach it (or _INF)
+        cost = np.full(units, _INF, dtype=np.int64)  # cheapest usable spelling per unit
+        next_id = units + 1
+        unusable = frozenset(np.flatnonzero(~np.asarray(usable, dtype=bool)).tolist())
+        for u, spellings in enumerate(lines.spellings):
+            for spelling in spellings:
+                if unusable.isdisjoint(spelling):
+                    cost[u] = min(int(cost[u]), len(spelling))
+                previous = u
+                for k, value in enumerate(spelling):
+                    last = k == len(spelling) - 1
+                    target = u + 1 if last else next_id
+                    src.append(previous)
+                    byte.append(value)
+                    dst.append(target)
+                    first.append(k == 0)
+                    if not last:
+                        gate.append(u + 1)
+                        remaining = spelling[k + 1 :]
+                        fine = unusable.isdisjoint(remaining)
+                        left.append(len(remaining) if fine else int(_INF))
+                        next_id += 1
+                    previous = target
+        self._boundary_node = boundary
+        self._end_node = np.zeros(next_id, dtype=bool)
+        self._end_node[: units + 1] = np.asarray(lines.ends, dtype=bool)
+        order = np.argsort(np.asarray(src, dtype=np.int64), kind="stable")
+        self._ebyte = np.asarray(byte, dtype=np.uint8)[order]
+        self._edst = np.asarray(dst, dtype=np.int32)[order]
+        self._efirst = np.asarray(first, dtype=np.int32)[order]
+        counts = np.bincount(np.asarray(src, dtype=np.int64), minlength=next_id)
+        self._offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._gate = np.asarray(gate, dtype=np.int64)
+        self._left = np.asarray(left, dtype=np.int64)
+        self._prefix = np.concatenate(([0], np.cumsum(cost)))
+        # next_end[g]: the first end boundary at or after g (units + 1 when none)
+        ends = np.asarray(lines.ends, dtype=bool)
+        positions = np.where(ends, np.arange(units + 1), units + 1)
+        self._next_end = np.minimum.accumulate(positions[::-1])[::-1]
+        self._units = units
+
+    # -- states -------------------------------------------------------------------------
+    def _intern(self, nodes: IntArray, count: int) -> int:
+        if not nodes.size:
+            return _DEAD
+        key = (nodes.tobytes(), count)
+        found = self._ids.get(key)
+        if found is None:
+            found = len(self._nodes)
+            self._ids[key] = found
+            self._nodes.append(nodes)
+            self._counts.append(count)
+        return found
+
+    @property
+    def num_states(self) -> int:
+        return len(self._nodes)
+
+    def is_accepting(self, state: int) -> bool:
+        """Whether the value read so far is complete (may be closed here)."""
+        count = self._counts[state] if state != _DEAD else -1
+        if count < self._min:
+            return False
+        return count == 0 or bool(self._end_node[self._nodes[state]].any())
+
+    def row(self, state: int) -> IntArray:
+        """The 256 transitions of ``state`` (shared array: do not modify)."""
+        found = self._rows.get(state)
+        if found is None:
+            found = self._build_row(state)
+            self._rows[state] = found
+        return found
+
+    def _build_row(self, state: int) -> IntArray:
+        nodes = self._nodes[state]
+        row = np.zeros(256, dtype=np.int32)
+        lo, hi = self._offsets[nodes], self._offsets[nodes + 1]
+        sizes = hi - lo
+        total = int(sizes.sum())
+        if not total:
+            return row
+        edges = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(total)
+        read = self._ebyte[edges]
+        target = self._edst[edges]
+        count = self._counts[state] + self._efirst[edges]
+        if self._max is not None:
+            keep = count <= self._max
+            read, target, count = read[keep], target[keep], count[keep]
+        order = np.lexsort((target, read))
+        read, target, count = read[order], target[order], count[order]
+        cuts = np.flatnonzero(np.diff(read.astype(np.int16))) + 1
+        for group in np.split(np.arange(read.size), cuts):
+            if not group.size:
+                continue
+            reached = np.unique(target[group])
+            capped = min(int(count[group[0]]), self._cap)
+            row[int(read[group[0]])] = self._intern(reached.astype(np.int32), capped)
+        return row
+
+    def distance(self, state: int) -> int:
+        """Fewest bytes (each one usable) that complete a value from ``state``: 0 when
+        accepting, ``UNREACHABLE`` when no value can be completed. Exact: a value is read
+        along the text, so the nearest end boundary far enough on is the best one."""
+        if state == _DEAD:
+            return _UNREACHABLE
+        if self.is_accepting(state):
+            return 0
+        nodes = self._nodes[state]
+        count = self._counts[state]
+        gates = self._gate[nodes]
+        need = max(0, self._min - count)
+        reach = gates + need
+        inside = reach <= self._units
+        if not inside.any():
+            return _UNREACHABLE
+        gates, left = gates[inside], self._left[nodes][inside]
+        ends = self._next_end[reach[inside]]
+        found = ends <= self._units
+        if self._max is not None:
+            found &= count + (ends - gates) <= self._max
+        if not found.any():
+            return _UNREACHABLE
+        ends, gates, left = ends[found], gates[found], left[found]
+        costs = left + self._prefix[ends] - self._prefix[gates]
+        best = int(costs.min())
+        return best if best < _INF else _UNREACHABLE
