@@ -108,8 +108,12 @@ class ForcedTokenizer:
 
     def _encode(self, forced: bytes) -> list[int]:
         table = self._vocabulary.token_bytes
-        if self._tokenizer is not None:
-            ids = list(self._tokenizer.encode(forced.decode("utf-8"), add_special_tokens=False))
+        try:
+            text = forced.decode("utf-8")
+        except UnicodeDecodeError:  # starts inside a character the last token began
+            text = None
+        if self._tokenizer is not None and text is not None:
+            ids = list(self._tokenizer.encode(text, add_special_tokens=False))
             if b"".join(table[i] for i in ids) == forced:
                 return ids
         singles = self._vocabulary.single_byte_tokens

@@ -563,7 +563,8 @@ def _model_backed(
     _check_options(options)
     index = extractor._compile_for(output, options)
     budget = int(options.get("max_new_tokens", extractor.max_new_tokens))
-    needed = index.min_tokens_to_accept(index.initial_state)
+    # with values copied from the text, the fewest tokens depend on each call's text
+    needed = 0 if index.text_slots else index.min_tokens_to_accept(index.initial_state)
     if needed > budget:
         raise InvalidOptionError(
             f"expected max_new_tokens >= {needed} for {fn.__qualname__} (the fewest tokens a "

@@ -349,8 +349,8 @@ def _string_lines(text: str, options: FromText) -> _Lines:
     return lines
 
 
-_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
-_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_NUMBER = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?")
+_GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 
 
 def number_candidates(text: str, *, integer: bool = False) -> list[str]:
@@ -441,7 +441,7 @@ class TextAutomaton:
         lines = (
             _string_lines(text, options) if slot.value == "string" else _number_lines(text, slot)
         )
-        minimum = options.min_length if slot.value == "string" else 0
+        minimum = options.min_length if slot.value == "string" else 1
         self._min = minimum
         self._max = options.max_length if slot.value == "string" else None
         # counts stay exact up to what the bounds need; only the initial state has 0
