@@ -436,3 +436,32 @@ def test_default_model_copies_receipt_fields(default_extractor: Any, sroie_dir: 
     assert value.company in _collapsed(text) and value.date in _collapsed(text)
     assert value.total in [float(n) for n in number_candidates(text)]
     assert value.date.startswith("25/12/2018")  # the receipt's date, as written on it
+
+
+class GeneralText(TextAutomaton):
+    """The general build (several spellings per character) for every string."""
+
+    def _build_linear(self, chars: str, options: FromText, usable: Any) -> Any:
+        from formcast.text import _string_lines
+
+        return self._build(_string_lines(chars, options), usable)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(TEXT_CHARS, min_size=1, max_size=30), data=st.data())
+def test_the_vectorized_text_agrees_with_the_general_one(text: str, data: Any) -> None:
+    """Case-sensitive strings take a vectorized path; the general one must read the same
+    text the same way."""
+    options = data.draw(st.sampled_from([FromText(), FromText(whitespace="exact", min_length=2)]))
+    fast = TextAutomaton(text, TextSlot("string", options), ALL_BYTES)
+    slow = GeneralText(text, TextSlot("string", options), ALL_BYTES)
+    start = data.draw(st.integers(0, len(text) - 1))
+    candidates = [text[start : start + k] for k in range(1, 6)]
+    candidates.append(data.draw(st.text(TEXT_CHARS, min_size=1, max_size=4)))
+    for candidate in candidates:
+        value = inside(candidate)
+        assert accepts(fast, value) == accepts(slow, value)
+        states = [fast.initial, slow.initial]
+        for byte in value[: len(value) // 2].encode():
+            states = [int(fast.row(states[0])[byte]), int(slow.row(states[1])[byte])]
+        assert fast.distance(states[0]) == slow.distance(states[1])

@@ -273,26 +273,40 @@ def _char_class(char: str) -> str:
     return "w"  # punctuation, symbols, other: each character stands alone
 
 
-def _boundaries(chars: str) -> tuple[list[bool], list[bool]]:
+_CLASS_CODES = {"s": 0, "d": 1, "l": 2, "w": 3, "m": 4}
+_ASCII_CLASSES = np.array([_CLASS_CODES[_char_class(chr(c))] for c in range(128)], dtype=np.uint8)
+
+
+def _boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Per position ``i`` (before ``chars[i]``; ``len(chars)`` is the end): may a value
     start there, may one end there (word boundaries, no whitespace at either end)."""
-    n = len(chars)
-    classes: list[str] = []
-    marks: list[bool] = []
-    for char in chars:
-        kind = _char_class(char)
-        marks.append(kind == "m")
-        classes.append((classes[-1] if classes else "w") if kind == "m" else kind)
-    cut = [True] * (n + 1)
-    for i in range(1, n):
-        a, b = classes[i - 1], classes[i]
-        cut[i] = not marks[i] and (a != b or a in ("w", "s"))
-    starts = [cut[i] and i < n and classes[i] != "s" for i in range(n + 1)]
-    ends = [cut[i] and i > 0 and classes[i - 1] != "s" for i in range(n + 1)]
+    codes = np.frombuffer(chars.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    classes = np.full(codes.size, _CLASS_CODES["w"], dtype=np.uint8)
+    ascii_ = codes < 128
+    classes[ascii_] = _ASCII_CLASSES[codes[ascii_]]
+    for i in np.flatnonzero(~ascii_).tolist():
+        classes[i] = _CLASS_CODES[_char_class(chars[i])]
+    marks = classes == _CLASS_CODES["m"]
+    for i in np.flatnonzero(marks).tolist():  # a mark belongs to the character before it
+        classes[i] = classes[i - 1] if i else _CLASS_CODES["w"]
+    before, after = classes[:-1], classes[1:]
+    alone = (before == _CLASS_CODES["w"]) | (before == _CLASS_CODES["s"])
+    cut = np.ones(codes.size + 1, dtype=bool)
+    cut[1:-1] = ~marks[1:] & ((before != after) | alone)
+    space = classes == _CLASS_CODES["s"]
+    starts = cut & np.append(~space, False)
+    ends = cut & np.insert(~space, 0, False)
     return starts, ends
 
 
+def _plain_boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Like :func:`_boundaries` without word boundaries: only no outer whitespace."""
+    space = np.array([c.isspace() for c in chars], dtype=bool)
+    return np.append(~space, False), np.insert(~space, 0, False)
+
+
 _WHITESPACE_RUN = re.compile(r"\s+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Lines:
@@ -323,13 +337,14 @@ class _Lines:
             self.ends.append(ends[i + 1] and writable[i])
 
 
-def _string_lines(text: str, options: FromText) -> _Lines:
-    chars = _WHITESPACE_RUN.sub(" ", text) if options.whitespace == "collapse" else text
-    if options.word_boundaries:
-        starts, ends = _boundaries(chars)
-    else:
-        starts = [i < len(chars) and not chars[i].isspace() for i in range(len(chars) + 1)]
-        ends = [i > 0 and not chars[i - 1].isspace() for i in range(len(chars) + 1)]
+def _normalized(text: str, options: FromText) -> str:
+    return _WHITESPACE_RUN.sub(" ", text) if options.whitespace == "collapse" else text
+
+
+def _string_lines(chars: str, options: FromText) -> _Lines:
+    """The general form of a string slot's text: each character with its spellings (its
+    other cases too when case-insensitive)."""
+    starts, ends = (_boundaries if options.word_boundaries else _plain_boundaries)(chars)
     units: list[list[bytes] | None] = []
     for char in chars:
         spelled = _json_spelling(char)
@@ -345,8 +360,18 @@ def _string_lines(text: str, options: FromText) -> _Lines:
                         forms.append(extra)
         units.append(forms)
     lines = _Lines()
-    lines.add(units, starts, ends)
+    lines.add(units, starts.tolist(), ends.tolist())
     return lines
+
+
+def _spelled_lengths(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.int64]:
+    """Bytes of each character inside a JSON string (as :func:`_json_spelling` writes it)."""
+    lengths = np.where(codes < 0x80, 1, np.where(codes < 0x800, 2, np.where(codes < 0x10000, 3, 4)))
+    lengths[(codes == 0x22) | (codes == 0x5C)] = 2
+    control = codes < 0x20
+    short = np.isin(codes, [0x08, 0x09, 0x0A, 0x0C, 0x0D])
+    lengths[control] = np.where(short[control], 2, 6)
+    return lengths.astype(np.int64)
 
 
 _NUMBER = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?")
@@ -438,24 +463,61 @@ class TextAutomaton:
     def __init__(self, text: str, slot: TextSlot, usable: npt.NDArray[np.bool_]) -> None:
         self.slot = slot
         options = slot.options
-        lines = (
-            _string_lines(text, options) if slot.value == "string" else _number_lines(text, slot)
-        )
         minimum = options.min_length if slot.value == "string" else 1
         self._min = minimum
         self._max = options.max_length if slot.value == "string" else None
         # counts stay exact up to what the bounds need; only the initial state has 0
         self._cap = max(minimum, 1, (self._max + 1) if self._max is not None else 0)
-        self._build(lines, usable)
+        if slot.value != "string":
+            starts = self._build(_number_lines(text, slot), usable)
+        else:
+            chars = _normalized(text, options)
+            linear = options.case_sensitive and not _SURROGATE.search(chars)
+            if linear:
+                starts = self._build_linear(chars, options, usable)
+            else:
+                starts = self._build(_string_lines(chars, options), usable)
         self._ids: dict[tuple[bytes, int], int] = {}
         self._nodes: list[IntArray] = [np.empty(0, dtype=np.int32)]
         self._counts: list[int] = [0]
         self._rows: dict[int, IntArray] = {_DEAD: np.zeros(256, dtype=np.int32)}
-        starts = np.flatnonzero(np.asarray(lines.starts, dtype=bool)).astype(np.int32)
-        self.initial = self._intern(self._boundary_node[starts], 0)
+        self.initial = self._intern(starts, 0)
 
-    def _build(self, lines: _Lines, usable: npt.NDArray[np.bool_]) -> None:
-        """Nodes, edges (CSR by source) and the tables of :meth:`distance`."""
+    def _build_linear(
+        self, chars: str, options: FromText, usable: npt.NDArray[np.bool_]
+    ) -> IntArray:
+        """The common case, vectorized: one spelling per character, so the nodes are the
+        byte offsets of the JSON-escaped text and each reads the next byte. Returns the
+        start nodes."""
+        starts, ends = (_boundaries if options.word_boundaries else _plain_boundaries)(chars)
+        codes = np.frombuffer(chars.encode("utf-32-le"), dtype=np.uint32)
+        escaped = np.frombuffer(json.dumps(chars, ensure_ascii=False)[1:-1].encode(), np.uint8)
+        lengths = _spelled_lengths(codes)
+        boundary = np.concatenate(([0], np.cumsum(lengths)))  # byte offset of each boundary
+        size = int(escaped.size)
+        if int(boundary[-1]) != size:
+            raise AssertionError("JSON spelling lengths disagree with json.dumps")
+        unit_first = np.zeros(size + 1, dtype=np.int32)
+        unit_first[boundary[:-1]] = 1
+        self._ebyte = escaped.copy()
+        self._edst = np.arange(1, size + 1, dtype=np.int32)
+        self._efirst = unit_first[:size]
+        self._offsets = np.append(np.arange(size + 1, dtype=np.int64), size)
+        self._end_node = np.zeros(size + 1, dtype=bool)
+        self._end_node[boundary[ends]] = True
+        self._gate = np.searchsorted(boundary, np.arange(size + 1), side="left").astype(np.int64)
+        bad = np.concatenate(([0], np.cumsum(~np.asarray(usable, dtype=bool)[escaped])))
+        reach = boundary[self._gate]
+        self._left = np.where(
+            bad[reach] > bad[np.arange(size + 1)], _INF, reach - np.arange(size + 1)
+        )
+        cost = np.where(bad[boundary[1:]] > bad[boundary[:-1]], _INF, lengths)
+        self._finish_tables(cost, ends)
+        return boundary[starts].astype(np.int32)
+
+    def _build(self, lines: _Lines, usable: npt.NDArray[np.bool_]) -> IntArray:
+        """Nodes, edges (CSR by source) and the tables of :meth:`distance`, in general
+        (several spellings per character); returns the start nodes."""
         units = len(lines.spellings)
         boundary = np.arange(units + 1, dtype=np.int32)  # node ids of the boundaries
         src: list[int] = []
@@ -486,7 +548,6 @@ class TextAutomaton:
                         left.append(len(remaining) if fine else int(_INF))
                         next_id += 1
                     previous = target
-        self._boundary_node = boundary
         self._end_node = np.zeros(next_id, dtype=bool)
         self._end_node[: units + 1] = np.asarray(lines.ends, dtype=bool)
         order = np.argsort(np.asarray(src, dtype=np.int64), kind="stable")
@@ -497,9 +558,15 @@ class TextAutomaton:
         self._offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         self._gate = np.asarray(gate, dtype=np.int64)
         self._left = np.asarray(left, dtype=np.int64)
+        self._finish_tables(cost, np.asarray(lines.ends, dtype=bool))
+        starts = np.flatnonzero(np.asarray(lines.starts, dtype=bool))
+        return boundary[starts].astype(np.int32)
+
+    def _finish_tables(self, cost: npt.NDArray[np.int64], ends: npt.NDArray[np.bool_]) -> None:
+        """The tables of :meth:`distance`: cumulative unit costs and the next end."""
+        units = cost.size
         self._prefix = np.concatenate(([0], np.cumsum(cost)))
         # next_end[g]: the first end boundary at or after g (units + 1 when none)
-        ends = np.asarray(lines.ends, dtype=bool)
         positions = np.where(ends, np.arange(units + 1), units + 1)
         self._next_end = np.minimum.accumulate(positions[::-1])[::-1]
         self._units = units
