@@ -66,6 +66,10 @@ RECEIPT = 'AEON CO. (M) BHD\nDate: 18/04/2018\nTOTAL   RM31.00  "quoted" back\\s
         ("31.00", True),  # letters then digits: a boundary
         ('"quoted"', True),
         ("back\\slash", True),
+        ("back", False),  # a backslash between letters joins them
+        ("18/04/2018", True),
+        ("04/2018", False),  # a slash between digits joins them
+        ("Date", True),  # a colon between a letter and a digit does not
         ("José", True),
         ("東京都", True),
         ("京", True),  # each CJK character is a word
@@ -75,6 +79,7 @@ RECEIPT = 'AEON CO. (M) BHD\nDate: 18/04/2018\nTOTAL   RM31.00  "quoted" back\\s
         ("", False),  # at least one character by default
         ("aeon", False),  # case-sensitive by default
         ("NOT THERE", False),
+        ("(M)", True),
     ],
 )
 def test_string_values_are_substrings_at_word_boundaries(value: str, allowed: bool) -> None:
@@ -89,6 +94,7 @@ def test_string_options() -> None:
     assert accepts(exact, inside("TOTAL   RM31.00"))
     anywhere = TextSlot("string", FromText(word_boundaries=False))
     assert accepts(TextAutomaton(RECEIPT, anywhere, ALL_BYTES), "EO")
+    assert accepts(TextAutomaton(RECEIPT, anywhere, ALL_BYTES), "04/20")
     caseless = TextAutomaton(RECEIPT, TextSlot("string", FromText(case_sensitive=False)), ALL_BYTES)
     for value in ("aeon co.", "Aeon", "JOSÉ", "josé"):
         assert accepts(caseless, inside(value))
@@ -309,8 +315,9 @@ def test_budget_distances_count_the_text(vocabulary: Vocabulary) -> None:
     long = index.cursor(text="LONGCOMPANYNAME 11/11/2011 TOTAL 12345.678")
     shortest = len('{"company":"A","date":"1","total":5}')
     assert short.min_tokens_to_accept() == shortest
-    # in the long text "/" is a one-character word, and "11" the shortest number
-    assert long.min_tokens_to_accept() == shortest + 1
+    # in the long text the shortest words are "TOTAL" (the slashes join "11/11/2011"),
+    # and the shortest number is "11"
+    assert long.min_tokens_to_accept() == shortest + 4 + 4 + 1
 
 
 # -- decoding ----------------------------------------------------------------------------------

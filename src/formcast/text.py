@@ -18,9 +18,10 @@ What a value may be (documented in the guide):
   (``whitespace="collapse"``) every run of whitespace in the text reads as one space and
   is written as one space; ``whitespace="exact"`` writes it as it stands (``\\n`` escaped).
   A value never starts or ends with whitespace. With ``word_boundaries`` (the default) it
-  starts and ends at a word boundary: the ends of the text, either side of whitespace and
-  of each punctuation or symbol character, between letters and digits, and around each
-  character of scripts written without spaces (CJK, kana, Thai...). ``case_sensitive=False``
+  starts and ends at a word boundary: the ends of the text, either side of whitespace, of
+  a punctuation or symbol character (except one between two letters or two digits,
+  which joins them: ``18/04/2018``, ``1,234.50``), between letters and digits, and
+  around each character of scripts written without spaces (CJK, kana, Thai...). ``case_sensitive=False``
   also accepts each character's upper and lower case forms (when they encode to one
   character). ``min_length``/``max_length`` count characters (default: at least one).
 * **numbers**: a number written in the text, as written: a run of digits with an optional
@@ -256,7 +257,8 @@ def _json_spelling(char: str) -> bytes | None:
 
 
 def _char_class(char: str) -> str:
-    """``s`` whitespace, ``d`` digit, ``l`` letter (or mark), ``w`` a word on its own."""
+    """``s`` whitespace, ``d`` digit, ``l`` letter, ``m`` mark, ``p`` punctuation or symbol,
+    ``w`` a character that is a word on its own (scripts written without spaces)."""
     if char.isspace():
         return "s"
     category = unicodedata.category(char)
@@ -264,22 +266,24 @@ def _char_class(char: str) -> str:
         return "d"
     if category[0] == "M":
         return "m"
-    if category[0] == "L":
+    if category[0] in ("L", "N"):
         if category == "Lo" and unicodedata.east_asian_width(char) in ("W", "F"):
             return "w"
         if "\u0e00" <= char <= "\u0eff" or "\u1000" <= char <= "\u109f":  # Thai, Lao, Myanmar
             return "w"
         return "l"
-    return "w"  # punctuation, symbols, other: each character stands alone
+    if category[0] in ("P", "S"):
+        return "p"
+    return "w"
 
 
-_CLASS_CODES = {"s": 0, "d": 1, "l": 2, "w": 3, "m": 4}
+_CLASS_CODES = {"s": 0, "d": 1, "l": 2, "w": 3, "m": 4, "p": 5}
 _ASCII_CLASSES = np.array([_CLASS_CODES[_char_class(chr(c))] for c in range(128)], dtype=np.uint8)
+_STANDALONE = [_CLASS_CODES["w"], _CLASS_CODES["s"], _CLASS_CODES["p"]]
 
 
-def _boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """Per position ``i`` (before ``chars[i]``; ``len(chars)`` is the end): may a value
-    start there, may one end there (word boundaries, no whitespace at either end)."""
+def _classes(chars: str) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
+    """Each character's class code (a mark takes its base's), and where marks are."""
     codes = np.frombuffer(chars.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     classes = np.full(codes.size, _CLASS_CODES["w"], dtype=np.uint8)
     ascii_ = codes < 128
@@ -289,10 +293,25 @@ def _boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_
     marks = classes == _CLASS_CODES["m"]
     for i in np.flatnonzero(marks).tolist():  # a mark belongs to the character before it
         classes[i] = classes[i - 1] if i else _CLASS_CODES["w"]
+    if codes.size > 2:  # punctuation between two letters or two digits joins them
+        before, after = classes[:-2], classes[2:]
+        joins = (classes[1:-1] == _CLASS_CODES["p"]) & (before == after)
+        joins &= (before == _CLASS_CODES["d"]) | (before == _CLASS_CODES["l"])
+        classes[1:-1] = np.where(joins, before, classes[1:-1])
+    return classes, marks
+
+
+def _boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per position ``i`` (before ``chars[i]``; ``len(chars)`` is the end): may a value
+    start there, may one end there (word boundaries, no whitespace at either end).
+
+    A punctuation or symbol character between two letters or two digits joins them into
+    one word (``18/04/2018``, ``1,234.50``, ``D.I.Y``, ``O'Neil``); elsewhere it is a word
+    of its own (``RM31.00`` splits into ``RM`` and ``31.00``, ``Date:18/04`` at ``:``)."""
+    classes, marks = _classes(chars)
     before, after = classes[:-1], classes[1:]
-    alone = (before == _CLASS_CODES["w"]) | (before == _CLASS_CODES["s"])
-    cut = np.ones(codes.size + 1, dtype=bool)
-    cut[1:-1] = ~marks[1:] & ((before != after) | alone)
+    cut = np.ones(classes.size + 1, dtype=bool)
+    cut[1:-1] = ~marks[1:] & ((before != after) | np.isin(before, _STANDALONE))
     space = classes == _CLASS_CODES["s"]
     starts = cut & np.append(~space, False)
     ends = cut & np.insert(~space, 0, False)
