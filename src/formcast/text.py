@@ -21,9 +21,10 @@ What a value may be (documented in the guide):
   starts and ends at a word boundary: the ends of the text, either side of whitespace, of
   a punctuation or symbol character (except one between two letters or two digits,
   which joins them: ``18/04/2018``, ``1,234.50``), between letters and digits, and
-  around each character of scripts written without spaces (CJK, kana, Thai...). ``case_sensitive=False``
-  also accepts each character's upper and lower case forms (when they encode to one
-  character). ``min_length``/``max_length`` count characters (default: at least one).
+  around each character of scripts written without spaces (CJK, kana, Thai...).
+  ``case_sensitive=False`` also accepts each character's upper and lower case forms (when
+  they encode to one character). ``min_length``/``max_length`` count characters
+  (default: at least one).
 * **numbers**: a number written in the text, as written: a run of digits with an optional
   decimal point followed by digits. Commas between groups of three digits are thousands
   separators and are dropped (``1,234.50`` -> ``1234.50``); a ``-`` right before the
