@@ -105,7 +105,8 @@ class FromText:
             space) or ``"exact"`` (written as it stands, JSON-escaped).
         case_sensitive: ``False`` also accepts other upper/lower case forms.
         word_boundaries: values start and end at word boundaries (see the module docs).
-        min_length, max_length: bounds on the value's length in characters (strings).
+        min_length: the fewest characters of a string value.
+        max_length: the most characters of a string value (None: no bound).
     """
 
     whitespace: Whitespace = "collapse"
