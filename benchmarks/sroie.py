@@ -13,12 +13,20 @@ model and the same prompt are used:
                   and one receipt generated before timing, as formcast's warm-up does.
 
 Printed per mode: share of outputs that validate, per-field exact match (company, date,
-address, total), median seconds per receipt, generated tokens per second, and ratios
-against free generation measured in the same run.
+address, total), the number of looping outputs (``looping``: a chunk of 3+ characters
+repeated 5+ times in a row in one field value), median seconds per receipt, generated
+tokens per second, and ratios against free generation measured in the same run.
+
+``--receipt-models`` runs each mode once per output class, to measure what the prompt
+gains from the class alone (its field lines and docstring are the only difference):
+``current`` (``Receipt``, the default: a description per field), ``plain`` (the same
+fields, no descriptions) and ``described`` (a docstring, longer descriptions and
+invented ``examples`` that appear in no SROIE receipt).
 
     python benchmarks/sroie.py                       # receipts 000-039, batch size 1
     python benchmarks/sroie.py --count 16 --batch-sizes 1 4 16 --modes formcast
     python benchmarks/sroie.py --modes free formcast outlines
+    python benchmarks/sroie.py --count 12 --modes formcast --receipt-models plain current described
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import re
 import statistics
 import sys
 import time
@@ -48,6 +57,58 @@ class Receipt(BaseModel):
     total: float = Field(description="total amount paid")
 
 
+class PlainReceipt(BaseModel):
+    company: str
+    date: str
+    address: str
+    total: float
+
+
+class DescribedReceipt(BaseModel):
+    """A shop receipt from Malaysia, read by OCR. Copy each value as it is printed."""
+
+    company: str = Field(
+        description="name of the company that issued the receipt, near the top, often "
+        "ending in SDN BHD",
+        examples=["KEDAI MELATI JAYA SDN BHD"],
+    )
+    date: str = Field(
+        description="date of the receipt, as written on it", examples=["14/06/2018", "03-09-2017"]
+    )
+    address: str = Field(
+        description="address of the company, with its postcode and state",
+        examples=["NO. 8, JALAN KENANGA 4, TAMAN MELATI, 68000 AMPANG, SELANGOR."],
+    )
+    total: float = Field(description="total amount paid, the number after TOTAL", examples=[12.5])
+
+
+RECEIPT_MODELS: dict[str, type[BaseModel]] = {
+    "current": Receipt,
+    "plain": PlainReceipt,
+    "described": DescribedReceipt,
+}
+
+# A chunk of at least 3 characters followed by 4 or more copies of itself.
+_LOOP = re.compile(r"(.{3,}?)\1{4,}", re.DOTALL)
+
+
+def looping(text: str) -> bool:
+    """Whether ``text`` holds a chunk of 3 or more characters repeated 5 or more times in a
+    row, the mark of a model stuck in a loop: ``"12, 12, 12, 12, 12, "`` does,
+    ``"TAMAN DAYA, TAMAN DAYA"`` does not. A shorter period counts once the run is long
+    enough (``"ab" * 10`` is ``"abab"`` five times), and so does a run of 15 or more equal
+    characters (``"-" * 15``), which field values of receipts do not hold."""
+    return _LOOP.search(text) is not None
+
+
+def output_loops(value: BaseModel | None, raw_text: str) -> bool:
+    """Whether an output loops: any field value of a validated output, or the whole raw
+    text of one that did not validate (its field values are unknown)."""
+    if value is None:
+        return looping(raw_text)
+    return any(looping(str(v)) for v in value.model_dump().values())
+
+
 @dataclass
 class Tally:
     """Results of one mode over all receipts."""
@@ -57,10 +118,12 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
     tokens: int = 0
     count: int = 0
+    loops: int = 0
 
-    def add(self, value: Receipt | None, gold: dict[str, str], tokens: int) -> None:
+    def add(self, value: Any, gold: dict[str, str], tokens: int, raw_text: str) -> None:
         self.count += 1
         self.tokens += tokens
+        self.loops += output_loops(value, raw_text)
         if value is None:
             return
         self.valid += 1
@@ -94,6 +157,7 @@ def load_receipts(start: int, count: int) -> list[tuple[str, dict[str, str]]]:
 
 def run_formcast(
     extractor: formcast.Extractor,
+    output: type[BaseModel],
     receipts: list[Any],
     batch_size: int,
     jump_forward: bool,
@@ -104,7 +168,7 @@ def run_formcast(
     started = time.perf_counter()
     batch_started = started
     results = extractor.extract_many(
-        Receipt,
+        output,
         texts,
         batch_size=batch_size,
         progress=False,
@@ -113,7 +177,10 @@ def run_formcast(
     )
     for position, result in enumerate(results):
         tally.add(
-            result.value if result.ok else None, receipts[position][1], result.completion_tokens
+            result.value if result.ok else None,
+            receipts[position][1],
+            result.completion_tokens,
+            result.raw_text,
         )
         if (position + 1) % batch_size == 0 or position + 1 == len(receipts):
             now = time.perf_counter()
@@ -123,19 +190,24 @@ def run_formcast(
     return tally
 
 
-def run_free(extractor: formcast.Extractor, receipts: list[Any], max_new_tokens: int) -> Tally:
+def run_free(
+    extractor: formcast.Extractor,
+    output: type[BaseModel],
+    receipts: list[Any],
+    max_new_tokens: int,
+) -> Tally:
     """Unconstrained greedy generation of the same prompt, one receipt at a time."""
     import torch
 
-    from formcast.extractor import DEFAULT_INSTRUCTIONS, describe_fields
+    from formcast.extractor import DEFAULT_INSTRUCTIONS
 
     tally = Tally()
     model, tokenizer = extractor.model, extractor.tokenizer
-    fields = describe_fields(Receipt.model_json_schema())
+    schema = output.model_json_schema()
     eos = sorted(extractor.vocabulary.eos_token_ids)
     for text, gold in receipts:
-        messages = extractor.prompt_template.messages(
-            text=text, fields=fields, instructions=DEFAULT_INSTRUCTIONS
+        messages = extractor.prompt_template.render(
+            text=text, schema=schema, instructions=DEFAULT_INSTRUCTIONS
         )
         prompt = extractor._encode(messages)
         started = time.perf_counter()
@@ -151,14 +223,19 @@ def run_free(extractor: formcast.Extractor, receipts: list[Any], max_new_tokens:
         tally.seconds.append(time.perf_counter() - started)
         raw = tokenizer.decode(generated, skip_special_tokens=True)
         try:
-            value: Receipt | None = Receipt.model_validate_json(raw)
+            value: BaseModel | None = output.model_validate_json(raw)
         except ValidationError:
             value = None
-        tally.add(value, gold, len([t for t in generated if t not in eos]))
+        tally.add(value, gold, len([t for t in generated if t not in eos]), raw)
     return tally
 
 
-def run_outlines(extractor: formcast.Extractor, receipts: list[Any], max_new_tokens: int) -> Tally:
+def run_outlines(
+    extractor: formcast.Extractor,
+    output: type[BaseModel],
+    receipts: list[Any],
+    max_new_tokens: int,
+) -> Tally:
     """outlines on the same model, prompt and class, one receipt at a time, greedy.
 
     Generated tokens are counted by re-tokenizing the returned text (outlines returns text).
@@ -168,14 +245,14 @@ def run_outlines(extractor: formcast.Extractor, receipts: list[Any], max_new_tok
     import outlines
     from outlines.inputs import Chat
 
-    from formcast.extractor import DEFAULT_INSTRUCTIONS, describe_fields
+    from formcast.extractor import DEFAULT_INSTRUCTIONS
 
     tally = Tally()
     # outlines sets padding side and pad token on the tokenizer it gets: give it a copy
     tokenizer = copy.deepcopy(extractor.tokenizer)
     model = outlines.from_transformers(extractor.model, tokenizer)
-    generator = outlines.Generator(model, Receipt)
-    fields = describe_fields(Receipt.model_json_schema())
+    generator = outlines.Generator(model, output)
+    schema = output.model_json_schema()
     eos = sorted(extractor.vocabulary.eos_token_ids)
     options = {
         "max_new_tokens": max_new_tokens,
@@ -185,8 +262,8 @@ def run_outlines(extractor: formcast.Extractor, receipts: list[Any], max_new_tok
     }
 
     def prompt(text: str) -> Chat:
-        messages = extractor.prompt_template.messages(
-            text=text, fields=fields, instructions=DEFAULT_INSTRUCTIONS
+        messages = extractor.prompt_template.render(
+            text=text, schema=schema, instructions=DEFAULT_INSTRUCTIONS
         )
         return Chat(messages)
 
@@ -196,14 +273,14 @@ def run_outlines(extractor: formcast.Extractor, receipts: list[Any], max_new_tok
         raw = generator(prompt(text), **options)
         tally.seconds.append(time.perf_counter() - started)
         try:
-            value: Receipt | None = Receipt.model_validate_json(raw)
+            value: BaseModel | None = output.model_validate_json(raw)
         except ValidationError:
             value = None
-        tally.add(value, gold, len(tokenizer.encode(raw, add_special_tokens=False)))
+        tally.add(value, gold, len(tokenizer.encode(raw, add_special_tokens=False)), raw)
     return tally
 
 
-def report(name: str, tally: Tally, baseline: Tally | None) -> str:
+def report(name: str, tally: Tally, baseline: Tally | None, width: int = 16) -> str:
     median = statistics.median(tally.seconds)
     rate = tally.tokens / sum(tally.seconds)
     exact = " ".join(f"{tally.exact[f] / tally.count:6.1%}" for f in FIELDS)
@@ -211,8 +288,8 @@ def report(name: str, tally: Tally, baseline: Tally | None) -> str:
     if baseline is not None:
         ratio = f"{median / statistics.median(baseline.seconds):8.2f}x"
     return (
-        f"{name:<16} {tally.valid / tally.count:6.1%}  {exact}  {median:8.2f}s "
-        f"{rate:8.1f} tok/s {ratio}"
+        f"{name:<{width}} {tally.valid / tally.count:6.1%}  {exact}  {tally.loops:>7}  "
+        f"{median:8.2f}s {rate:8.1f} tok/s {ratio}"
     )
 
 
@@ -228,39 +305,59 @@ def main() -> None:
         choices=["free", "formcast", "no-jump", "outlines"],
         help="outlines runs when it is installed and imports (default: all four)",
     )
+    parser.add_argument(
+        "--receipt-models",
+        nargs="+",
+        default=["current"],
+        choices=sorted(RECEIPT_MODELS),
+        help="output classes, each run through every mode (default: current, i.e. Receipt)",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=200)
     args = parser.parse_args()
 
     receipts = load_receipts(args.start, args.count)
     extractor = formcast.get_default_extractor()
     extractor.run(Receipt, receipts[0][0], max_new_tokens=args.max_new_tokens)  # warm-up
+    for name in args.receipt_models:
+        extractor.compile(RECEIPT_MODELS[name])  # compiled before timing, as Receipt is
+    labelled = args.receipt_models != ["current"]
+    width = 16 + labelled * (1 + max(len(name) for name in args.receipt_models))
     print(
         f"{len(receipts)} receipts {args.start:03d}-{args.start + args.count - 1:03d}, "
         f"max_new_tokens={args.max_new_tokens}"
     )
     print(
-        f"{'mode':<16} {'valid':>6}  {'company':>6} {'date':>6} {'address':>6} "
-        f"{'total':>6}  {'s/receipt':>9} {'throughput':>14} {'vs free':>8}"
+        f"{'mode':<{width}} {'valid':>6}  {'company':>6} {'date':>6} {'address':>6} "
+        f"{'total':>6}  {'looping':>7}  {'s/receipt':>9} {'throughput':>14} {'vs free':>8}"
     )
-    baseline = run_free(extractor, receipts, args.max_new_tokens) if "free" in args.modes else None
-    if baseline is not None:
-        print(report("free", baseline, None), flush=True)
-    for batch_size in args.batch_sizes:
-        for mode in ("formcast", "no-jump"):
-            if mode not in args.modes:
-                continue
-            tally = run_formcast(
-                extractor, receipts, batch_size, mode == "formcast", args.max_new_tokens
-            )
-            print(report(f"{mode} b={batch_size}", tally, baseline), flush=True)
-    if "outlines" in args.modes:
-        reason = outlines_missing()
-        if reason is None:
-            tally = run_outlines(extractor, receipts, args.max_new_tokens)
-            version = importlib.metadata.version("outlines")
-            print(report(f"outlines {version}", tally, baseline), flush=True)
-        else:
-            print(f"outlines: {reason}, skipped (see benchmarks/README.md to install it)")
+    for model_name in args.receipt_models:
+        output = RECEIPT_MODELS[model_name]
+        suffix = f" {model_name}" if labelled else ""
+        baseline = None
+        if "free" in args.modes:
+            baseline = run_free(extractor, output, receipts, args.max_new_tokens)
+            print(report("free" + suffix, baseline, None, width), flush=True)
+        for batch_size in args.batch_sizes:
+            for mode in ("formcast", "no-jump"):
+                if mode not in args.modes:
+                    continue
+                tally = run_formcast(
+                    extractor,
+                    output,
+                    receipts,
+                    batch_size,
+                    mode == "formcast",
+                    args.max_new_tokens,
+                )
+                print(report(f"{mode} b={batch_size}{suffix}", tally, baseline, width), flush=True)
+        if "outlines" in args.modes:
+            reason = outlines_missing()
+            if reason is None:
+                tally = run_outlines(extractor, output, receipts, args.max_new_tokens)
+                version = importlib.metadata.version("outlines")
+                print(report(f"outlines {version}{suffix}", tally, baseline, width), flush=True)
+            else:
+                print(f"outlines: {reason}, skipped (see benchmarks/README.md to install it)")
 
 
 def outlines_missing() -> str | None:

@@ -149,7 +149,11 @@ def test_python_blocks_run(path: Path, capsys: pytest.CaptureFixture[str]) -> No
                 skipped.append(f"{block.where} ({block.skip})")
                 continue
             # Pad so that tracebacks point at the Markdown line of the failing statement.
-            code = compile("\n" * (block.line - 1) + block.code, str(path), "exec")
+            # dont_inherit: run as a reader would, without this file's __future__ imports
+            # (postponed annotations would leave a nested model's field unresolved).
+            code = compile(
+                "\n" * (block.line - 1) + block.code, str(path), "exec", dont_inherit=True
+            )
             try:
                 exec(code, namespace)
             except Exception as error:
