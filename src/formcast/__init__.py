@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from formcast.cache import clear_disk_cache, save_to_disk_cache
     from formcast.compiler import compile
     from formcast.constraint import Regex
-    from formcast.decoding import FormcastLogitsProcessor, SamplingOptions
+    from formcast.decoding import FormcastLogitsProcessor, LoopGuard, SamplingOptions
     from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
     from formcast.fsm import ByteFSM, compile_regex
     from formcast.guide import Cursor
@@ -52,6 +52,7 @@ _LAZY = {
     "save_to_disk_cache": "formcast.cache",
     "Regex": "formcast.constraint",
     "FormcastLogitsProcessor": "formcast.decoding",
+    "LoopGuard": "formcast.decoding",
     "SamplingOptions": "formcast.decoding",
     "ExtractionResult": "formcast.extractor",
     "Extractor": "formcast.extractor",
@@ -77,6 +78,7 @@ __all__ = [
     "FormcastLogitsProcessor",
     "InvalidOptionError",
     "LazyAutomaton",
+    "LoopGuard",
     "ModelLoadError",
     "OutputValidationError",
     "PromptTemplate",
