@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 import torch
+from pydantic import BaseModel, field_validator, model_validator
 
 from formcast.automaton import LazyAutomaton
 from formcast.decoding import FieldSteering, ForcedTokenizer, LoopGuard, generate
-from formcast.errors import InvalidOptionError
+from formcast.errors import InvalidOptionError, OutputValidationError
+from formcast.extractor import Extractor
 from formcast.index import TokenIndex
 from formcast.jsonscan import JsonScanner
 from formcast.steering import RepeatCounter, RowText
@@ -282,3 +284,130 @@ def test_rolled_back_row_continues_as_a_fresh_run(
             best = int(logits.masked_fill(~mask, float("-inf")).argmax())
             assert (best == token) == (p != changed), p
             cursor.advance(token)
+
+
+# ------------------------------------------------------------------ the extractor's options
+
+ASSISTANT = "<|im_start|>assistant\n"
+
+
+class Event(BaseModel):
+    date: str
+    city: str
+
+    @field_validator("date")
+    @classmethod
+    def day_month_year(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9]{2}/[0-9]{2}/[0-9]{4}", value):
+            raise ValueError("expected a date written dd/mm/yyyy")
+        return value
+
+
+class Span(BaseModel):
+    start: int
+    end: int
+
+    @model_validator(mode="after")
+    def ordered(self) -> Span:
+        if self.end < self.start:
+            raise ValueError("end must not be before start")
+        return self
+
+
+def _extractor(tokenizer: Any, targets: Any) -> Extractor:
+    model = ScriptedModel(following(tokenizer, targets, ASSISTANT))
+    return Extractor(model, tokenizer, max_new_tokens=60)
+
+
+def test_field_validator_steers_the_extraction(tokenizer: Any) -> None:
+    extractor = _extractor(tokenizer, [ISO, DMY])
+    result = extractor.run(Event, "On 12/03/2018 in Paris")
+    assert result.ok and result.value == Event(date="12/03/2018", city="Paris")
+    assert result.raw_text == DMY and result.attempts == 1
+    assert result.history[0].field_rollbacks == 1 and result.history[0].error is None
+    assert result.generated_tokens > result.completion_tokens
+    single = extractor.run(Event, "On 12/03/2018 in Paris", max_attempts=1, max_field_retries=0)
+    assert isinstance(single.error, OutputValidationError) and single.raw_text == ISO
+    assert single.attempts == 1 and single.error.attempts == single.history
+
+
+def test_model_validator_gets_a_new_attempt_with_the_error(tokenizer: Any) -> None:
+    prompts: list[str] = []
+
+    def targets(prompt: str) -> list[str]:
+        if prompt not in prompts:
+            prompts.append(prompt)
+        return ['{"start":3,"end":9}'] if "rejected" in prompt else ['{"start":9,"end":3}']
+
+    result = _extractor(tokenizer, targets).run(Span, "from 3 to 9")
+    assert result.ok and result.value == Span(start=3, end=9)
+    assert result.attempts == 2 and isinstance(result.history[0].error, OutputValidationError)
+    assert result.history[0].raw_text == '{"start":9,"end":3}'
+    assert result.generated_tokens == sum(a.generated_tokens for a in result.history)
+    assert "A previous answer was rejected" in prompts[-1]
+    assert "end must not be before start" in prompts[-1]
+    assert "rejected" not in prompts[0]
+
+
+def test_validator_that_always_fails_ends_by_the_limits(tokenizer: Any) -> None:
+    extractor = _extractor(tokenizer, ['{"date":"2018","city":"Oslo"}'])
+    result = extractor.run(Event, "some day")
+    assert result.attempts == 3 == len(result.history)
+    assert all(isinstance(a.error, OutputValidationError) for a in result.history)
+    assert result.history[0].field_rollbacks == 2
+    with pytest.raises(OutputValidationError, match="dd/mm/yyyy") as raised:
+        extractor.extract(Event, "some day", max_attempts=2)
+    assert len(raised.value.attempts) == 2
+    limited = extractor.run(Event, "some day", max_total_tokens=100)
+    assert limited.generated_tokens <= 100 and limited.attempts < 3
+
+
+def test_extract_many_retries_items_independently(tokenizer: Any) -> None:
+    def targets(prompt: str) -> list[str]:
+        if "iso" in prompt:
+            return [ISO, DMY]
+        if "never" in prompt:
+            return ['{"date":"2018","city":"Oslo"}']
+        return [DMY.replace("Paris", "Rome")]
+
+    extractor = _extractor(tokenizer, targets)
+    texts = ["iso one", "fine", "never", "", "iso two, longer"]
+    results = list(extractor.extract_many(Event, texts, batch_size=5, progress=False))
+    assert [r.ok for r in results] == [True, True, False, False, True]
+    assert [r.attempts for r in results] == [1, 1, 3, 0, 1]
+    for text, result in zip(texts, results, strict=True):
+        if text:
+            alone = extractor.run(Event, text)
+            assert (alone.raw_text, alone.attempts) == (result.raw_text, result.attempts)
+
+
+def test_loop_guard_option(tokenizer: Any) -> None:
+    class Shop(BaseModel):
+        name: str
+
+    extractor = _extractor(tokenizer, [LOOP])
+    guarded = extractor.run(Shop, "shop", max_new_tokens=80)
+    assert guarded.ok and guarded.finish_reason == "stop"
+    assert guarded.value.name.count(CHUNK) == 3
+    free = extractor.run(Shop, "shop", max_new_tokens=80, loop_guard=False)
+    assert free.finish_reason == "length" and free.value.name.count(CHUNK) > 3
+    looser = extractor.run(Shop, "shop", max_new_tokens=80, loop_guard=LoopGuard(max_repeats=4))
+    assert looser.value.name.count(CHUNK) == 4
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_attempts": 0},
+        {"max_attempts": 1.5},
+        {"max_total_tokens": 10},
+        {"max_field_retries": -1},
+        {"loop_guard": "yes"},
+    ],
+)
+def test_bad_steering_options_are_rejected(tokenizer: Any, options: dict[str, Any]) -> None:
+    extractor = _extractor(tokenizer, [DMY])
+    with pytest.raises(InvalidOptionError):
+        extractor.run(Event, "text", **options)
+    with pytest.raises(InvalidOptionError):
+        extractor.extract_many(Event, iter(["text"]), **options)
