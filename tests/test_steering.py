@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from pydantic import BaseModel, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from formcast.automaton import LazyAutomaton
 from formcast.decoding import FieldSteering, ForcedTokenizer, LoopGuard, generate
@@ -411,3 +412,47 @@ def test_bad_steering_options_are_rejected(tokenizer: Any, options: dict[str, An
         extractor.run(Event, "text", **options)
     with pytest.raises(InvalidOptionError):
         extractor.extract_many(Event, iter(["text"]), **options)
+
+
+# ------------------------------------------------------------------ on the default model
+
+
+def _receipt_head(sroie_dir: Path, lines: int) -> str:
+    with open(sroie_dir / "001.txt", encoding="utf-8") as file:
+        return "".join(file.readlines()[:lines])
+
+
+@pytest.mark.slow
+def test_loop_guard_on_the_default_model(default_extractor: Extractor, sroie_dir: Path) -> None:
+    class Place(BaseModel):
+        address: str = Field(description="address of the shop")
+
+    # Without the guard, this call writes "...JOHOR.JOHOR.JOHOR.JOHOR.JOHOR." until the
+    # budget ends (finish_reason "length"); one run of that is left out to save time.
+    guarded = default_extractor.run(Place, _receipt_head(sroie_dir, 9), max_new_tokens=64)
+    assert guarded.ok and guarded.finish_reason == "stop"
+    assert "JOHOR." * 3 in guarded.raw_text and "JOHOR." * 4 not in guarded.raw_text
+
+
+@pytest.mark.slow
+def test_field_validator_steers_the_default_model(
+    default_extractor: Extractor, sroie_dir: Path
+) -> None:
+    class Dated(BaseModel):
+        date: str = Field(description="date of the receipt", max_length=10)
+
+        @field_validator("date")
+        @classmethod
+        def day_month_year(cls, value: str) -> str:
+            if not re.fullmatch(r"[0-9]{2}/[0-9]{2}/[0-9]{4}", value):
+                raise ValueError("expected the date written dd/mm/yyyy, as on the receipt")
+            return value
+
+    text = _receipt_head(sroie_dir, 9)  # ends with the line "19/10/2018 20:49:59 #01"
+    once = default_extractor.run(
+        Dated, text, max_new_tokens=24, max_attempts=1, max_field_retries=0
+    )
+    assert isinstance(once.error, OutputValidationError)
+    steered = default_extractor.run(Dated, text, max_new_tokens=24)
+    assert steered.ok and steered.value == Dated(date="19/10/2018")
+    assert steered.history[-1].field_rollbacks >= 1
