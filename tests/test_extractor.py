@@ -71,8 +71,10 @@ def test_output_rejected_by_validators_carries_raw_text(tiny_extractor: Extracto
     result = tiny_extractor.run(Picky, "hello")
     assert not result.ok and isinstance(result.error, OutputValidationError)
     assert result.error.raw_text == result.raw_text and result.raw_text.startswith('{"word":"')
+    assert result.attempts == 3 and result.error.attempts == result.history
+    assert result.generated_tokens <= 3 * tiny_extractor.max_new_tokens
     with pytest.raises(OutputValidationError, match="no word is good enough"):
-        tiny_extractor.extract(Picky, "hello")
+        tiny_extractor.extract(Picky, "hello", max_attempts=1)
 
 
 @pytest.mark.parametrize(

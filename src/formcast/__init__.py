@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from formcast.cache import clear_disk_cache, save_to_disk_cache
     from formcast.compiler import compile
     from formcast.constraint import Regex
-    from formcast.decoding import FormcastLogitsProcessor, SamplingOptions
+    from formcast.decoding import FormcastLogitsProcessor, LoopGuard, SamplingOptions
     from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
     from formcast.fsm import ByteFSM, compile_regex
     from formcast.guide import Cursor
@@ -54,6 +54,7 @@ _LAZY = {
     "save_to_disk_cache": "formcast.cache",
     "Regex": "formcast.constraint",
     "FormcastLogitsProcessor": "formcast.decoding",
+    "LoopGuard": "formcast.decoding",
     "SamplingOptions": "formcast.decoding",
     "ExtractionResult": "formcast.extractor",
     "Extractor": "formcast.extractor",
@@ -81,6 +82,7 @@ __all__ = [
     "FromText",
     "InvalidOptionError",
     "LazyAutomaton",
+    "LoopGuard",
     "ModelLoadError",
     "NoTextValueError",
     "OutputValidationError",

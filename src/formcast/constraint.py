@@ -77,12 +77,15 @@ class OutputView:
         parse: raw generated text -> value; raises :class:`OutputValidationError`.
         is_json: whether the output is JSON text.
         pattern: the pattern of a :class:`Regex` output, else None.
+        model: the Pydantic model that validates the output (the output type itself, or
+            the ``{"result": ...}`` wrapper of a non-model type), else None.
     """
 
     json_schema: dict[str, Any] | None
     parse: Callable[[str], Any]
     is_json: bool
     pattern: str | None = None
+    model: type[BaseModel] | None = None
 
 
 def output_view(output: Any) -> OutputView:
@@ -92,7 +95,8 @@ def output_view(output: Any) -> OutputView:
         return OutputView(None, str, False, output.pattern)
     source, parse = _source(output)
     schema = load_schema(source)
-    return OutputView(schema if isinstance(schema, dict) else None, parse, True)
+    model = source if isinstance(source, type) and issubclass(source, BaseModel) else None
+    return OutputView(schema if isinstance(schema, dict) else None, parse, True, None, model)
 
 
 def output_spec(

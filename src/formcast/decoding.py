@@ -14,7 +14,15 @@ one :class:`~formcast.guide.Cursor` per row:
   output can still be completed in time are allowed, so a length-limited result is still
   complete, valid output (``finish_reason="length"``);
 * rows are left-padded; a finished row leaves the batch (its KV cache rows are dropped)
-  without stalling the others.
+  without stalling the others;
+* **loop guard** (:class:`LoopGuard`, optional): inside a JSON string, a token that would
+  repeat one chunk of tokens once too often is banned;
+* **field-level steering** (:class:`FieldSteering`, optional, per row): when a top-level
+  value of the JSON object closes and the row's check rejects it, the row rolls back to
+  the value's start and writes it again, with the first token of each rejected value
+  banned there. A batch shares one KV cache: the rolled-back positions of that row are
+  hidden by its attention mask and its position ids restart from the rollback point, so
+  the cache grows but stays exact for every row.
 
 torch is imported here and in nothing upstream of this module.
 """
@@ -23,7 +31,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,12 +40,16 @@ import torch
 from formcast.errors import ExtractionRuntimeError, InvalidOptionError
 from formcast.guide import Cursor
 from formcast.index import UNREACHABLE, TokenIndex
+from formcast.jsonscan import Member
+from formcast.steering import FieldSteer, RowText
 from formcast.vocabulary import Vocabulary
 
 __all__ = [
+    "FieldSteering",
     "ForcedTokenizer",
     "FormcastLogitsProcessor",
     "Generation",
+    "LoopGuard",
     "SamplingOptions",
     "generate",
 ]
@@ -64,9 +76,66 @@ class SamplingOptions:
             raise InvalidOptionError(f"expected 0 < top_p <= 1, found {self.top_p}")
 
 
+@dataclass(frozen=True)
+class LoopGuard:
+    """Keeps a model from repeating one chunk inside a JSON string until the budget ends.
+
+    Small models under a constraint often loop inside a free string
+    (``"DOMINOS.COM.MY/DOMINOS.COM.MY/..."``). The rule: inside a JSON string (a value,
+    or a key the schema leaves free), a token is banned when it would make the string's
+    last ``ngram`` tokens one more occurrence of a chunk that already occurs
+    ``max_repeats`` times in that string (occurrences that do not overlap). A chunk
+    repeated back to back, whatever its length, repeats its ``ngram``-token pieces, so
+    any loop is cut after at most about ``max_repeats`` turns of it.
+
+    The string's tokens are counted from the one after its opening quote; forced
+    (jump-forward) tokens count too. Outside strings the guard does nothing. It never
+    bans the last token the constraint (and the budget) still allow: validity and the
+    budget-safe ending come first. Cost: one dict lookup per token inside strings.
+
+    Attributes:
+        ngram: tokens in the chunks counted (>= 1).
+        max_repeats: how many times one chunk may occur in one string (>= 1).
+    """
+
+    ngram: int = 4
+    max_repeats: int = 3
+
+    def __post_init__(self) -> None:
+        if self.ngram < 1:
+            raise InvalidOptionError(f"expected LoopGuard.ngram >= 1, found {self.ngram}")
+        if self.max_repeats < 1:
+            raise InvalidOptionError(
+                f"expected LoopGuard.max_repeats >= 1, found {self.max_repeats}"
+            )
+
+
+@dataclass(frozen=True)
+class FieldSteering:
+    """Field-level validation of one row whose output is a JSON object.
+
+    Attributes:
+        check: ``(key, value's JSON text) -> accepted``, called each time a top-level
+            value closes (its following ``,`` or ``}`` was written). It may keep state
+            (one instance per row and generation).
+        max_retries: how many times one field may be rolled back and written again.
+        max_generated_tokens: a rollback happens only while the row's generated tokens,
+            rolled-back ones included, stay within this limit even if the rest of the
+            output takes the whole budget; None for no limit besides ``max_retries``.
+    """
+
+    check: Callable[[str, str], bool]
+    max_retries: int = 2
+    max_generated_tokens: int | None = None
+
+
 @dataclass
 class Generation:
-    """What one row produced."""
+    """What one row produced.
+
+    ``token_ids`` and the counts other than ``generated_tokens`` describe the final
+    output; ``generated_tokens`` counts every token generated, rolled-back ones included.
+    """
 
     token_ids: list[int] = field(default_factory=list)
     text_bytes: bytes = b""
@@ -74,6 +143,9 @@ class Generation:
     prompt_tokens: int = 0
     forced_tokens: int = 0
     seconds: float = 0.0
+    generated_tokens: int = 0
+    rollbacks: int = 0  # field-level rollbacks
+    guard_bans: int = 0  # steps at which the loop guard removed an allowed token
 
     @property
     def completion_tokens(self) -> int:
@@ -185,6 +257,34 @@ class _Row:
     generation: Generation
     started: float
     budget_bound: bool = False  # the budget removed a choice at some step
+    text: RowText | None = None  # the emitted bytes read as JSON (guard or steering)
+    steer: FieldSteer | None = None
+    limit: int | None = None  # FieldSteering.max_generated_tokens
+    start: Cursor | None = None  # the cursor before any output token (for replays)
+    start_token: int = 0  # the prompt's last token (fed again on a rollback to the start)
+    columns: list[int] = field(default_factory=list)  # cache column of each fed token
+    forced: list[bool] = field(default_factory=list)  # per output token (with text only)
+    closed: list[Member] = field(default_factory=list)  # members closed, not yet judged
+
+
+def _new_row(
+    position: int,
+    prompt: Sequence[int],
+    cursor: Cursor,
+    guard: LoopGuard | None,
+    steering: FieldSteering | None,
+) -> _Row:
+    generation = Generation(prompt_tokens=len(prompt))
+    row = _Row(position, cursor, list(prompt), 0, generation, time.perf_counter())
+    if guard is not None or steering is not None:
+        rule = None if guard is None else (guard.ngram, guard.max_repeats)
+        row.text = RowText(cursor.index.vocabulary.token_bytes, rule)
+    if steering is not None and prompt:
+        row.steer = FieldSteer(steering.check, steering.max_retries)
+        row.limit = steering.max_generated_tokens
+        row.start = cursor.copy()
+        row.start_token = prompt[-1]
+    return row
 
 
 def generate(
@@ -196,6 +296,8 @@ def generate(
     forced_tokenizer: ForcedTokenizer | None = None,
     sampling: SamplingOptions | None = None,
     pad_token_id: int = 0,
+    loop_guard: LoopGuard | None = None,
+    steering: Sequence[FieldSteering | None] | None = None,
 ) -> list[Generation]:
     """Constrained generation for a batch of tokenized prompts, one cursor each.
 
@@ -203,11 +305,16 @@ def generate(
         model: a transformers causal LM (anything whose ``forward`` takes ``input_ids``,
             ``attention_mask``, ``position_ids``, ``past_key_values`` and returns ``logits``).
         prompts: token ids of each prompt (chat template already applied).
-        cursors: one fresh cursor per prompt; advanced in place.
+        cursors: one fresh cursor per prompt; advanced in place (a steered row that
+            rolls back continues on a replayed copy).
         max_new_tokens: generation budget per row, forced tokens included.
         forced_tokenizer: enables jump-forward when given.
         sampling: greedy by default.
         pad_token_id: any valid id; pad positions are masked out.
+        loop_guard: bans tokens that repeat a chunk inside a JSON string once too often
+            (off when None).
+        steering: one :class:`FieldSteering` (or None) per prompt: field-level validation
+            with rollback of the top-level values of a JSON object output.
 
     Returns:
         One :class:`Generation` per prompt, in order. Every row ends in an accepting state
@@ -226,16 +333,20 @@ def generate(
         )
     if max_new_tokens < 1:
         raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
+    steerings = list(steering) if steering is not None else [None] * len(prompts)
+    if len(steerings) != len(prompts):
+        raise InvalidOptionError(
+            f"expected one steering entry per prompt, found {len(steerings)} for "
+            f"{len(prompts)} prompts"
+        )
     sampling = sampling or SamplingOptions()
     device = _model_device(model)
     rng = None
     if sampling.seed is not None:
         rng = torch.Generator(device=device).manual_seed(sampling.seed)
-    now = time.perf_counter()
     rows = []
     for position, (prompt, cursor) in enumerate(zip(prompts, cursors, strict=True)):
-        generation = Generation(prompt_tokens=len(prompt))
-        row = _Row(position, cursor, list(prompt), 0, generation, now)
+        row = _new_row(position, prompt, cursor, loop_guard, steerings[position])
         _check_budget(cursor, max_new_tokens)
         _jump_forward(row, forced_tokenizer, max_new_tokens)
         rows.append(row)
@@ -246,16 +357,13 @@ def generate(
     with torch.inference_mode():
         while active:
             logits, cache, attention = _forward(model, active, cache, attention, pad_token_id)
-            masks = []
-            for row in active:
-                tokens_left = max_new_tokens - row.generation.completion_tokens
-                row.budget_bound |= budget_restricts(row.cursor, tokens_left)
-                masks.append(allowed_mask(row.cursor, logits.shape[-1], device, tokens_left))
-            allowed = torch.stack(masks)
+            width = logits.shape[-1]
+            allowed = torch.stack([_row_mask(r, width, device, max_new_tokens) for r in active])
             chosen = _choose(logits.masked_fill(~allowed, float("-inf")), sampling, rng).tolist()
             keep: list[int] = []
             for i, (row, token) in enumerate(zip(active, chosen, strict=True)):
                 _accept(row, int(token), forced_tokenizer, max_new_tokens)
+                _steer(row, i, attention, max_new_tokens)
                 if _is_done(row, max_new_tokens):
                     finished.append(row)
                 else:
@@ -266,6 +374,27 @@ def generate(
     for row in finished:
         _finish(row)
     return [row.generation for row in sorted(finished, key=lambda r: r.position)]
+
+
+def _row_mask(row: _Row, width: int, device: torch.device, budget: int) -> torch.Tensor:
+    """The row's allowed tokens: the constraint's (budget-safe) mask, less the loop
+    guard's and the field steering's bans unless they would leave nothing allowed."""
+    tokens_left = budget - row.generation.completion_tokens
+    row.budget_bound |= budget_restricts(row.cursor, tokens_left)
+    mask = allowed_mask(row.cursor, width, device, tokens_left)
+    if row.text is None:
+        return mask
+    looping = row.text.loop_bans()
+    banned = looping + (row.steer.bans(row.text) if row.steer is not None else [])
+    if not banned:
+        return mask
+    trimmed = mask.clone()
+    trimmed[torch.tensor(banned, dtype=torch.long, device=device)] = False
+    if not bool(trimmed.any()):
+        return mask  # validity first: never ban the last allowed token
+    if looping and bool(mask[torch.tensor(looping, dtype=torch.long, device=device)].any()):
+        row.generation.guard_bans += 1
+    return trimmed
 
 
 def _model_device(model: Any) -> torch.device:
@@ -306,7 +435,7 @@ def _jump_forward(row: _Row, forced_tokenizer: ForcedTokenizer | None, budget: i
     for token in forced:
         row.cursor.advance(token)
     row.pending.extend(forced)
-    row.generation.token_ids.extend(forced)
+    _emit(row, forced, forced=True)
     row.generation.forced_tokens += len(forced)
 
 
@@ -314,9 +443,64 @@ def _accept(row: _Row, token: int, forced: ForcedTokenizer | None, budget: int) 
     row.cursor.advance(token)
     if row.cursor.is_finished:  # EOS: not part of the output text
         return
-    row.generation.token_ids.append(token)
+    _emit(row, [token], forced=False)
     row.pending = [token]
     _jump_forward(row, forced, budget)
+
+
+def _emit(row: _Row, tokens: list[int], *, forced: bool) -> None:
+    """Append output tokens; read them as JSON when the row tracks its text."""
+    row.generation.token_ids.extend(tokens)
+    row.generation.generated_tokens += len(tokens)
+    if row.text is not None:
+        row.forced.extend([forced] * len(tokens))
+        for token in tokens:
+            row.closed.extend(row.text.push(token))
+
+
+def _steer(row: _Row, i: int, attention: torch.Tensor, budget: int) -> None:
+    """Judge the top-level values the last tokens closed; roll back to the first one
+    rejected (when its field has retries left and the token limit allows)."""
+    closed, row.closed = row.closed, []
+    if row.steer is None or row.text is None:
+        return
+    for member in closed:
+        keep = row.steer.judge(member, row.text)
+        if keep is None:
+            continue
+        spent = row.generation.generated_tokens + budget - keep
+        if row.limit is not None and spent > row.limit:
+            continue
+        row.steer.rolled_back(member, row.text, row.generation.token_ids)
+        _rollback(row, i, attention, keep)
+        return
+
+
+def _rollback(row: _Row, i: int, attention: torch.Tensor, keep: int) -> None:
+    """Forget all but the first ``keep`` output tokens of row ``i``.
+
+    The last kept token (or the prompt's last) is fed again, at its own position, so the
+    next logits are those after it; its old cache column and those of every forgotten
+    token are hidden by the row's attention mask."""
+    generation = row.generation
+    refeed = generation.prompt_tokens + keep - 1
+    hidden = row.columns[refeed:]
+    if hidden:
+        attention[i, torch.tensor(hidden, dtype=torch.long, device=attention.device)] = 0
+    del row.columns[refeed:]
+    assert row.start is not None and row.text is not None
+    last = generation.token_ids[keep - 1] if keep else row.start_token
+    row.pending = [last]
+    row.seen = refeed
+    del generation.token_ids[keep:]
+    del row.forced[keep:]
+    generation.forced_tokens = sum(row.forced)
+    generation.rollbacks += 1
+    row.cursor = row.start.copy()
+    row.text = row.text.fresh()
+    for token in generation.token_ids:
+        row.cursor.advance(token)
+        row.text.push(token)
 
 
 def _is_done(row: _Row, budget: int) -> bool:
@@ -353,6 +537,7 @@ def _forward(
     input_ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
     new_attention = torch.zeros((len(rows), width), dtype=torch.long)
     positions = torch.zeros((len(rows), width), dtype=torch.long)
+    base = attention.shape[1]
     for i, row in enumerate(rows):
         k = len(row.pending)
         input_ids[i, width - k :] = torch.tensor(row.pending, dtype=torch.long)
@@ -361,6 +546,8 @@ def _forward(
         positions[i, : width - k] = row.seen
         row.seen += k
         row.pending = []
+        if row.steer is not None:
+            row.columns.extend(range(base + width - k, base + width))
     attention = torch.cat([attention, new_attention.to(device)], dim=1)
     out = model(
         input_ids=input_ids.to(device),

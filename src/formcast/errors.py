@@ -22,6 +22,11 @@ say what was expected and what was found.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from formcast.extractor import Attempt
+
 __all__ = [
     "ContextLengthError",
     "EmptyInputError",
@@ -127,13 +132,16 @@ class OutputValidationError(ExtractionRuntimeError):
     """The generated JSON matched the schema but the model class's own validators rejected it.
 
     Attributes:
-        raw_text: the text the model generated.
+        raw_text: the text the model generated (in the last attempt).
         validation_error: the underlying ``pydantic.ValidationError``.
+        attempts: every attempt of the extraction (:class:`~formcast.extractor.Attempt`),
+            set when an extraction gives up after its retries; empty otherwise.
     """
 
     def __init__(self, raw_text: str, validation_error: Exception) -> None:
         self.raw_text = raw_text
         self.validation_error = validation_error
+        self.attempts: tuple[Attempt, ...] = ()
         super().__init__(
             f"the output matched the schema but the model's validators rejected it: "
             f"{validation_error}\nraw output: {raw_text!r}"

@@ -26,23 +26,32 @@ from typing import Any, Generic, TypeVar, overload
 
 from formcast.compiler import compile as compile_index
 from formcast.compiler import vocabulary_of
-from formcast.constraint import Regex, output_view
-from formcast.decoding import ForcedTokenizer, SamplingOptions, generate
+from formcast.constraint import OutputView, Regex, output_view
+from formcast.decoding import (
+    FieldSteering,
+    ForcedTokenizer,
+    Generation,
+    LoopGuard,
+    SamplingOptions,
+    generate,
+)
 from formcast.errors import (
     ContextLengthError,
     EmptyInputError,
     FormcastError,
     InvalidOptionError,
     NoTextValueError,
+    OutputValidationError,
     SchemaError,
 )
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
 from formcast.models import load_default_model, load_pretrained
 from formcast.schema import Mode
+from formcast.steering import feedback_message, field_checker
 from formcast.text import FromText
 
-__all__ = ["ExtractionResult", "Extractor", "PromptTemplate"]
+__all__ = ["Attempt", "ExtractionResult", "Extractor", "PromptTemplate"]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,6 +100,30 @@ class PromptTemplate:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One generation of an extraction; validators that steer may make several.
+
+    Attributes:
+        raw_text: the text generated.
+        error: why the output was rejected, or None when it was accepted.
+        finish_reason: ``"stop"`` or ``"length"``, as in :class:`ExtractionResult`.
+        completion_tokens: tokens of the output (forced tokens included).
+        generated_tokens: tokens generated, those of rolled-back field values included.
+        field_rollbacks: how many times a field's value was rejected, rolled back and
+            written again.
+        seconds: wall time of the generation.
+    """
+
+    raw_text: str
+    error: FormcastError | None
+    finish_reason: str
+    completion_tokens: int
+    generated_tokens: int
+    field_rollbacks: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ExtractionResult(Generic[T]):
     """The record of one extraction.
 
@@ -104,6 +137,12 @@ class ExtractionResult(Generic[T]):
             appended by jump-forward without sampling and are part of completion_tokens.
         seconds: wall time of this item's generation (shared batch time for batches).
         compile_seconds: time spent compiling the constraint (0 on a cache hit).
+        attempts: generations made (more than 1 when the output's validators rejected
+            an output and a new attempt was made; 0 when the item failed before any).
+        history: one :class:`Attempt` per generation, in order.
+        generated_tokens: tokens generated over every attempt, rolled-back ones included.
+
+    The fields before ``attempts`` describe the final attempt.
     """
 
     value: T | None
@@ -115,6 +154,9 @@ class ExtractionResult(Generic[T]):
     forced_tokens: int = 0
     seconds: float = 0.0
     compile_seconds: float = 0.0
+    attempts: int = 0
+    history: tuple[Attempt, ...] = ()
+    generated_tokens: int = 0
 
     @property
     def ok(self) -> bool:
@@ -135,6 +177,35 @@ class _Request:
     prompt: list[int] = field(default_factory=list)
     error: FormcastError | None = None
     cursor: Cursor | None = None  # bound to the item's text when the output copies from it
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The generation options of one call, read and checked once."""
+
+    budget: int
+    sampling: SamplingOptions
+    jump_forward: bool
+    loop_guard: LoopGuard | None
+    max_attempts: int
+    max_total_tokens: int
+    max_field_retries: int
+
+    def sampling_for(self, attempt: int) -> SamplingOptions:
+        """A new seed for each attempt, so a retry with sampling draws anew."""
+        seed = self.sampling.seed
+        if seed is None or attempt == 0:
+            return self.sampling
+        return SamplingOptions(self.sampling.temperature, self.sampling.top_p, seed + attempt)
+
+
+@dataclass
+class _Outcome:
+    """One attempt at one item."""
+
+    generation: Generation
+    value: Any
+    error: FormcastError | None
 
 
 class Extractor:
@@ -249,12 +320,23 @@ class Extractor:
         ``seed``, ``jump_forward``, ``mode``, ``whitespace``, ``from_text`` (copy every
         plain string field from ``text``: ``True`` or a :class:`formcast.FromText`).
         Fields annotated ``FromText()`` are copied from ``text`` in any case.
+        ``loop_guard`` (True, False or a :class:`~formcast.decoding.LoopGuard`; on by
+        default), and the limits of validators that steer: ``max_attempts`` (3),
+        ``max_total_tokens`` (``max_attempts * max_new_tokens``), ``max_field_retries``
+        (2).
+
+        When the output type's own validators reject a field's value as soon as it is
+        written, that value is rolled back and written again (at most
+        ``max_field_retries`` times per field); when they reject the whole output, a new
+        attempt is made with their error message added to the prompt (at most
+        ``max_attempts`` generations, ``max_total_tokens`` generated tokens in all).
 
         Raises:
             EmptyInputError, SchemaError, InvalidOptionError: the call is wrong.
             NoTextValueError: the text holds no value for a required ``FromText`` field.
             ContextLengthError: the prompt does not fit the model's context window.
-            OutputValidationError: the model class's own validators rejected the output.
+            OutputValidationError: the model class's own validators rejected the output of
+                every attempt the limits allowed (``attempts`` holds them all).
         """
         return self.run(output, text, **options).unwrap()
 
@@ -262,7 +344,9 @@ class Extractor:
         """Like :meth:`extract`, but return the full :class:`ExtractionResult`.
 
         Errors about the call itself (bad schema, bad options, empty text, context) are
-        raised; an output rejected by the model's validators is returned in ``error``.
+        raised; an output rejected by the model's validators (after every attempt the
+        limits allowed) is returned in ``error``; ``attempts`` and ``history`` record the
+        attempts.
         """
         results = self._run_batch(output, [text], options, raise_item_errors=True)
         return results[0]
@@ -281,12 +365,15 @@ class Extractor:
         ``texts`` may be any iterable (read lazily, ``batch_size`` at a time), so a data
         pipeline can stream through it. Rows of a batch share each forward pass. An item
         that fails (empty text, too long, rejected by validators) gets a result with
-        ``error`` set; the others are unaffected. Errors about the call itself (bad
-        schema or options) are raised before any item is read.
+        ``error`` set; the others are unaffected. An item whose output the validators
+        reject is tried again on its own terms (its own attempts and token limit); the
+        items of a batch that need another attempt form a new, smaller batch. Errors
+        about the call itself (bad schema or options) are raised before any item is read.
         """
         if batch_size < 1:
             raise InvalidOptionError(f"expected batch_size >= 1, found {batch_size}")
         _check_options(options)
+        _plan(options, self.max_new_tokens)
         self._compile_for(output, options)  # fail fast on a bad schema, before any item
         return self._stream(output, texts, batch_size, progress, options)
 
@@ -348,12 +435,8 @@ class Extractor:
         index = self._compile_for(output, options)
         compile_seconds = time.perf_counter() - started
         spec = output_view(output)
-        budget = int(options.get("max_new_tokens", self.max_new_tokens))
-        sampling = SamplingOptions(
-            temperature=float(options.get("temperature", 0.0)),
-            top_p=float(options.get("top_p", 1.0)),
-            seed=options.get("seed"),
-        )
+        plan = _plan(options, self.max_new_tokens, self.jump_forward)
+        budget = plan.budget
         instructions = options.get("instructions") or (
             DEFAULT_INSTRUCTIONS
             if spec.is_json
@@ -367,34 +450,80 @@ class Extractor:
             for request in requests:
                 if request.error is not None:
                     raise request.error
+
+        def reprompt(request: _Request, feedback: str) -> _Request:
+            text = texts[request.position]
+            return self._prepare(
+                request.position, text, spec.json_schema, instructions, budget, index, feedback
+            )
+
         ready = [r for r in requests if r.error is None]
-        generations = self._generate(ready, index, budget, sampling, options)
+        outcomes = self._attempts(ready, index, spec, plan, reprompt)
         results: list[ExtractionResult[Any]] = []
         for request in requests:
             if request.error is not None:
                 results.append(ExtractionResult(None, request.error))
                 continue
-            results.append(_to_result(generations[request.position], spec.parse, compile_seconds))
+            results.append(_to_result(outcomes[request.position], compile_seconds))
         return results
+
+    def _attempts(
+        self,
+        ready: list[_Request],
+        index: TokenIndex,
+        spec: OutputView,
+        plan: _Plan,
+        reprompt: Callable[[_Request, str], _Request],
+    ) -> dict[int, list[_Outcome]]:
+        """Generate for every item; again, as one smaller batch, for the items whose
+        output the validators rejected, while their limits allow."""
+        outcomes: dict[int, list[_Outcome]] = {r.position: [] for r in ready}
+        batch = ready
+        for attempt in range(plan.max_attempts):
+            if not batch:
+                break
+            spent = {r.position: _generated(outcomes[r.position]) for r in batch}
+            generations = self._generate(batch, index, plan, attempt, spec, spent)
+            retry = []
+            for request in batch:
+                history = outcomes[request.position]
+                history.append(_outcome(generations[request.position], spec.parse))
+                again = _next_attempt(request, history, plan, reprompt)
+                if again is not None:
+                    retry.append(again)
+            batch = retry
+        return outcomes
 
     def _generate(
         self,
         ready: list[_Request],
         index: TokenIndex,
-        budget: int,
-        sampling: SamplingOptions,
-        options: Mapping[str, Any],
-    ) -> dict[int, Any]:
-        jump = options.get("jump_forward", self.jump_forward)
+        plan: _Plan,
+        attempt: int,
+        spec: OutputView,
+        spent: Mapping[int, int],
+    ) -> dict[int, Generation]:
+        steering: list[FieldSteering | None] = [None] * len(ready)
+        if spec.model is not None and plan.max_field_retries > 0:
+            steering = [
+                FieldSteering(
+                    field_checker(spec.model),
+                    plan.max_field_retries,
+                    plan.max_total_tokens - spent[r.position],
+                )
+                for r in ready
+            ]
         with self._lock:
             outputs = generate(
                 self.model,
                 [r.prompt for r in ready],
                 [r.cursor or Cursor(index) for r in ready],
-                max_new_tokens=budget,
-                forced_tokenizer=self._forced_tokenizer if jump else None,
-                sampling=sampling,
+                max_new_tokens=plan.budget,
+                forced_tokenizer=self._forced_tokenizer if plan.jump_forward else None,
+                sampling=plan.sampling_for(attempt),
                 pad_token_id=_pad_id(self.tokenizer),
+                loop_guard=plan.loop_guard,
+                steering=steering,
             )
         return {r.position: g for r, g in zip(ready, outputs, strict=True)}
 
@@ -406,6 +535,7 @@ class Extractor:
         instructions: str,
         budget: int,
         index: TokenIndex,
+        feedback: str | None = None,
     ) -> _Request:
         request = _Request(position)
         if not isinstance(text, str):
@@ -420,6 +550,8 @@ class Extractor:
             )
             return request
         messages = self.prompt_template.render(text=text, schema=schema, instructions=instructions)
+        if feedback:
+            messages = _with_feedback(messages, feedback)
         request.prompt = self._encode(messages)
         context = _context_length(self.model)
         if context is not None and len(request.prompt) + budget > context:
@@ -453,6 +585,10 @@ _KNOWN_OPTIONS = frozenset(
         "mode",
         "whitespace",
         "from_text",
+        "loop_guard",
+        "max_attempts",
+        "max_total_tokens",
+        "max_field_retries",
     }
 )
 
@@ -465,26 +601,113 @@ def _check_options(options: Mapping[str, Any]) -> None:
         )
 
 
-def _to_result(
-    generation: Any, parse: Callable[[str], Any], compile_seconds: float
-) -> ExtractionResult[Any]:
-    text = generation.text
-    value: Any = None
-    error: FormcastError | None = None
+def _plan(options: Mapping[str, Any], max_new_tokens: int, jump_forward: bool = True) -> _Plan:
+    """Read and check the generation options of a call."""
+    budget = int(options.get("max_new_tokens", max_new_tokens))
+    sampling = SamplingOptions(
+        temperature=float(options.get("temperature", 0.0)),
+        top_p=float(options.get("top_p", 1.0)),
+        seed=options.get("seed"),
+    )
+    attempts = _count_option(options, "max_attempts", 3, minimum=1)
+    total = options.get("max_total_tokens")
+    total = attempts * budget if total is None else _count_option(options, "max_total_tokens", 0)
+    if total < budget:
+        raise InvalidOptionError(
+            f"expected max_total_tokens >= max_new_tokens ({budget}), found {total}"
+        )
+    return _Plan(
+        budget=budget,
+        sampling=sampling,
+        jump_forward=bool(options.get("jump_forward", jump_forward)),
+        loop_guard=_loop_guard(options.get("loop_guard", True)),
+        max_attempts=attempts,
+        max_total_tokens=total,
+        max_field_retries=_count_option(options, "max_field_retries", 2, minimum=0),
+    )
+
+
+def _count_option(options: Mapping[str, Any], name: str, default: int, minimum: int = 0) -> int:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidOptionError(f"expected {name} to be an int >= {minimum}, found {value!r}")
+    return value
+
+
+def _loop_guard(value: Any) -> LoopGuard | None:
+    if isinstance(value, LoopGuard):
+        return value
+    if isinstance(value, bool):
+        return LoopGuard() if value else None
+    raise InvalidOptionError(f"expected loop_guard to be a bool or a LoopGuard, found {value!r}")
+
+
+def _with_feedback(messages: list[dict[str, str]], feedback: str) -> list[dict[str, str]]:
+    """The messages with the retry note appended to the last user message."""
+    last = messages[-1]
+    return [*messages[:-1], {**last, "content": f"{last['content']}\n\n{feedback}"}]
+
+
+def _generated(history: list[_Outcome]) -> int:
+    return sum(o.generation.generated_tokens for o in history)
+
+
+def _next_attempt(
+    request: _Request,
+    history: list[_Outcome],
+    plan: _Plan,
+    reprompt: Callable[[_Request, str], _Request],
+) -> _Request | None:
+    """The request of the item's next attempt, or None when it is done or out of limits."""
+    error = history[-1].error
+    if not isinstance(error, OutputValidationError) or len(history) >= plan.max_attempts:
+        return None
+    if _generated(history) + plan.budget > plan.max_total_tokens:
+        return None
+    again = reprompt(request, feedback_message(error))
+    return again if again.error is None else None
+
+
+def _outcome(generation: Generation, parse: Callable[[str], Any]) -> _Outcome:
     try:
-        value = parse(text)
+        return _Outcome(generation, parse(generation.text), None)
     except FormcastError as e:
-        error = e
+        return _Outcome(generation, None, e)
+
+
+def _attempt(outcome: _Outcome) -> Attempt:
+    generation = outcome.generation
+    return Attempt(
+        generation.text,
+        outcome.error,
+        generation.finish_reason,
+        generation.completion_tokens,
+        generation.generated_tokens,
+        generation.rollbacks,
+        generation.seconds,
+    )
+
+
+def _to_result(history: list[_Outcome], compile_seconds: float) -> ExtractionResult[Any]:
+    """The result of an item: its final attempt, with the record of every attempt."""
+    final = history[-1]
+    generation = final.generation
+    attempts = tuple(_attempt(o) for o in history)
+    if isinstance(final.error, OutputValidationError):
+        final.error.attempts = attempts
     return ExtractionResult(
-        value,
-        error,
-        text,
+        final.value,
+        final.error,
+        generation.text,
         generation.finish_reason,
         generation.prompt_tokens,
         generation.completion_tokens,
         generation.forced_tokens,
         generation.seconds,
         compile_seconds,
+        len(history),
+        attempts,
+        _generated(history),
     )
 
 
@@ -812,6 +1035,7 @@ def _model_backed(
         )
     output = hints["return"]
     _check_options(options)
+    _plan(options, extractor.max_new_tokens)
     index = extractor._compile_for(output, options)
     budget = int(options.get("max_new_tokens", extractor.max_new_tokens))
     # with values copied from the text, the fewest tokens depend on each call's text
