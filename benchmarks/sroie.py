@@ -7,15 +7,25 @@ model and the same prompt are used:
                   ``Receipt.model_validate_json`` on the raw text;
 * ``formcast``  - constrained decoding with jump-forward (the default);
 * ``no-jump``   - constrained decoding with jump-forward off;
+* ``no-guard``  - constrained decoding with the loop guard off (it is on by default);
+* ``from-text`` - constrained decoding of ``CopiedReceipt``: the same fields and
+                  descriptions, each ``FromText`` (its value copied from the receipt);
+* ``from-text-no-guard`` - the same with the loop guard off;
+* ``from-text-validated`` - ``ValidatedReceipt``: ``CopiedReceipt`` plus a
+                  ``field_validator`` that wants a date (day, month and year) in ``date``,
+                  with validators that steer (``max_attempts=3``);
+* ``from-text-unsteered`` - ``ValidatedReceipt`` with ``max_attempts=1``: a rejected
+                  date fails the receipt;
 * ``outlines``  - outlines (``outlines.Generator`` over the same transformers model and
                   tokenizer, the same ``Receipt`` class, its default outlines-core backend)
                   with greedy decoding, when outlines is installed; the index is compiled
                   and one receipt generated before timing, as formcast's warm-up does.
 
 Printed per mode: share of outputs that validate, per-field exact match (company, date,
-address, total), the number of looping outputs (``looping``: a chunk of 3+ characters
+address, total) and their mean, the number of looping outputs (``looping``: a chunk of 3+ characters
 repeated 5+ times in a row in one field value), median seconds per receipt, generated
-tokens per second, and ratios against free generation measured in the same run.
+tokens per second, and the ratios of the median time against free generation and against
+the ``formcast`` mode, measured in the same run.
 
 ``--receipt-models`` runs each mode once per output class, to measure what the prompt
 gains from the class alone (its field lines and docstring are the only difference):
@@ -27,6 +37,12 @@ invented ``examples`` that appear in no SROIE receipt).
     python benchmarks/sroie.py --count 16 --batch-sizes 1 4 16 --modes formcast
     python benchmarks/sroie.py --modes free formcast outlines
     python benchmarks/sroie.py --count 12 --modes formcast --receipt-models plain current described
+    python benchmarks/sroie.py --modes formcast no-guard from-text from-text-no-guard \
+        from-text-validated from-text-unsteered
+
+The ``from-text`` modes replace the output class (``--receipt-models`` does not apply to
+them); their prompt differs from ``formcast``'s only by "copied exactly from the text" in
+each field line.
 """
 
 from __future__ import annotations
@@ -40,9 +56,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 import formcast
 
@@ -55,6 +71,41 @@ class Receipt(BaseModel):
     date: str = Field(description="date of the receipt, as written on it")
     address: str = Field(description="address of the company")
     total: float = Field(description="total amount paid")
+
+
+class CopiedReceipt(BaseModel):
+    company: Annotated[str, formcast.FromText()] = Field(
+        description="name of the company that issued the receipt"
+    )
+    date: Annotated[str, formcast.FromText()] = Field(
+        description="date of the receipt, as written on it"
+    )
+    address: Annotated[str, formcast.FromText()] = Field(description="address of the company")
+    total: Annotated[float, formcast.FromText()] = Field(description="total amount paid")
+
+
+_DATE = re.compile(r"[0-9]{1,4}[/.-][0-9]{1,2}[/.-][0-9]{2,4}")
+
+
+class ValidatedReceipt(CopiedReceipt):
+    @field_validator("date")
+    @classmethod
+    def _has_a_date(cls, value: str) -> str:
+        if not _DATE.fullmatch(value):
+            raise ValueError("expected a date with day, month and year, such as 25/12/2018")
+        return value
+
+
+#: mode -> (output class, extraction options); None: the --receipt-models class
+FORMCAST_MODES: dict[str, tuple[type[BaseModel] | None, dict[str, Any]]] = {
+    "formcast": (None, {}),
+    "no-jump": (None, {"jump_forward": False}),
+    "no-guard": (None, {"loop_guard": False}),
+    "from-text": (CopiedReceipt, {}),
+    "from-text-no-guard": (CopiedReceipt, {"loop_guard": False}),
+    "from-text-validated": (ValidatedReceipt, {"max_attempts": 3}),
+    "from-text-unsteered": (ValidatedReceipt, {"max_attempts": 1}),
+}
 
 
 class PlainReceipt(BaseModel):
@@ -160,7 +211,7 @@ def run_formcast(
     output: type[BaseModel],
     receipts: list[Any],
     batch_size: int,
-    jump_forward: bool,
+    options: dict[str, Any],
     max_new_tokens: int,
 ) -> Tally:
     tally = Tally()
@@ -172,8 +223,8 @@ def run_formcast(
         texts,
         batch_size=batch_size,
         progress=False,
-        jump_forward=jump_forward,
         max_new_tokens=max_new_tokens,
+        **options,
     )
     for position, result in enumerate(results):
         tally.add(
@@ -280,16 +331,25 @@ def run_outlines(
     return tally
 
 
-def report(name: str, tally: Tally, baseline: Tally | None, width: int = 16) -> str:
+def report(
+    name: str,
+    tally: Tally,
+    baseline: Tally | None,
+    width: int = 16,
+    reference: Tally | None = None,
+) -> str:
+    """One row: quality, looping, speed, and the median time against free generation and
+    against the plain ``formcast`` mode of the same run (when they ran)."""
     median = statistics.median(tally.seconds)
     rate = tally.tokens / sum(tally.seconds)
     exact = " ".join(f"{tally.exact[f] / tally.count:6.1%}" for f in FIELDS)
-    ratio = ""
-    if baseline is not None:
-        ratio = f"{median / statistics.median(baseline.seconds):8.2f}x"
+    mean = sum(tally.exact.values()) / (len(FIELDS) * tally.count)
+    ratios = ""
+    for other in (baseline, reference):
+        ratios += f"{median / statistics.median(other.seconds):8.2f}x" if other else f"{'-':>9}"
     return (
-        f"{name:<{width}} {tally.valid / tally.count:6.1%}  {exact}  {tally.loops:>7}  "
-        f"{median:8.2f}s {rate:8.1f} tok/s {ratio}"
+        f"{name:<{width}} {tally.valid / tally.count:6.1%}  {exact}  {mean:6.1%}  "
+        f"{tally.loops:>7}  {median:8.2f}s {rate:8.1f} tok/s {ratios}"
     )
 
 
@@ -302,8 +362,9 @@ def main() -> None:
         "--modes",
         nargs="+",
         default=["free", "formcast", "no-jump", "outlines"],
-        choices=["free", "formcast", "no-jump", "outlines"],
-        help="outlines runs when it is installed and imports (default: all four)",
+        choices=["free", *FORMCAST_MODES, "outlines"],
+        help="outlines runs when it is installed and imports "
+        "(default: free, formcast, no-jump, outlines)",
     )
     parser.add_argument(
         "--receipt-models",
@@ -320,16 +381,20 @@ def main() -> None:
     extractor.run(Receipt, receipts[0][0], max_new_tokens=args.max_new_tokens)  # warm-up
     for name in args.receipt_models:
         extractor.compile(RECEIPT_MODELS[name])  # compiled before timing, as Receipt is
+    for copied in (CopiedReceipt, ValidatedReceipt):
+        extractor.compile(copied)
     labelled = args.receipt_models != ["current"]
-    width = 16 + labelled * (1 + max(len(name) for name in args.receipt_models))
+    width = 24 + labelled * (1 + max(len(name) for name in args.receipt_models))
     print(
         f"{len(receipts)} receipts {args.start:03d}-{args.start + args.count - 1:03d}, "
         f"max_new_tokens={args.max_new_tokens}"
     )
     print(
         f"{'mode':<{width}} {'valid':>6}  {'company':>6} {'date':>6} {'address':>6} "
-        f"{'total':>6}  {'looping':>7}  {'s/receipt':>9} {'throughput':>14} {'vs free':>8}"
+        f"{'total':>6}  {'mean':>6}  {'looping':>7}  {'s/receipt':>9} {'throughput':>14} "
+        f"{'vs free':>8} {'vs formcast':>8}"
     )
+    first = args.receipt_models[0]
     for model_name in args.receipt_models:
         output = RECEIPT_MODELS[model_name]
         suffix = f" {model_name}" if labelled else ""
@@ -338,18 +403,22 @@ def main() -> None:
             baseline = run_free(extractor, output, receipts, args.max_new_tokens)
             print(report("free" + suffix, baseline, None, width), flush=True)
         for batch_size in args.batch_sizes:
-            for mode in ("formcast", "no-jump"):
-                if mode not in args.modes:
+            reference: Tally | None = None
+            for mode, (own_output, options) in FORMCAST_MODES.items():
+                if mode not in args.modes or (own_output is not None and model_name != first):
                     continue
                 tally = run_formcast(
                     extractor,
-                    output,
+                    own_output or output,
                     receipts,
                     batch_size,
-                    mode == "formcast",
+                    options,
                     args.max_new_tokens,
                 )
-                print(report(f"{mode} b={batch_size}{suffix}", tally, baseline, width), flush=True)
+                name = f"{mode} b={batch_size}" + ("" if own_output else suffix)
+                if mode == "formcast":
+                    reference = tally
+                print(report(name, tally, baseline, width, reference), flush=True)
         if "outlines" in args.modes:
             reason = outlines_missing()
             if reason is None:
