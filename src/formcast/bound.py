@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
-from formcast.errors import NoTextValueError
+from formcast.errors import InvalidOptionError, NoTextValueError
 from formcast.text import KIND_BYTES, MARKER_BYTES, SLOT_CLOSE, SLOT_OPEN, TextAutomaton, TextSlot
 
 __all__ = ["BoundAutomaton"]
@@ -216,7 +216,9 @@ class BoundAutomaton:
         shortest value from where it stands). ``usable`` must be None or the mask given
         at construction: the text automata were measured with it."""
         if usable is not None and not np.array_equal(usable, self.usable):
-            raise ValueError("a bound automaton measures distances with its own usable mask")
+            raise InvalidOptionError(
+                "expected usable=None or the mask the text was bound with, found another mask"
+            )
         found = self._distances.get(state)
         if found is None:
             found = self._distance(state)
