@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import torch
@@ -24,6 +24,7 @@ from formcast.extractor import Extractor
 from formcast.index import TokenIndex
 from formcast.jsonscan import JsonScanner
 from formcast.steering import RepeatCounter, RowText
+from formcast.text import FromText
 from formcast.vocabulary import Vocabulary
 from scripted_model import ScriptedModel, following
 
@@ -456,3 +457,28 @@ def test_field_validator_steers_the_default_model(
     steered = default_extractor.run(Dated, text, max_new_tokens=24)
     assert steered.ok and steered.value == Dated(date="19/10/2018")
     assert steered.history[-1].field_rollbacks >= 1
+
+
+class CopiedEvent(BaseModel):
+    date: Annotated[str, FromText()]
+    city: Annotated[str, FromText()]
+
+    @field_validator("date")
+    @classmethod
+    def day_month_year(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9]{2}/[0-9]{2}/[0-9]{4}", value):
+            raise ValueError("expected a date written dd/mm/yyyy")
+        return value
+
+
+def test_field_steering_inside_values_copied_from_the_text(tokenizer: Any) -> None:
+    """A rejected copied value rolls back to the start of the value; the new one is still
+    copied from the text (the bound cursor replays like any other)."""
+    text = "At 20:49:59 on 12/03/2018 in Paris"
+    time_first = '{"date":"20:49:59","city":"Paris"}'
+    extractor = _extractor(tokenizer, [time_first, '{"date":"12/03/2018","city":"Paris"}'])
+    result = extractor.run(CopiedEvent, text)
+    assert result.ok and result.value == CopiedEvent(date="12/03/2018", city="Paris")
+    assert result.history[0].field_rollbacks == 1
+    single = extractor.run(CopiedEvent, text, max_attempts=1, max_field_retries=0)
+    assert isinstance(single.error, OutputValidationError) and single.raw_text == time_first
