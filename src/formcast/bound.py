@@ -177,10 +177,39 @@ class BoundAutomaton:
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (a fresh array)."""
-        for byte in np.flatnonzero(self._table[state] == _UNBUILT).tolist():
-            self._next(state, byte)
+        if bool((self._table[state] == _UNBUILT).any()):
+            self._fill_row(state)
         row: IntArray = self._table[state].copy()
         return row
+
+    def _fill_row(self, state: int) -> None:
+        """Every transition of ``state`` at once: bytes that move each part of the state
+        to the same places share one closure (a handful per row, not 256)."""
+        schemas, members = self._keys[state]
+        columns = [self._schema_row(s) for s in schemas]
+        columns += [self.texts[kind].row(text_state) for kind, text_state, _ in members]
+        targets = np.zeros(256, dtype=np.int32)
+        if columns:
+            moves = np.stack(columns, axis=1)
+            moves[~_REAL] = DEAD
+            if moves.shape[1] == 1:  # the common case: one part (a slot, or a schema state)
+                values, inverse = np.unique(moves[:, 0], return_inverse=True)
+                unique = values.reshape(-1, 1)
+            else:
+                unique, inverse = np.unique(moves, axis=0, return_inverse=True)
+            found = np.zeros(len(unique), dtype=np.int32)
+            split = len(schemas)
+            for i, key in enumerate(unique.tolist()):
+                live = [
+                    (kind, text_state, inside)
+                    for (kind, _, inside), text_state in zip(members, key[split:], strict=True)
+                    if text_state != DEAD
+                ]
+                moved = key[:split]
+                if live or any(s != DEAD for s in moved):
+                    found[i] = self._closure(moved, live)
+            targets = found[inverse.reshape(-1)]
+        self._table[state] = targets  # after the closures, which may grow the table
 
     def is_accepting(self, state: int) -> bool:
         return self._accepting[state]
