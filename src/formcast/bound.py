@@ -149,15 +149,24 @@ class BoundAutomaton:
         if _REAL[byte]:
             schemas, members = self._keys[state]
             moved = [int(self._schema_row(s)[byte]) for s in schemas]
-            advanced = [
-                (kind, int(self.texts[kind].row(text_state)[byte]), inside)
-                for kind, text_state, inside in members
-            ]
-            live = [m for m in advanced if m[1] != DEAD]
-            if any(s != DEAD for s in moved) or live:
-                found = self._closure(moved, live)
+            read = [int(self.texts[kind].row(text_state)[byte]) for kind, text_state, _ in members]
+            found = self._successor(members, moved, read)
         self._table[state, byte] = found
         return found
+
+    def _successor(
+        self, members: Sequence[Member], moved: Sequence[int], read: Sequence[int]
+    ) -> int:
+        """The state after one byte, from where it moved each schema state (``moved``)
+        and each slot's text state (``read``, in the order of ``members``)."""
+        live = [
+            (kind, text_state, inside)
+            for (kind, _, inside), text_state in zip(members, read, strict=True)
+            if text_state != DEAD
+        ]
+        if not live and all(s == DEAD for s in moved):
+            return DEAD
+        return self._closure(moved, live)
 
     # -- what TokenIndex reads ------------------------------------------------------------
     @property
@@ -197,17 +206,11 @@ class BoundAutomaton:
                 unique = values.reshape(-1, 1)
             else:
                 unique, inverse = np.unique(moves, axis=0, return_inverse=True)
-            found = np.zeros(len(unique), dtype=np.int32)
             split = len(schemas)
-            for i, key in enumerate(unique.tolist()):
-                live = [
-                    (kind, text_state, inside)
-                    for (kind, _, inside), text_state in zip(members, key[split:], strict=True)
-                    if text_state != DEAD
-                ]
-                moved = key[:split]
-                if live or any(s != DEAD for s in moved):
-                    found[i] = self._closure(moved, live)
+            found = np.array(
+                [self._successor(members, key[:split], key[split:]) for key in unique.tolist()],
+                dtype=np.int32,
+            )
             targets = found[inverse.reshape(-1)]
         self._table[state] = targets  # after the closures, which may grow the table
 
@@ -269,8 +272,7 @@ class BoundAutomaton:
         return min(best, UNREACHABLE)
 
     def _no_value_error(self) -> NoTextValueError:
-        empty = [slot for slot, text in zip(self.slots, self.texts, strict=True)
-                 if text.distance(text.initial) >= UNREACHABLE]  # fmt: skip
+        empty = [self.slots[kind] for byte, kind in self._kinds if self._costs[byte] >= UNREACHABLE]
         pointers = tuple(p for slot in empty for p in slot.pointers)
         if empty:
             found = "; ".join(slot.describe() for slot in empty)

@@ -588,29 +588,26 @@ class FormcastLogitsProcessor:
         max_new_tokens: int | None = None,
         texts: Sequence[str] | None = None,
     ) -> None:
-        if texts is not None:
-            texts = list(texts)
-            for text in texts:
-                index.bind(text)  # fail here, before generate, on a text without a value
-        elif index.text_slots:
+        # each text is bound here, once: a text without a value fails before generate
+        self._bound = None if texts is None else [index.bind(text) for text in texts]
+        if texts is None and index.text_slots:
             raise InvalidOptionError(
                 f"expected texts=[...] (one per row) for {index.description!r}, which copies "
                 "values from the text (FromText), found none"
             )
         self.index = index
         self.max_new_tokens = max_new_tokens
-        self.texts = texts
         self._cursors: list[Cursor] | None = None
         self._prompt_length = 0
 
     def _fresh_cursors(self, batch: int) -> list[Cursor]:
-        if self.texts is None:
+        if self._bound is None:
             return [Cursor(self.index) for _ in range(batch)]
-        if len(self.texts) != batch:
+        if len(self._bound) != batch:
             raise InvalidOptionError(
-                f"expected one text per row, found {len(self.texts)} texts for {batch} rows"
+                f"expected one text per row, found {len(self._bound)} texts for {batch} rows"
             )
-        return [self.index.cursor(text=text) for text in self.texts]
+        return [Cursor(bound) for bound in self._bound]
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         batch = input_ids.shape[0]
