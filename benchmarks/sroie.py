@@ -40,6 +40,9 @@ invented ``examples`` that appear in no SROIE receipt).
     python benchmarks/sroie.py --modes formcast no-guard from-text from-text-no-guard \
         from-text-validated from-text-unsteered
 
+``--ceiling`` runs no model: it prints the share of gold values a ``FromText`` field
+can write at all (``python benchmarks/sroie.py --ceiling --count 200``).
+
 The ``from-text`` modes replace the output class (``--receipt-models`` does not apply to
 them); their prompt differs from ``formcast``'s only by "copied exactly from the text" in
 each field line.
@@ -353,6 +356,30 @@ def report(
     )
 
 
+def print_ceiling(receipts: list[tuple[str, dict[str, str]]]) -> None:
+    """The share of gold values that ``CopiedReceipt``'s fields can write at all: a gold
+    string (whitespace runs as one space) walked through the receipt's text automaton, a
+    gold total among the numbers written in the text. No model runs."""
+    import numpy as np
+
+    from formcast.text import TextAutomaton, TextSlot, number_candidates
+
+    usable = np.ones(256, dtype=bool)
+    reachable = dict.fromkeys(FIELDS, 0)
+    for text, gold in receipts:
+        automaton = TextAutomaton(text, TextSlot("string"), usable)
+        for name in ("company", "date", "address"):
+            value = json.dumps(_norm(gold.get(name, "")), ensure_ascii=False)[1:-1]
+            state = automaton.initial
+            for byte in value.encode():
+                state = int(automaton.row(state)[byte])
+            reachable[name] += bool(value) and automaton.is_accepting(state)
+        numbers = [float(n) for n in number_candidates(text)]
+        reachable["total"] += any(_matches("total", n, gold["total"]) for n in numbers)
+    shares = " ".join(f"{name} {reachable[name] / len(receipts):.1%}" for name in FIELDS)
+    print(f"{len(receipts)} receipts, values FromText can write: {shares}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--start", type=int, default=0)
@@ -374,7 +401,15 @@ def main() -> None:
         help="output classes, each run through every mode (default: current, i.e. Receipt)",
     )
     parser.add_argument("--max-new-tokens", type=int, default=200)
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="only print the share of gold values a FromText field can write at all",
+    )
     args = parser.parse_args()
+    if args.ceiling:
+        print_ceiling(load_receipts(args.start, args.count))
+        return
 
     receipts = load_receipts(args.start, args.count)
     extractor = formcast.get_default_extractor()
