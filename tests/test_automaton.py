@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import formcast.automaton as automaton_module
-from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton, _utf8_sequences
+from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
+from formcast.charset import utf8_sequences
 from formcast.errors import SchemaError, UserError
 
 pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
@@ -440,7 +441,7 @@ def test_utf8_sequences_cover_exactly_the_encodings(lo: int, span: int) -> None:
     hi = min(lo + span, 0x10FFFF)
     expected = {chr(c).encode() for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF}
     produced: set[bytes] = set()
-    for seq in _utf8_sequences(lo, hi):
+    for seq in utf8_sequences(lo, hi):
         pieces = [range(a, b + 1) for a, b in seq]
         for combo in itertools.product(*pieces):
             data = bytes(combo)

@@ -86,6 +86,18 @@ from typing import Any, NamedTuple, NoReturn
 import numpy as np
 import numpy.typing as npt
 
+from formcast.charset import (
+    ANY,
+    DIGIT,
+    MAX_CODE_POINT,
+    SPACE,
+    WORD,
+    ByteSeq,
+    Range,
+    complement,
+    normalize,
+    utf8_sequences,
+)
 from formcast.errors import SchemaError, UserError
 
 __all__ = ["DEAD", "UNREACHABLE", "LazyAutomaton"]
@@ -99,8 +111,6 @@ reached (only for :data:`DEAD`, or when ``usable`` forbids every way out)."""
 
 IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
-Range = tuple[int, int]
-ByteSeq = tuple[Range, ...]
 # A class template: (number of local states, src, lo, hi, dst); local 0 = start, 1 = end.
 Template = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 # A fragment under construction: (start, end, first concrete state, first byte edge,
@@ -109,7 +119,6 @@ Template = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[i
 # is always the last one built).
 Fragment = tuple[int, int, int, int, int, int]
 
-_MAX_CODE_POINT = 0x10FFFF
 _VIRTUAL_BASE = 1 << 40  # state ids from here on are virtual copies (see _Block)
 _VIRTUAL_LIMIT = 1 << 62
 _CONCRETE_COPY_LIMIT = 4096  # repeats adding more states than this become virtual blocks
@@ -122,94 +131,19 @@ _DISTANCE_TABLES_KEPT = 8  # distance tables kept per automaton (one per usable 
 _SHOWN_PATTERN = 80
 _INITIAL_CAPACITY = 64
 
-# ------------------------------------------------------------------ code point sets
-
-
-def _complement(ranges: Iterable[Range]) -> tuple[Range, ...]:
-    """Code points of [0, U+10FFFF] outside ``ranges`` (any order, may overlap)."""
-    out: list[Range] = []
-    start = 0
-    for lo, hi in _normalize(ranges):
-        if lo > start:
-            out.append((start, lo - 1))
-        start = hi + 1
-    if start <= _MAX_CODE_POINT:
-        out.append((start, _MAX_CODE_POINT))
-    return tuple(out)
-
-
-def _normalize(ranges: Iterable[Range]) -> tuple[Range, ...]:
-    """Sorted, disjoint, non-adjacent inclusive ranges covering the same code points."""
-    out: list[Range] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return tuple(out)
-
-
-_DIGIT: tuple[Range, ...] = ((0x30, 0x39),)
-_WORD: tuple[Range, ...] = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
-_SPACE: tuple[Range, ...] = ((0x09, 0x0D), (0x20, 0x20))
 _SHORTHANDS: dict[str, tuple[Range, ...]] = {
-    "d": _DIGIT,
-    "w": _WORD,
-    "s": _SPACE,
-    "D": _complement(_DIGIT),
-    "W": _complement(_WORD),
-    "S": _complement(_SPACE),
+    "d": DIGIT,
+    "w": WORD,
+    "s": SPACE,
+    "D": complement(DIGIT),
+    "W": complement(WORD),
+    "S": complement(SPACE),
 }
-_ANY_BUT_NEWLINE: tuple[Range, ...] = ((0, 0x09), (0x0B, _MAX_CODE_POINT))
-_ANY: tuple[Range, ...] = ((0, _MAX_CODE_POINT),)
+_ANY_BUT_NEWLINE: tuple[Range, ...] = ((0, 0x09), (0x0B, MAX_CODE_POINT))
 _CONTROL_ESCAPES = {"n": 0x0A, "t": 0x09, "r": 0x0D, "f": 0x0C, "v": 0x0B, "a": 0x07}
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _OCTAL_DIGITS = frozenset("01234567")
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-
-# --------------------------------------------------------------------- UTF-8 splitting
-
-_LENGTH_SPANS = ((0x0, 0x7F, 1), (0x80, 0x7FF, 2), (0x800, 0xFFFF, 3), (0x10000, 0x10FFFF, 4))
-
-
-def _utf8_sequences(lo: int, hi: int) -> list[ByteSeq]:
-    """The UTF-8 encodings of code points ``lo..hi`` (surrogates left out) as byte ranges.
-
-    Each sequence ``((a1, b1), ..., (ak, bk))`` stands for the byte strings ``x1..xk``
-    with ``ai <= xi <= bi``; the sequences are disjoint and, together, exactly the
-    encodings. The range is cut at encoding-length boundaries, then, level by level,
-    wherever its ends do not align with whole blocks of continuation bytes, so any range
-    costs at most a few dozen sequences.
-    """
-    pieces = [(lo, hi)]
-    if lo <= 0xDFFF and hi >= 0xD800:
-        pieces = [(lo, min(hi, 0xD7FF)), (max(lo, 0xE000), hi)]
-    out: list[ByteSeq] = []
-    for a, b in pieces:
-        for span_lo, span_hi, length in _LENGTH_SPANS:
-            x, y = max(a, span_lo), min(b, span_hi)
-            if x > y:
-                continue
-            stack = [(x, y)]
-            while stack:
-                x, y = stack.pop()
-                for level in range(1, length):
-                    shift = 6 * level
-                    mask = (1 << shift) - 1
-                    if x >> shift == y >> shift:
-                        continue
-                    if x & mask:
-                        stack.append(((x | mask) + 1, y))
-                        stack.append((x, x | mask))
-                        break
-                    if y & mask != mask:
-                        stack.append((y & ~mask, y))
-                        stack.append((x, (y & ~mask) - 1))
-                        break
-                else:
-                    out.append(tuple(zip(chr(x).encode(), chr(y).encode(), strict=True)))
-    return out
 
 
 @lru_cache(maxsize=4096)
@@ -220,7 +154,7 @@ def _class_template(ranges: tuple[Range, ...]) -> Template | None:
     by the set of byte-range suffixes still to read, so equal suffixes share a node.
     ``None`` when no code point in ``ranges`` has an encoding (e.g. only surrogates).
     """
-    sequences = [seq for lo, hi in ranges for seq in _utf8_sequences(lo, hi)]
+    sequences = [seq for lo, hi in ranges for seq in utf8_sequences(lo, hi)]
     if not sequences:
         return None
     src: list[int] = []
@@ -653,7 +587,7 @@ class _Builder:
             if len(digits) < width or not all(d in _HEX_DIGITS for d in digits):
                 self.fail(f"incomplete escape \\{kind}{digits}", pos)
             code = int(digits, 16)
-            if code > _MAX_CODE_POINT:
+            if code > MAX_CODE_POINT:
                 self.fail(f"bad escape \\{kind}{digits} (beyond U+10FFFF)", pos)
             return None, code, pos + 2 + width
         if kind == "N":
@@ -739,7 +673,7 @@ class _Builder:
                 self.fail(f"bad character range {p[atom_pos:j]}", atom_pos)
             ranges.append((code, high))
             i = j
-        result = _complement(ranges) if negated else _normalize(ranges)
+        result = complement(ranges) if negated else normalize(ranges)
         return result, i
 
     # -- the parser --------------------------------------------------------------------
@@ -813,7 +747,7 @@ class _Builder:
                 pos = end
                 continue
             if char == ".":
-                items.append(self.char_set(_ANY if dotall else _ANY_BUT_NEWLINE))
+                items.append(self.char_set(ANY if dotall else _ANY_BUT_NEWLINE))
                 quantifiable = True
                 pos += 1
                 continue

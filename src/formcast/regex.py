@@ -140,14 +140,12 @@ and unrolled recursion multiplies all of this by the depth.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import functools
 import json
 import math
 import re
 import sys
-import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -158,6 +156,23 @@ from typing import Any, Literal
 
 import pydantic
 
+from formcast.charset import (
+    ANY,
+    DIGIT,
+    ECMA_SPACE,
+    JSON_SPECIAL,
+    LINE_TERMINATORS,
+    MAX_CODE_POINT,
+    WORD,
+    Ranges,
+    complement,
+    contains,
+    from_chars,
+    intersect,
+    minus,
+    normalize,
+    unicode_ranges,
+)
 from formcast.errors import InvalidOptionError, SchemaError, UnsupportedSchemaError
 from formcast.schema import (
     ANNOTATION_KEYWORDS,
@@ -410,62 +425,17 @@ def _trie(words: Sequence[str]) -> str | None:
 
 # ----------------------------------------------------------------------------- char sets
 
-_MAX_CP = 0x10FFFF
 _SURROGATES = ((0xD800, 0xDFFF),)
-Ranges = tuple[tuple[int, int], ...]
-
-
-def _norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return tuple(out)
-
-
-def _complement(ranges: Ranges) -> Ranges:
-    out = []
-    start = 0
-    for lo, hi in _norm(ranges):
-        if lo > start:
-            out.append((start, lo - 1))
-        start = hi + 1
-    if start <= _MAX_CP:
-        out.append((start, _MAX_CP))
-    return tuple(out)
-
-
-def _intersect(a: Ranges, b: Ranges) -> Ranges:
-    return _complement(_norm(_complement(a) + _complement(b)))
-
-
-def _minus(a: Ranges, b: Ranges) -> Ranges:
-    return _intersect(a, _complement(b))
-
-
-def _chars(text: str) -> Ranges:
-    return _norm((ord(c), ord(c)) for c in text)
-
-
-def _in_ranges(code: int, ranges: Ranges) -> bool:
-    index = bisect.bisect_right(ranges, (code, _MAX_CP + 1)) - 1
-    return index >= 0 and ranges[index][0] <= code <= ranges[index][1]
-
-
-_SPECIAL = _norm([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])  # must be escaped in JSON strings
-_ANY = ((0, _MAX_CP),)
 
 
 def _class(ranges: Ranges) -> str | None:
     """A character class matching exactly ``ranges`` (surrogates excluded), or ``None``."""
-    positive = _minus(_norm(ranges), _SURROGATES)
+    positive = minus(normalize(ranges), _SURROGATES)
     if not positive:
         return None
     if len(positive) == 1 and positive[0][0] == positive[0][1]:
         return _lit_char(chr(positive[0][0]))
-    negative = _minus(_complement(positive), _SURROGATES)
+    negative = minus(complement(positive), _SURROGATES)
 
     def body(rs: Ranges) -> str:
         parts = []
@@ -501,11 +471,11 @@ def _encoded_set(ranges: Ranges, plain: bool) -> str | None:
     controls. ``plain`` drops the characters that need escaping.
     """
     alts = []
-    plain_part = _class(_minus(ranges, _SPECIAL))
+    plain_part = _class(minus(ranges, JSON_SPECIAL))
     if plain_part is not None:
         alts.append(plain_part)
     if not plain:
-        special = _intersect(ranges, _SPECIAL)
+        special = intersect(ranges, JSON_SPECIAL)
         for lo, hi in special:
             for code in range(lo, hi + 1):
                 alts.append(_json_char_escape(code))
@@ -597,49 +567,17 @@ def _exact(ranges: Ranges) -> _PSet:
     return _PSet(ranges, ranges)
 
 
-# White space that both Python's Unicode ``\s`` and ECMAScript's ``\s`` match: tab to
-# carriage return, and the Unicode space separators and line/paragraph separators.
-_SPACE_CORE = (
-    (9, 13),
-    (160, 160),
-    (5760, 5760),
-    (8192, 8202),
-    (8232, 8233),
-    (8239, 8239),
-    (8287, 8287),
-    (12288, 12288),
-)
-
-
-@cache
-def _unicode_ranges(predicate_name: str) -> Ranges:
-    """Characters that Python's (and Rust's) Unicode ``\\d`` or ``\\s`` match."""
-    if predicate_name == "space":  # Python adds the separators \x1c-\x1f and NEL
-        return _norm([*_SPACE_CORE, (28, 32), (133, 133)])
-    out: list[tuple[int, int]] = []
-    for code in range(0x30000):  # no decimal digits (Nd) beyond the first three planes
-        if not 0xD800 <= code <= 0xDFFF and unicodedata.category(chr(code)) == "Nd":
-            out.append((code, code))
-    return _norm(out)
-
-
-_DIGITS = _chars("0123456789")
-_WORD = _norm([(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x5F, 0x5F)])
-_ECMA_SPACE = _norm([*_SPACE_CORE, (32, 32), (65279, 65279)])  # ECMAScript adds BOM
-_LINE_TERMINATORS = _chars("\n\r\u2028\u2029")
-
-
 def _shorthand(letter: str) -> _PSet:
     if letter == "d":
-        return _PSet(_DIGITS, _norm(_DIGITS + _unicode_ranges("digit")))
+        return _PSet(DIGIT, normalize(DIGIT + unicode_ranges("digit")))
     if letter == "w":
-        return _PSet(_WORD, _norm((*_WORD, (128, _MAX_CP))))
+        return _PSet(WORD, normalize((*WORD, (128, MAX_CODE_POINT))))
     if letter == "s":
-        wide = _norm(_ECMA_SPACE + _unicode_ranges("space"))
-        narrow = _minus(_intersect(_ECMA_SPACE, _unicode_ranges("space")), _chars("\ufeff"))
+        wide = normalize(ECMA_SPACE + unicode_ranges("space"))
+        narrow = minus(intersect(ECMA_SPACE, unicode_ranges("space")), from_chars("\ufeff"))
         return _PSet(narrow, wide)
     positive = _shorthand(letter.lower())
-    return _PSet(_complement(positive.wide), _complement(positive.narrow))
+    return _PSet(complement(positive.wide), complement(positive.narrow))
 
 
 class _PatternParser:
@@ -715,7 +653,7 @@ class _PatternParser:
         if char == "$":
             return _PAnchor(False)
         if char == ".":
-            return _exact(_complement(_LINE_TERMINATORS))
+            return _exact(complement(LINE_TERMINATORS))
         if char == "(":
             return self.group()
         if char == "[":
@@ -726,7 +664,7 @@ class _PatternParser:
             raise self.fail("nothing to repeat")
         if char == "{" and re.compile(r"\{\d*(,\d*)?\}").match(self.text, self.pos - 1):
             raise self.fail("quantifier without operand, or '{,n}' (read differently by engines)")
-        return _exact(_chars(char))
+        return _exact(from_chars(char))
 
     def group(self) -> _PNode:
         if self.peek() == "?":
@@ -788,8 +726,8 @@ class _PatternParser:
                 narrow.append((start, start))
                 wide.append((start, start))
         if negate:
-            return _PSet(_complement(_norm(wide)), _complement(_norm(narrow)))
-        return _PSet(_norm(narrow), _norm(wide))
+            return _PSet(complement(normalize(wide)), complement(normalize(narrow)))
+        return _PSet(normalize(narrow), normalize(wide))
 
     def escape(self, in_class: bool) -> _PSet:
         char = self.peek()
@@ -827,7 +765,7 @@ class _PatternParser:
                 self.pos = match.end()
                 code = int(match.group(0), 16)
                 return _exact(((code, code),))
-            return _exact(_chars("x"))
+            return _exact(from_chars("x"))
         if char == "u":
             match = re.compile(r"[0-9a-fA-F]{4}").match(self.text, self.pos)
             if match:
@@ -844,10 +782,10 @@ class _PatternParser:
                 return _exact(((code, code),))
             if self.peek() == "{":
                 raise self.fail("\\u{...} escape")
-            return _exact(_chars("u"))
+            return _exact(from_chars("u"))
         if char.isalnum():
             raise self.fail(f"unknown escape \\{char}")
-        return _exact(_chars(char))
+        return _exact(from_chars(char))
 
 
 def _length_range(node: _PNode) -> tuple[int, float]:
@@ -912,7 +850,7 @@ def _split_anchors(node: _PNode) -> list[_Alternative]:
     the whole alternative); any other anchor is refused.
     """
     out = []
-    any_char = _PRep(_exact(_ANY), 0, None)
+    any_char = _PRep(_exact(ANY), 0, None)
     for alternative in _top_alternatives(node):
         items: list[_PNode] = (
             list(alternative.items) if isinstance(alternative, _PSeq) else [alternative]
@@ -1065,7 +1003,7 @@ def _pattern_dfa(node: _PNode) -> tuple[list[list[tuple[Ranges, int]]], list[boo
         )
         by_target: dict[frozenset[int], list[tuple[int, int]]] = {}
         for lo, next_lo in pairwise(points):
-            targets = frozenset(t for ranges, t in edges if _in_ranges(lo, ranges))
+            targets = frozenset(t for ranges, t in edges if contains(ranges, lo))
             if targets:
                 by_target.setdefault(closure(targets), []).append((lo, next_lo - 1))
         row = []
@@ -1075,7 +1013,7 @@ def _pattern_dfa(node: _PNode) -> tuple[list[list[tuple[Ranges, int]]], list[boo
                     return None
                 ids[target] = len(order)
                 order.append(target)
-            row.append((_norm(ranges), ids[target]))
+            row.append((normalize(ranges), ids[target]))
         dfa_moves.append(row)
     return dfa_moves, [final in members for members in order]
 
@@ -1203,9 +1141,9 @@ def _pattern_except(pattern: str, excluded: Sequence[str]) -> str | None:
             rest = ranges
             if node >= 0:
                 for code, child in trie[node].items():
-                    if _in_ranges(code, ranges):
+                    if contains(ranges, code):
                         pieces.append((((code, code),), child))
-                        rest = _minus(rest, ((code, code),))
+                        rest = minus(rest, ((code, code),))
             pieces.append((rest, -1))
             for piece, next_node in pieces:
                 if not piece:
@@ -1594,7 +1532,7 @@ def _words_except(words: Iterable[str], low: int, high: int) -> str:
             alts.append("")
         if depth < high:
             children = sorted(k for k in node if k)
-            others = _minus(_chars("abcdefghijklmnopqrstuvwxyz"), _chars("".join(children)))
+            others = minus(from_chars("abcdefghijklmnopqrstuvwxyz"), from_chars("".join(children)))
             cls = _class(others)
             if cls is not None:
                 alts.append(cls + _repeat("[a-z]", max(0, low - depth - 1), high - depth - 1))
@@ -2034,7 +1972,7 @@ def _except(alphabet: Ranges, words: Iterable[str], low: int, high: int | None) 
 @functools.lru_cache(maxsize=1024)
 def _class_without(alphabet: Ranges, excluded: str) -> str | None:
     """``_class`` of ``alphabet`` minus the characters of ``excluded`` (memoised)."""
-    return _class(_minus(alphabet, _chars(excluded)))
+    return _class(minus(alphabet, from_chars(excluded)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -2043,7 +1981,7 @@ def _except_cached(
 ) -> str | None:
     tree: dict[str, Any] = {}
     for word in words:
-        if not all(_in_ranges(ord(c), alphabet) for c in word):
+        if not all(contains(alphabet, ord(c)) for c in word):
             continue
         if high is not None and len(word) > high:
             continue
@@ -2074,7 +2012,7 @@ def _except_cached(
     return emit(tree, 0)
 
 
-_PLAIN = _minus(_complement(_SPECIAL), _SURROGATES)
+_PLAIN = minus(complement(JSON_SPECIAL), _SURROGATES)
 
 
 @functools.lru_cache(maxsize=4096)
