@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import formcast.automaton as automaton_module
+import formcast.automaton.parse as parse_module
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.charset import utf8_sequences
 from formcast.errors import SchemaError, UserError
@@ -243,12 +243,12 @@ def lazy(pattern: str, virtual: bool = False) -> LazyAutomaton:
 
 
 def _all_virtual(pattern: str) -> LazyAutomaton:
-    saved = automaton_module._CONCRETE_COPY_LIMIT
-    automaton_module._CONCRETE_COPY_LIMIT = -1
+    saved = parse_module._CONCRETE_COPY_LIMIT
+    parse_module._CONCRETE_COPY_LIMIT = -1
     try:
         return LazyAutomaton(pattern)
     finally:
-        automaton_module._CONCRETE_COPY_LIMIT = saved
+        parse_module._CONCRETE_COPY_LIMIT = saved
 
 
 VIRTUAL = pytest.mark.parametrize("virtual", [False, True], ids=["concrete", "virtual"])
@@ -1038,16 +1038,16 @@ def test_repeated_long_groups_are_copied_with_the_same_language(
 ) -> None:
     """A long group seen before is copied, not parsed again; the language is unchanged."""
     copies: list[object] = []
-    copy_group = automaton_module._Builder.copy_group
+    copy_group = parse_module._Builder.copy_group
 
-    def counted(self: automaton_module._Builder, entry: automaton_module._MemoEntry) -> object:
+    def counted(self: parse_module._Builder, entry: parse_module._MemoEntry) -> object:
         copies.append(entry)
         return copy_group(self, entry)
 
-    monkeypatch.setattr(automaton_module._Builder, "copy_group", counted)
+    monkeypatch.setattr(parse_module._Builder, "copy_group", counted)
     automaton = LazyAutomaton(pattern)
     assert copies, "expected the repeated group to be copied"
-    monkeypatch.setattr(automaton_module, "_MEMO_MIN_GROUP", 10**9)
+    monkeypatch.setattr(parse_module, "_MEMO_MIN_GROUP", 10**9)
     parsed_every_time = LazyAutomaton(pattern)
     assert automaton.nfa_size == parsed_every_time.nfa_size
     samples = [
