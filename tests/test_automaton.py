@@ -2,8 +2,9 @@
 
 Two oracles: Python's ``re.fullmatch`` on the decoded text (under ``re.ASCII``, since
 formcast gives ``\\d \\w \\s`` their ASCII meaning), and the eager interegular-based
-:func:`formcast.fsm.compile_regex`. Invalid UTF-8 is checked against Python's strict
-decoder, and the distances of ``min_bytes_to_accept`` against the Bellman equations.
+reference automaton (``tests/reference/fsm.py``). Invalid UTF-8 is checked against
+Python's strict decoder, and the distances of ``min_bytes_to_accept`` against the Bellman
+equations.
 Timings are printed (``pytest -s``), never asserted tightly.
 """
 
@@ -28,6 +29,7 @@ import formcast.automaton.parse as parse_module
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.charset import utf8_sequences
 from formcast.errors import SchemaError, UserError
+from reference.fsm import ByteFSM, compile_regex
 
 pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
 
@@ -308,9 +310,7 @@ def test_agrees_with_re_on_generated(pattern: str, data: st.DataObject) -> None:
 
 
 @cache
-def eager(pattern: str):  # type: ignore[no-untyped-def]
-    from formcast.fsm import compile_regex
-
+def eager(pattern: str) -> ByteFSM | None:
     try:
         return compile_regex(pattern)
     except SchemaError:
@@ -355,9 +355,8 @@ def test_agrees_with_eager_fsm_on_hypothesis_text(
 
 @pytest.mark.parametrize("pattern", EAGER_PATTERNS[:60])
 def test_liveness_agrees_with_eager_fsm(pattern: str) -> None:
-    """A prefix is live in one automaton iff it is live in the other."""
-    from formcast.fsm import DEAD as EAGER_DEAD
-
+    """A prefix is live in one automaton iff it is live in the other (both number the
+    dead state DEAD)."""
     reference = eager(pattern)
     if reference is None:
         pytest.skip("the eager fsm refuses this pattern")
@@ -366,7 +365,7 @@ def test_liveness_agrees_with_eager_fsm(pattern: str) -> None:
         raw = text.encode()
         for cut in range(len(raw) + 1):
             alive = automaton.walk(raw[:cut]) != DEAD
-            assert alive == (reference.walk(raw[:cut]) != EAGER_DEAD), (pattern, raw[:cut])
+            assert alive == (reference.walk(raw[:cut]) != DEAD), (pattern, raw[:cut])
 
 
 # --------------------------------------------------------------------------- UTF-8
