@@ -934,7 +934,7 @@ def _render(draw: st.DrawFn, depth: int) -> str:
 
 
 @st.composite
-def _regexes(draw: st.DrawFn) -> str:
+def random_regexes(draw: st.DrawFn) -> str:
     return _render(draw, 4)
 
 
@@ -947,7 +947,7 @@ def _regexes(draw: st.DrawFn) -> str:
     suppress_health_check=list(HealthCheck),
     derandomize=True,
 )
-@given(pattern=_regexes(), texts=st.lists(st.text(_ALPHABET, max_size=6), max_size=25))
+@given(pattern=random_regexes(), texts=st.lists(st.text(_ALPHABET, max_size=6), max_size=25))
 def test_random_regexes_agree_with_re(pattern: str, texts: list[str], virtual: bool) -> None:
     automaton = _all_virtual(pattern) if virtual else LazyAutomaton(pattern)
     for text in texts:

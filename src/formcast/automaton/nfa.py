@@ -17,9 +17,10 @@ Invariants (construction keeps them; ``tests/automaton_invariants.py`` checks th
 * blocks are sorted by ``base`` and their copy ranges are disjoint; a template's virtual
   part is exactly the copies of the blocks nested in it;
 * a template is closed: every edge leaving one of its states (including
-  :attr:`Nfa.extras` of its virtual states) enters one of its states, and its end has no
-  way out, so a copy's only exits are the repeat's glue and the parent's edges at the
-  copy's end;
+  :attr:`Nfa.extras` of its virtual states) enters one of its states, no edge in it
+  enters its start, and its end has no way out, so a copy's only exits are the repeat's
+  glue and the parent's edges at the copy's end (here and below, epsilon self-loops do
+  not count: ``X?`` of an empty group leaves one, harmlessly);
 * the edges a parent attached to a virtual id (:attr:`Nfa.extras`) leave the start or
   the end of a copy;
 * the final state has no way out, and every state reachable from the start can reach it
