@@ -56,7 +56,7 @@ class LazyAutomaton:
         * ``step``/``row``/``walk`` give the same transitions whenever called: a state's
           row never changes once built.
         * The accepted language is the set of UTF-8 encodings of the strings ``pattern``
-          fully matches (see the module docstring for the dialect); no invalid UTF-8.
+          fully matches (see :mod:`formcast.automaton` for the dialect); no invalid UTF-8.
         * Every state other than :data:`DEAD` can reach an accepting state.
 
     Construction parses the pattern and builds its NFA (linear time, ~2 us per pattern
