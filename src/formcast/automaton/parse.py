@@ -196,7 +196,9 @@ class _Builder:
     Fragments are built in post-order, so each occupies a contiguous range of state ids
     and edge indices ending at the current list ends; that is what makes counted repeats
     a vectorized offset copy. Invariant of every fragment: its start has no incoming
-    edge and its end no outgoing edge inside the fragment (``X?`` relies on it).
+    edge and its end no outgoing edge inside the fragment (``X?`` relies on it), but for
+    the epsilon self-loop that ``X?`` gives an empty group's single state (harmless).
+    :mod:`formcast.automaton.nfa` states the invariants of the finished NFA.
     """
 
     def __init__(self, pattern: str) -> None:
