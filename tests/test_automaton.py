@@ -2,8 +2,9 @@
 
 Two oracles: Python's ``re.fullmatch`` on the decoded text (under ``re.ASCII``, since
 formcast gives ``\\d \\w \\s`` their ASCII meaning), and the eager interegular-based
-:func:`formcast.fsm.compile_regex`. Invalid UTF-8 is checked against Python's strict
-decoder, and the distances of ``min_bytes_to_accept`` against the Bellman equations.
+reference automaton (``tests/reference/fsm.py``). Invalid UTF-8 is checked against
+Python's strict decoder, and the distances of ``min_bytes_to_accept`` against the Bellman
+equations.
 Timings are printed (``pytest -s``), never asserted tightly.
 """
 
@@ -24,10 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import formcast.automaton as automaton_module
+import formcast.automaton.parse as parse_module
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.charset import utf8_sequences
 from formcast.errors import SchemaError, UserError
+from reference.fsm import ByteFSM, compile_regex
 
 pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
 
@@ -243,12 +245,12 @@ def lazy(pattern: str, virtual: bool = False) -> LazyAutomaton:
 
 
 def _all_virtual(pattern: str) -> LazyAutomaton:
-    saved = automaton_module._CONCRETE_COPY_LIMIT
-    automaton_module._CONCRETE_COPY_LIMIT = -1
+    saved = parse_module._CONCRETE_COPY_LIMIT
+    parse_module._CONCRETE_COPY_LIMIT = -1
     try:
         return LazyAutomaton(pattern)
     finally:
-        automaton_module._CONCRETE_COPY_LIMIT = saved
+        parse_module._CONCRETE_COPY_LIMIT = saved
 
 
 VIRTUAL = pytest.mark.parametrize("virtual", [False, True], ids=["concrete", "virtual"])
@@ -308,9 +310,7 @@ def test_agrees_with_re_on_generated(pattern: str, data: st.DataObject) -> None:
 
 
 @cache
-def eager(pattern: str):  # type: ignore[no-untyped-def]
-    from formcast.fsm import compile_regex
-
+def eager(pattern: str) -> ByteFSM | None:
     try:
         return compile_regex(pattern)
     except SchemaError:
@@ -355,9 +355,8 @@ def test_agrees_with_eager_fsm_on_hypothesis_text(
 
 @pytest.mark.parametrize("pattern", EAGER_PATTERNS[:60])
 def test_liveness_agrees_with_eager_fsm(pattern: str) -> None:
-    """A prefix is live in one automaton iff it is live in the other."""
-    from formcast.fsm import DEAD as EAGER_DEAD
-
+    """A prefix is live in one automaton iff it is live in the other (both number the
+    dead state DEAD)."""
     reference = eager(pattern)
     if reference is None:
         pytest.skip("the eager fsm refuses this pattern")
@@ -366,7 +365,7 @@ def test_liveness_agrees_with_eager_fsm(pattern: str) -> None:
         raw = text.encode()
         for cut in range(len(raw) + 1):
             alive = automaton.walk(raw[:cut]) != DEAD
-            assert alive == (reference.walk(raw[:cut]) != EAGER_DEAD), (pattern, raw[:cut])
+            assert alive == (reference.walk(raw[:cut]) != DEAD), (pattern, raw[:cut])
 
 
 # --------------------------------------------------------------------------- UTF-8
@@ -935,7 +934,7 @@ def _render(draw: st.DrawFn, depth: int) -> str:
 
 
 @st.composite
-def _regexes(draw: st.DrawFn) -> str:
+def random_regexes(draw: st.DrawFn) -> str:
     return _render(draw, 4)
 
 
@@ -948,7 +947,7 @@ def _regexes(draw: st.DrawFn) -> str:
     suppress_health_check=list(HealthCheck),
     derandomize=True,
 )
-@given(pattern=_regexes(), texts=st.lists(st.text(_ALPHABET, max_size=6), max_size=25))
+@given(pattern=random_regexes(), texts=st.lists(st.text(_ALPHABET, max_size=6), max_size=25))
 def test_random_regexes_agree_with_re(pattern: str, texts: list[str], virtual: bool) -> None:
     automaton = _all_virtual(pattern) if virtual else LazyAutomaton(pattern)
     for text in texts:
@@ -1038,16 +1037,16 @@ def test_repeated_long_groups_are_copied_with_the_same_language(
 ) -> None:
     """A long group seen before is copied, not parsed again; the language is unchanged."""
     copies: list[object] = []
-    copy_group = automaton_module._Builder.copy_group
+    copy_group = parse_module._Builder.copy_group
 
-    def counted(self: automaton_module._Builder, entry: automaton_module._MemoEntry) -> object:
+    def counted(self: parse_module._Builder, entry: parse_module._MemoEntry) -> object:
         copies.append(entry)
         return copy_group(self, entry)
 
-    monkeypatch.setattr(automaton_module._Builder, "copy_group", counted)
+    monkeypatch.setattr(parse_module._Builder, "copy_group", counted)
     automaton = LazyAutomaton(pattern)
     assert copies, "expected the repeated group to be copied"
-    monkeypatch.setattr(automaton_module, "_MEMO_MIN_GROUP", 10**9)
+    monkeypatch.setattr(parse_module, "_MEMO_MIN_GROUP", 10**9)
     parsed_every_time = LazyAutomaton(pattern)
     assert automaton.nfa_size == parsed_every_time.nfa_size
     samples = [

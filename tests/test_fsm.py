@@ -1,4 +1,4 @@
-"""Tests of formcast.fsm: regex -> byte-level DFA.
+"""Tests of the reference eager automaton (tests/reference/fsm.py): regex -> byte DFA.
 
 The oracle is Python's own ``re.fullmatch`` on the decoded string, under ``re.ASCII``
 because formcast gives ``\\d \\w \\s`` their ASCII meaning. Exhaustive checks over all
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formcast.errors import SchemaError, UserError
-from formcast.fsm import DEAD, ByteFSM, compile_regex
+from reference.fsm import DEAD, ByteFSM, compile_regex
 
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 JSON_STRING_50 = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}){0,50}"'
@@ -246,16 +246,16 @@ def accepted_mask(fsm: ByteFSM, strings: npt.NDArray[np.uint8]) -> npt.NDArray[n
     """Vectorised ``matches`` over the rows of an (N, L) byte matrix."""
     state = np.full(strings.shape[0], fsm.initial, dtype=np.int64)
     for column in strings.T:
-        state = np.where(state >= 0, fsm.transitions[np.maximum(state, 0), column], DEAD)
-    return (state >= 0) & fsm.accepting[np.maximum(state, 0)]
+        state = fsm.transitions[state, column]  # DEAD is a sink: no special case
+    return fsm.accepting[state]
 
 
 def accepted_counts(fsm: ByteFSM, max_length: int) -> list[int]:
     """Number of accepted byte strings of each length 0..max_length (dynamic programming)."""
     counts = np.zeros(fsm.num_states, dtype=np.int64)
     counts[fsm.initial] = 1
-    sources, _ = np.nonzero(fsm.transitions >= 0)
-    targets = fsm.transitions[fsm.transitions >= 0]
+    sources, _ = np.nonzero(fsm.transitions != DEAD)
+    targets = fsm.transitions[fsm.transitions != DEAD]
     out = []
     for _ in range(max_length + 1):
         out.append(int(counts[fsm.accepting].sum()))
@@ -346,9 +346,9 @@ def test_prefix_of_a_multibyte_character_stays_alive() -> None:
 
 def test_shared_lead_bytes_make_one_deterministic_state() -> None:
     fsm = fsm_of("é|è|ü")
-    assert fsm.num_states == 3  # initial, after 0xC3, accepting
+    assert fsm.num_states == 4  # DEAD, initial, after 0xC3, accepting
     after_lead = fsm.walk(b"\xc3")
-    allowed = np.flatnonzero(fsm.transitions[after_lead] >= 0)
+    allowed = np.flatnonzero(fsm.transitions[after_lead] != DEAD)
     assert allowed.tolist() == [0xA8, 0xA9, 0xBC]
 
 
@@ -378,7 +378,7 @@ def brute_distances(fsm: ByteFSM) -> list[int]:
     while changed:
         changed = False
         for state, row in enumerate(rows):
-            best = min((dist[t] + 1 for t in row if t >= 0), default=big)
+            best = min((dist[t] + 1 for t in row if t != DEAD), default=big)
             if best < dist[state]:
                 dist[state] = best
                 changed = True
@@ -386,11 +386,10 @@ def brute_distances(fsm: ByteFSM) -> list[int]:
 
 
 def is_minimal(fsm: ByteFSM) -> bool:
-    """Table-filling check that no two states accept the same language."""
+    """Table-filling check that no two states (DEAD included) accept the same language."""
     n = fsm.num_states
-    ext = np.vstack([fsm.transitions, np.full((1, 256), n, dtype=np.int32)])
-    ext = np.where(ext < 0, n, ext)
-    accepting = np.append(fsm.accepting, False)
+    ext = fsm.transitions
+    accepting = fsm.accepting
     distinct = accepting[:, None] != accepting[None, :]
     while True:
         # States differ if some byte leads them to states already known to differ.
@@ -401,7 +400,7 @@ def is_minimal(fsm: ByteFSM) -> bool:
         if np.array_equal(fresh, distinct):
             break
         distinct = fresh
-    off_diagonal = ~np.eye(n + 1, dtype=bool)
+    off_diagonal = ~np.eye(n, dtype=bool)
     return bool(distinct[off_diagonal].all())
 
 
@@ -412,22 +411,23 @@ def test_structure_is_trim_compact_and_typed(pattern: str) -> None:
     assert fsm.transitions.shape == (fsm.num_states, 256)
     assert fsm.accepting.dtype == np.bool_
     assert fsm.accepting.shape == (fsm.num_states,)
-    assert fsm.initial == 0
+    assert fsm.initial == 1
     assert fsm.pattern == pattern
-    assert fsm.transitions.min() >= DEAD and fsm.transitions.max() < fsm.num_states
-    # Every state is reachable from the initial state ...
+    assert fsm.transitions.min() >= 0 and fsm.transitions.max() < fsm.num_states
+    assert not fsm.transitions[DEAD].any() and not fsm.accepting[DEAD]  # the dead sink
+    # Every state but DEAD is reachable from the initial state ...
     seen = {fsm.initial}
     todo = [fsm.initial]
     while todo:
         row = fsm.transitions[todo.pop()]
-        for nxt in set(row[row >= 0].tolist()) - seen:
+        for nxt in set(row[row != DEAD].tolist()) - seen:
             seen.add(nxt)
             todo.append(nxt)
-    assert seen == set(range(fsm.num_states))
+    assert seen == set(range(1, fsm.num_states))
     # ... and can reach an accepting state, in exactly distance_to_accept bytes.
     distance = fsm.distance_to_accept()
     assert distance.dtype == np.int32
-    assert (distance >= 0).all()
+    assert distance[DEAD] == -1 and (distance[1:] >= 0).all()
     assert distance.tolist() == brute_distances(fsm)
     assert ((distance == 0) == fsm.accepting).all()
 
@@ -438,8 +438,8 @@ def test_result_is_minimal(pattern: str) -> None:
 
 
 def test_utf8_universe_minimal_size() -> None:
-    # start, 1 byte missing, 2 missing, 3 missing and the E0/ED/F0/F4 restricted states
-    assert fsm_of("(?s).*").num_states == 8
+    # DEAD, start, 1 byte missing, 2 missing, 3 missing and the E0/ED/F0/F4 restricted states
+    assert fsm_of("(?s).*").num_states == 9
 
 
 @pytest.mark.parametrize(
@@ -455,7 +455,7 @@ def test_utf8_universe_minimal_size() -> None:
 def test_distance_to_accept_small_examples(pattern: str, expected: list[int]) -> None:
     fsm = compile_regex(pattern)
     distance = fsm.distance_to_accept()
-    assert sorted(distance.tolist()) == sorted(expected)
+    assert sorted(distance.tolist()) == sorted([-1, *expected])  # -1: DEAD
     assert distance[fsm.initial] == expected[0]
     assert fsm.distance_to_accept() is distance  # cached
     assert not distance.flags.writeable
@@ -540,23 +540,30 @@ def test_arrays_are_read_only_and_pickle_round_trips() -> None:
 
 
 def test_hand_built_fsm_is_validated() -> None:
-    table = np.full((2, 256), DEAD, dtype=np.int32)
-    table[0, ord("a")] = 1
-    no = np.zeros(2, dtype=np.bool_)
+    table = np.full((3, 256), DEAD, dtype=np.int32)
+    table[1, ord("a")] = 2
+    no = np.zeros(3, dtype=np.bool_)
     wide = table.astype(np.int64)
-    fsm = ByteFSM(transitions=wide, initial=0, accepting=np.array([False, True]), pattern="a")  # type: ignore[arg-type]
+    accepting = np.array([False, False, True])
+    fsm = ByteFSM(transitions=wide, initial=1, accepting=accepting, pattern="a")  # type: ignore[arg-type]
     assert fsm.transitions.dtype == np.int32
     assert fsm.matches(b"a") and not fsm.matches(b"aa")
-    wide[0, ord("b")] = 1  # the instance holds its own copy
+    wide[1, ord("b")] = 2  # the instance holds its own copy
     assert not fsm.matches(b"b")
     with pytest.raises(UserError, match="shape"):
-        ByteFSM(transitions=table[:, :255], initial=0, accepting=no, pattern="")
+        ByteFSM(transitions=table[:, :255], initial=1, accepting=no, pattern="")
     with pytest.raises(UserError, match="accepting"):
-        ByteFSM(transitions=table, initial=0, accepting=np.zeros(3, dtype=np.bool_), pattern="")
+        ByteFSM(transitions=table, initial=1, accepting=np.zeros(4, dtype=np.bool_), pattern="")
     with pytest.raises(UserError, match="targets"):
-        ByteFSM(transitions=table + 5, initial=0, accepting=no, pattern="")
+        ByteFSM(transitions=table + 5, initial=1, accepting=no, pattern="")
     with pytest.raises(UserError, match="initial"):
-        ByteFSM(transitions=table, initial=2, accepting=no, pattern="")
+        ByteFSM(transitions=table, initial=3, accepting=no, pattern="")
+    leaky = table.copy()
+    leaky[DEAD, 0] = 1
+    with pytest.raises(UserError, match="dead sink"):
+        ByteFSM(transitions=leaky, initial=1, accepting=no, pattern="")
+    with pytest.raises(UserError, match="dead sink"):
+        ByteFSM(transitions=table, initial=1, accepting=~no, pattern="")
     with pytest.raises(UserError, match="state"):
         fsm.walk(b"a", state=7)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from formcast.vocabulary import Vocabulary
+from formcast.vocabulary import TokenTrie, Vocabulary
 
 TEXTS = [
     "plain ascii",
@@ -122,11 +122,16 @@ def test_sentencepiece_space_and_byte_fallback() -> None:
     assert vocabulary.token_bytes[tokenizer.eos_token_id] == b""
 
 
+def _full_trie(vocabulary: Vocabulary) -> TokenTrie:
+    """The prefix tree of every usable token (the index walks two parts of it)."""
+    return TokenTrie.build(vocabulary, vocabulary.usable_token_ids)
+
+
 def _trie_tokens(vocabulary: Vocabulary) -> dict[int, bytes]:
     """Rebuild every token's bytes from the trie levels (node -> prefix)."""
     prefixes = [b""]
     rebuilt: dict[int, bytes] = {}
-    for level in vocabulary.trie.levels:
+    for level in _full_trie(vocabulary).levels:
         prefixes = [
             prefixes[int(parent)] + bytes([int(byte)])
             for parent, byte in zip(level.node_parents, level.node_bytes, strict=True)
@@ -140,13 +145,13 @@ def test_trie_holds_every_usable_token_once_with_shared_prefixes() -> None:
     tokens = [b"", b"a", b"ab", b"abc", b"ab", b"b\x00", b"b", b"b\x00\x00", b"\x00", b"ba"]
     vocabulary = Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])
     assert _trie_tokens(vocabulary) == {i: t for i, t in enumerate(tokens) if t}
-    sizes = [level.node_bytes.size for level in vocabulary.trie.levels]
+    sizes = [level.node_bytes.size for level in _full_trie(vocabulary).levels]
     assert sizes == [3, 3, 2]  # {a, b, \0}, {ab, b\0, ba}, {abc, b\0\0}
 
 
 def _assert_subtrees_are_slices(vocabulary: Vocabulary) -> None:
     """Every node's slice of ``token_ids`` is exactly the tokens starting with its bytes."""
-    trie = vocabulary.trie
+    trie = _full_trie(vocabulary)
     prefixes = [b""]
     for level in trie.levels:
         prefixes = [
@@ -173,6 +178,6 @@ def test_trie_subtrees_are_slices_of_the_token_order() -> None:
 def test_trie_of_the_real_vocabulary(vocabulary: Vocabulary) -> None:
     rebuilt = _trie_tokens(vocabulary)
     assert rebuilt == {int(i): vocabulary.token_bytes[i] for i in vocabulary.usable_token_ids}
-    assert sum(level.node_bytes.size for level in vocabulary.trie.levels) < int(
+    assert sum(level.node_bytes.size for level in _full_trie(vocabulary).levels) < int(
         vocabulary.lengths.sum()
     )

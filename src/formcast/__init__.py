@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from formcast.constraint import Regex
     from formcast.decoding import FormcastLogitsProcessor, LoopGuard, SamplingOptions
     from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
-    from formcast.fsm import ByteFSM, compile_regex
     from formcast.guide import Cursor
     from formcast.index import TokenIndex
     from formcast.regex import schema_to_regex
@@ -59,9 +58,7 @@ _LAZY = {
     "ExtractionResult": "formcast.extractor",
     "Extractor": "formcast.extractor",
     "PromptTemplate": "formcast.extractor",
-    "ByteFSM": "formcast.fsm",
     "LazyAutomaton": "formcast.automaton",
-    "compile_regex": "formcast.fsm",
     "Cursor": "formcast.guide",
     "FromText": "formcast.text",
     "TokenIndex": "formcast.index",
@@ -70,7 +67,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "ByteFSM",
     "ContextLengthError",
     "Cursor",
     "EmptyInputError",
@@ -97,7 +93,6 @@ __all__ = [
     "Vocabulary",
     "clear_disk_cache",
     "compile",
-    "compile_regex",
     "extract",
     "extract_many",
     "function",

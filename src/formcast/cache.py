@@ -92,7 +92,12 @@ _HEADER = struct.Struct("<4sI32s32sQ")
 _SOURCES = (
     "schema.py",
     "regex.py",
-    "automaton.py",
+    "charset.py",
+    "automaton/__init__.py",
+    "automaton/nfa.py",
+    "automaton/parse.py",
+    "automaton/lazy.py",
+    "automaton/distances.py",
     "index.py",
     "constraint.py",
     "vocabulary.py",

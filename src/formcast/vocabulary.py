@@ -187,13 +187,6 @@ class Vocabulary:
         return table
 
     @cached_property
-    def trie(self) -> TokenTrie:
-        """The usable tokens' byte strings as a prefix tree (see :class:`TokenTrie`).
-
-        Built once per vocabulary with array operations (~50 ms for 49k tokens)."""
-        return TokenTrie.build(self, self.usable_token_ids)
-
-    @cached_property
     def plain_token_ids(self) -> npt.NDArray[np.int32]:
         """Tokens made only of :data:`PLAIN_BYTES` (most of a vocabulary: words, digits,
         punctuation other than quote and backslash). A state that loops on every plain
@@ -304,7 +297,9 @@ class TrieLevel:
 
 @dataclass(frozen=True, eq=False)
 class TokenTrie:
-    """The prefix tree of a vocabulary's usable tokens, one :class:`TrieLevel` per depth.
+    """The prefix tree of some of a vocabulary's tokens (:meth:`build`'s ``ids``; the index
+    walks :attr:`Vocabulary.plain_trie` and :attr:`Vocabulary.other_trie`), one
+    :class:`TrieLevel` per depth.
 
     Walking the trie instead of every token visits each shared prefix once: 49k
     SmolLM2 tokens hold 332k bytes but only 100k distinct prefixes.

@@ -1,10 +1,11 @@
-"""Regular expression -> deterministic finite automaton over UTF-8 bytes.
+"""Reference implementation for the tests: regular expression -> *eager* byte DFA.
 
-Language models emit *tokens*, and a byte-level BPE token can end in the middle of a
-multi-byte UTF-8 character, so the automaton that constrains them must read bytes, not
-characters. This module compiles a regular expression over characters into a
-:class:`ByteFSM`: a DFA over the 256 byte values, stored as numpy arrays, that accepts
-exactly the UTF-8 encodings of the strings the expression fully matches.
+An oracle for :class:`formcast.automaton.LazyAutomaton`, built independently of it: the
+character automaton comes from ``interegular`` (a test dependency), and only the
+code-point algebra and the UTF-8 splitting are shared (:mod:`formcast.charset`). A
+:class:`ByteFSM` accepts exactly the UTF-8 encodings of the strings the expression fully
+matches, with every state and transition as numpy arrays, and follows the lazy
+automaton's numbering convention: state :data:`DEAD` (0) is the dead sink.
 
 How it works, and what it costs:
 
@@ -17,19 +18,19 @@ How it works, and what it costs:
 2. ``interegular`` builds a DFA over those representatives; its "anything else" symbol
    stands for the code points that no set of the pattern names.
 3. Each transition's character set becomes sorted code point ranges, and each range
-   becomes a few sequences of byte ranges (the classic UTF-8 range split), so a negated
-   class costs a handful of sequences, never an enumeration of 1.1 million code points.
+   becomes a few sequences of byte ranges (:func:`formcast.charset.utf8_sequences`), so
+   a negated class costs a handful of sequences, never an enumeration of 1.1 million
+   code points.
 4. The sequences leaving one state are determinized byte by byte; intermediate states
    (inside a multi-byte character) are keyed by what remains to be read and shared.
 5. The byte DFA is minimised (vectorised Moore refinement), trimmed (every state reachable
    and able to reach an accepting state) and renumbered in breadth-first order from the
-   initial state, which is always state 0.
+   initial state, which is always state 1, after the dead sink.
 
 Measured CPU time (one core, Python 3.11): a JSON string regex bounded with ``{0,50}``
 about 85 ms (653 states), an unbounded one 4 ms, a JSON object regex of 330 characters
 about 55 ms, ``[\\u0080-\\U0010ffff]+`` 1.5 ms. The pure-Python ``interegular`` step
-dominates and grows with bounded repetitions and nested alternations. Compile once and
-share the result: a :class:`ByteFSM` is immutable (its arrays are read-only) and picklable.
+dominates and grows with bounded repetitions and nested alternations.
 
 Semantics are those of :func:`re.fullmatch` on the decoded text, with two deliberate
 differences: the shorthand classes ``\\d \\w \\s`` (and negations) have their ASCII
@@ -47,7 +48,6 @@ import unicodedata
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, NoReturn
 
 import interegular
@@ -55,22 +55,29 @@ import numpy as np
 import numpy.typing as npt
 from interegular.fsm import anything_else
 
+from formcast.charset import (
+    DIGIT,
+    SPACE,
+    WORD,
+    ByteSeq,
+    Range,
+    complement,
+    normalize,
+    utf8_sequences,
+)
 from formcast.errors import SchemaError, UserError
 
 __all__ = ["DEAD", "ByteFSM", "compile_regex"]
 
-DEAD = -1
-"""The value of ``ByteFSM.transitions[s, b]`` when byte ``b`` is not allowed in state ``s``."""
+DEAD = 0
+"""The dead sink state, as in :mod:`formcast.automaton`: ``transitions[s, b]`` is DEAD when
+byte ``b`` is not allowed in state ``s``, and every byte leads from DEAD to itself."""
 
-_MAX_CODE_POINT = 0x10FFFF
-_SURROGATE_LO = 0xD800
-_SURROGATE_HI = 0xDFFF
+_NO_EDGE = -1  # in the arrays under construction, before the dead sink is numbered
 _MAX_SHOWN_PATTERN = 160
 
 IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
-ByteRange = tuple[int, int]
-ByteSeq = tuple[ByteRange, ...]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -78,16 +85,17 @@ class ByteFSM:
     """A deterministic finite automaton over bytes, compiled from a regular expression.
 
     Contract:
-        * ``transitions[s, b]`` is the state reached from ``s`` on byte ``b``, or ``-1``
-          (:data:`DEAD`) when ``b`` is not allowed there. Shape ``(num_states, 256)``,
-          dtype ``int32``, read-only.
+        * ``transitions[s, b]`` is the state reached from ``s`` on byte ``b``;
+          :data:`DEAD` (0) when ``b`` is not allowed there. State 0 is the dead sink: its
+          row is all DEAD and it does not accept. Shape ``(num_states, 256)``, dtype
+          ``int32``, read-only.
         * ``accepting[s]`` says whether input may end in ``s``. Shape ``(num_states,)``,
           dtype ``bool``, read-only.
         * The accepted language is the set of UTF-8 encodings of the strings that
           ``pattern`` fully matches; no invalid UTF-8 is ever accepted.
-        * For automata made by :func:`compile_regex`: every state is reachable from
-          ``initial`` and can reach an accepting state, so a walk that has not died can
-          always be completed; ``initial`` is ``0``; the automaton is minimal.
+        * For automata made by :func:`compile_regex`: every state but DEAD is reachable
+          from ``initial`` and can reach an accepting state, so a walk that has not died
+          can always be completed; ``initial`` is ``1``; the automaton is minimal.
 
     Instances are immutable, compare by identity, and pickle. Building one by hand
     validates shapes, dtypes and ranges (O(num_states * 256)) and copies the arrays.
@@ -112,10 +120,16 @@ class ByteFSM:
             raise UserError(
                 f"expected accepting of shape ({num_states},), found shape {tuple(accepting.shape)}"
             )
-        if int(transitions.min()) < DEAD or int(transitions.max()) >= num_states:
+        if int(transitions.min()) < 0 or int(transitions.max()) >= num_states:
             raise UserError(
-                f"expected transition targets in [-1, {num_states}), found values in "
+                f"expected transition targets in [0, {num_states}), found values in "
                 f"[{int(transitions.min())}, {int(transitions.max())}]"
+            )
+        if transitions[DEAD].any() or accepting[DEAD]:
+            raise UserError(
+                "expected state 0 to be the dead sink (every byte to 0, not accepting), found "
+                f"{np.count_nonzero(transitions[DEAD])} bytes leading elsewhere and "
+                f"accepting={bool(accepting[DEAD])}"
             )
         initial = int(self.initial)
         if not 0 <= initial < num_states:
@@ -141,18 +155,17 @@ class ByteFSM:
         return int(self.transitions.shape[0])
 
     def walk(self, data: bytes, state: int | None = None) -> int:
-        """Feed ``data`` byte by byte and return the state reached, or ``-1`` once dead.
+        """Feed ``data`` byte by byte and return the state reached, :data:`DEAD` once dead.
 
-        Starts at ``initial`` unless ``state`` is given; a ``state`` of ``-1`` stays dead.
-        A prefix of a multi-byte character leaves a live state when some completion is
-        allowed. Cost: one array lookup per byte, stopping early at the first dead byte.
-        Callers walking a whole vocabulary should vectorise over ``transitions`` instead.
+        Starts at ``initial`` unless ``state`` is given; :data:`DEAD` stays dead. A prefix
+        of a multi-byte character leaves a live state when some completion is allowed.
+        Cost: one array lookup per byte, stopping early at the first dead byte.
         """
         current = self.initial if state is None else int(state)
+        if not 0 <= current < self.num_states:
+            raise UserError(f"expected a state in [0, {self.num_states}), found {state!r}")
         if current == DEAD:
             return DEAD
-        if not 0 <= current < self.num_states:
-            raise UserError(f"expected a state in [-1, {self.num_states}), found {state!r}")
         table = self.transitions
         for byte in data:
             current = int(table.item(current, byte))
@@ -162,20 +175,19 @@ class ByteFSM:
 
     def matches(self, data: bytes) -> bool:
         """Whether ``data`` is, in full, the UTF-8 encoding of a string the pattern matches."""
-        end = self.walk(data)
-        return end != DEAD and bool(self.accepting[end])
+        return bool(self.accepting[self.walk(data)])
 
     def distance_to_accept(self) -> IntArray:
         """Fewest bytes leading from each state to an accepting state (0 if accepting).
 
         Returns a read-only ``int32`` array of shape ``(num_states,)``; ``-1`` marks a state
-        that cannot reach an accepting state (never the case for :func:`compile_regex`
-        output). Computed once by a reverse breadth-first search, O(num_states * 256),
+        that cannot reach an accepting state (for :func:`compile_regex` output, only
+        :data:`DEAD`). Computed once by a reverse breadth-first search, O(num_states * 256),
         then cached on the instance.
         """
         cached = self._distance
         if cached is None:
-            cached = _reverse_bfs(self.transitions, self.accepting)
+            cached = _reverse_bfs(_without_dead_sink(self.transitions), self.accepting)
             cached.setflags(write=False)
             object.__setattr__(self, "_distance", cached)
         return cached
@@ -218,7 +230,8 @@ def compile_regex(pattern: str) -> ByteFSM:
         _fail(pattern, "it matches no string at all")
     transitions, accepting, initial = _minimise(transitions, accepting, 0)
     transitions, accepting = _renumber_bfs(transitions, accepting, initial)
-    return ByteFSM(transitions=transitions, initial=0, accepting=accepting, pattern=pattern)
+    transitions, accepting = _with_dead_sink(transitions, accepting)
+    return ByteFSM(transitions=transitions, initial=1, accepting=accepting, pattern=pattern)
 
 
 # --------------------------------------------------------------------------- errors
@@ -253,7 +266,7 @@ def _fail(pattern: str, reason: str, cause: BaseException | None = None) -> NoRe
 class _CharSet:
     """Code points matched by one pattern atom: ``ranges``, or all others if ``negated``."""
 
-    ranges: tuple[ByteRange, ...]
+    ranges: tuple[Range, ...]
     negated: bool = False
 
 
@@ -262,14 +275,10 @@ class _Rewritten:
     """A pattern rewritten over block representatives, and what each one stands for."""
 
     text: str
-    blocks: dict[str, tuple[ByteRange, ...]]
+    blocks: dict[str, tuple[Range, ...]]
 
 
-_ASCII_SETS: dict[str, tuple[ByteRange, ...]] = {
-    "d": ((0x30, 0x39),),
-    "w": ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)),
-    "s": ((0x09, 0x0D), (0x20, 0x20)),
-}
+_ASCII_SETS: dict[str, tuple[Range, ...]] = {"d": DIGIT, "w": WORD, "s": SPACE}
 _CHAR_ESCAPES = {"a": 0x07, "f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B}
 _OCTAL = "01234567"
 _QUANTIFIER_BODY = re.compile(r"\{(\d*)(,\d*)?\}")
@@ -451,7 +460,7 @@ class _Lexer:
         negated = pattern[self.index] == "^"
         if negated:
             self.index += 1
-        ranges: list[ByteRange] = []
+        ranges: list[Range] = []
         first = True
         while first or pattern[self.index] != "]":
             first = False
@@ -467,11 +476,11 @@ class _Lexer:
                 high = self.class_atom()
                 ranges.append((low.ranges[0][0], high.ranges[0][1]))
             elif low.negated:
-                ranges.extend(_complement(list(low.ranges)))
+                ranges.extend(complement(low.ranges))
             else:
                 ranges.extend(low.ranges)
         self.index += 1
-        return _CharSet(tuple(_merge(ranges)), negated=negated)
+        return _CharSet(normalize(ranges), negated=negated)
 
     def class_atom(self) -> _CharSet:
         char = self.pattern[self.index]
@@ -502,13 +511,13 @@ def _rewrite(pattern: str) -> _Rewritten:
         for lo, hi in ranges:
             for piece in range(position[lo], position[hi + 1]):
                 members[piece].append(set_index)
-    block_of_signature: dict[tuple[int, ...], list[ByteRange]] = {}
+    block_of_signature: dict[tuple[int, ...], list[Range]] = {}
     for piece, owners in enumerate(members):
         if owners:
             block = block_of_signature.setdefault(tuple(owners), [])
             block.append((cuts[piece], cuts[piece + 1] - 1))
-    blocks = {chr(block[0][0]): tuple(_merge(block)) for block in block_of_signature.values()}
-    reps_of_set: dict[tuple[ByteRange, ...], list[str]] = {ranges: [] for ranges in ordered}
+    blocks = {chr(block[0][0]): normalize(block) for block in block_of_signature.values()}
+    reps_of_set: dict[tuple[Range, ...], list[str]] = {ranges: [] for ranges in ordered}
     for signature, block in block_of_signature.items():
         for set_index in signature:
             reps_of_set[ordered[set_index]].append(chr(block[0][0]))
@@ -530,7 +539,7 @@ def _spell(char: str) -> str:
     return f"\\x{ord(char):02x}" if ord(char) < 0x80 else char
 
 
-def _parse_char_fsm(pattern: str) -> tuple[Any, dict[str, tuple[ByteRange, ...]]]:
+def _parse_char_fsm(pattern: str) -> tuple[Any, dict[str, tuple[Range, ...]]]:
     """Validate with ``re``, rewrite, and build interegular's character DFA.
 
     Returns the DFA and the ranges each representative character stands for. Every
@@ -560,44 +569,17 @@ def _parse_char_fsm(pattern: str) -> tuple[Any, dict[str, tuple[ByteRange, ...]]
         _fail(pattern, f"interegular failed with {type(exc).__name__}: {exc}", exc)
 
 
-# -------------------------------------------------------------- code point ranges
+# ------------------------------------------------------------ interegular's symbols
 
 
-def _complement(ranges: list[ByteRange]) -> list[ByteRange]:
-    """Ranges of [0, U+10FFFF] not covered by sorted, disjoint, non-adjacent ``ranges``."""
-    out: list[ByteRange] = []
-    start = 0
-    for lo, hi in ranges:
-        if lo > start:
-            out.append((start, lo - 1))
-        start = hi + 1
-    if start <= _MAX_CODE_POINT:
-        out.append((start, _MAX_CODE_POINT))
-    return out
-
-
-def _merge(ranges: Iterable[ByteRange]) -> list[ByteRange]:
-    """Sort and merge overlapping or adjacent inclusive ranges."""
-    merged: list[ByteRange] = []
-    for lo, hi in sorted(ranges):
-        if merged and lo <= merged[-1][1] + 1:
-            if hi > merged[-1][1]:
-                merged[-1] = (merged[-1][0], hi)
-        else:
-            merged.append((lo, hi))
-    return merged
-
-
-def _symbol_ranges(
-    alphabet: Any, blocks: dict[str, tuple[ByteRange, ...]]
-) -> dict[int, list[ByteRange]]:
+def _symbol_ranges(alphabet: Any, blocks: dict[str, tuple[Range, ...]]) -> dict[int, list[Range]]:
     """Transition key -> the code point ranges it stands for (surrogates included).
 
     A named symbol stands for its block; ``anything_else`` for every code point outside
     the blocks of the named symbols.
     """
-    named: dict[int, list[ByteRange]] = {}
-    all_named: list[ByteRange] = []
+    named: dict[int, list[Range]] = {}
+    all_named: list[Range] = []
     else_key: int | None = None
     for key, symbols in alphabet.by_transition.items():
         ranges = named.setdefault(int(key), [])
@@ -607,74 +589,13 @@ def _symbol_ranges(
                 continue
             block = blocks.get(symbol)
             if block is None:
-                raise RuntimeError(f"formcast.fsm: interegular produced unknown symbol {symbol!r}")
+                raise RuntimeError(f"reference fsm: interegular produced unknown symbol {symbol!r}")
             ranges.extend(block)
         all_named.extend(ranges)
-    result = {key: _merge(ranges) for key, ranges in named.items()}
+    result = {key: list(normalize(ranges)) for key, ranges in named.items()}
     if else_key is not None:
-        result[else_key] = _merge([*result[else_key], *_complement(_merge(all_named))])
+        result[else_key] = list(normalize([*result[else_key], *complement(all_named)]))
     return result
-
-
-# ----------------------------------------------------------------- UTF-8 splitting
-
-
-_LENGTH_LIMITS = (0x7F, 0x7FF, 0xFFFF)
-
-
-@lru_cache(maxsize=4096)
-def _utf8_sequences(lo: int, hi: int) -> tuple[ByteSeq, ...]:
-    """The UTF-8 encodings of code points ``lo..hi`` as sequences of byte ranges.
-
-    Surrogates are left out. Each sequence ``((a1, b1), ..., (ak, bk))`` stands for the
-    byte strings ``x1..xk`` with ``ai <= xi <= bi``, and the sequences are disjoint. The
-    range is split at encoding-length boundaries, then wherever a sub-range does not span
-    whole blocks of continuation bytes, so only the first and last pieces have partial
-    continuation ranges. At most a few dozen sequences for any range.
-    """
-    out: list[ByteSeq] = []
-    stack = [(lo, hi)]
-    while stack:
-        lo, hi = stack.pop()
-        if lo > hi:
-            continue
-        if lo <= _SURROGATE_HI and hi >= _SURROGATE_LO:
-            stack.append((lo, _SURROGATE_LO - 1))
-            stack.append((_SURROGATE_HI + 1, hi))
-            continue
-        split = False
-        for limit in _LENGTH_LIMITS:
-            if lo <= limit < hi:
-                stack.append((lo, limit))
-                stack.append((limit + 1, hi))
-                split = True
-                break
-        if split:
-            continue
-        if hi <= 0x7F:
-            out.append(((lo, hi),))
-            continue
-        length = 2 if hi <= 0x7FF else 3 if hi <= 0xFFFF else 4
-        for level in range(1, length):
-            mask = (1 << (6 * level)) - 1
-            if lo & ~mask == hi & ~mask:
-                continue
-            if lo & mask:
-                stack.append((lo, lo | mask))
-                stack.append(((lo | mask) + 1, hi))
-                split = True
-                break
-            if hi & mask != mask:
-                stack.append((lo, (hi & ~mask) - 1))
-                stack.append((hi & ~mask, hi))
-                split = True
-                break
-        if split:
-            continue
-        first = chr(lo).encode("utf-8")
-        last = chr(hi).encode("utf-8")
-        out.append(tuple(zip(first, last, strict=True)))
-    return tuple(sorted(out))
 
 
 # ---------------------------------------------------------------- byte expansion
@@ -689,7 +610,7 @@ class _ByteBuilder:
         self.pending: deque[tuple[int, frozenset[tuple[ByteSeq, int]]]] = deque()
 
     def new_state(self) -> int:
-        self.rows.append(np.full(256, DEAD, dtype=np.int32))
+        self.rows.append(np.full(256, _NO_EDGE, dtype=np.int32))
         return len(self.rows) - 1
 
     def node(self, items: frozenset[tuple[ByteSeq, int]]) -> int:
@@ -735,7 +656,7 @@ class _ByteBuilder:
             self.fill(state, items)
 
 
-def _live_char_states(char_fsm: Any, usable: dict[int, list[ByteRange]]) -> list[int]:
+def _live_char_states(char_fsm: Any, usable: dict[int, list[Range]]) -> list[int]:
     """States of the character DFA reachable from initial and co-reachable to a final.
 
     Transitions on keys with no encodable code point (``usable`` empty) are ignored.
@@ -767,26 +688,26 @@ def _live_char_states(char_fsm: Any, usable: dict[int, list[ByteRange]]) -> list
 
 
 def _expand_to_bytes(
-    char_fsm: Any, blocks: dict[str, tuple[ByteRange, ...]]
+    char_fsm: Any, blocks: dict[str, tuple[Range, ...]]
 ) -> tuple[IntArray, BoolArray]:
     """Character DFA -> byte DFA (initial state 0). Zero rows if the language is empty."""
     key_ranges = _symbol_ranges(char_fsm.alphabet, blocks)
-    usable = {key: [r for r in ranges if _utf8_sequences(*r)] for key, ranges in key_ranges.items()}
+    usable = {key: [r for r in ranges if utf8_sequences(*r)] for key, ranges in key_ranges.items()}
     live = _live_char_states(char_fsm, usable)
     if not live or live[0] != char_fsm.initial:
         return np.zeros((0, 256), dtype=np.int32), np.zeros(0, dtype=np.bool_)
     builder = _ByteBuilder()
     state_of = {char_state: builder.new_state() for char_state in live}
     for char_state in live:
-        by_target: dict[int, list[ByteRange]] = {}
+        by_target: dict[int, list[Range]] = {}
         for key, target in char_fsm.map.get(char_state, {}).items():
             if target in state_of and usable.get(int(key)):
                 by_target.setdefault(state_of[target], []).extend(usable[int(key)])
         items = [
             (seq, target)
             for target, ranges in by_target.items()
-            for lo, hi in _merge(ranges)
-            for seq in _utf8_sequences(lo, hi)
+            for lo, hi in normalize(ranges)
+            for seq in utf8_sequences(lo, hi)
         ]
         builder.fill(state_of[char_state], items)
     builder.drain()
@@ -853,7 +774,7 @@ def _minimise(
     if count == num_states:
         return transitions, accepting, initial
     _, representative = np.unique(classes, return_index=True)  # first member of each class
-    extended = np.append(classes, DEAD)
+    extended = np.append(classes, _NO_EDGE)
     rows = transitions[representative]
     merged = extended[np.where(rows < 0, num_states, rows)].astype(np.int32)
     return merged, accepting[representative], int(classes[initial])
@@ -914,7 +835,7 @@ def _renumber_bfs(
                 seen[nxt] = True
                 order.append(nxt)
     keep = np.asarray(order, dtype=np.int64)
-    relabel = np.full(num_states + 1, DEAD, dtype=np.int32)
+    relabel = np.full(num_states + 1, _NO_EDGE, dtype=np.int32)
     relabel[keep] = np.arange(keep.size, dtype=np.int32)
     rows = transitions[keep]
     renumbered = relabel[np.where(rows < 0, num_states, rows)]
@@ -952,3 +873,16 @@ def _reverse_bfs(transitions: IntArray, accepting: BoolArray) -> IntArray:
                 distance[prev] = step
                 queue.append(prev)
     return np.asarray(distance, dtype=np.int32)
+
+
+def _with_dead_sink(transitions: IntArray, accepting: BoolArray) -> tuple[IntArray, BoolArray]:
+    """Number the dead sink :data:`DEAD` (0): states move up by one, and "no edge"
+    (``-1``) becomes an edge to the sink."""
+    sink = np.full((1, 256), DEAD, dtype=np.int32)
+    shifted = np.vstack([sink, transitions + 1]).astype(np.int32)
+    return shifted, np.concatenate([[False], accepting])
+
+
+def _without_dead_sink(transitions: IntArray) -> IntArray:
+    """``transitions`` with the edges into :data:`DEAD` as "no edge" (``-1``)."""
+    return np.where(transitions == DEAD, _NO_EDGE, transitions).astype(np.int32)

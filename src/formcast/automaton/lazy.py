@@ -1,0 +1,632 @@
+"""Lazy subset construction: :class:`LazyAutomaton`, the DFA of a pattern's :class:`Nfa`.
+
+Step 4 of :mod:`formcast.automaton`. A DFA state is the frozenset of the "important" NFA
+states (those with byte edges, plus the final state) in an epsilon closure. A row is
+built by grouping the members' byte-range edges by range, joining their targets, and
+splitting overlapping ranges into segments (one frozenset per segment, never per byte);
+epsilon closures of single NFA states are memoized. The edges of a virtual state are
+derived from its block's template; a state whose members all lie in one regular copy
+takes its row from the template's, shifted (see :meth:`LazyAutomaton._copy_segments`).
+
+Cost: a row ~20-100 us (a few hundred us for states with hundreds of NFA members);
+:meth:`LazyAutomaton.step` over 49k (state, byte) pairs whose rows exist ~0.3 ms.
+
+Thread safety: reads (:meth:`LazyAutomaton.step` on built rows) take no lock; building
+rows is serialised by a lock with a double check, so concurrent walkers are safe.
+Instances pickle as their :class:`Nfa` and the rows built so far.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_right
+from collections.abc import Iterable
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from formcast.automaton.distances import DistanceTables
+from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr
+from formcast.automaton.parse import build_nfa, show_pattern
+from formcast.errors import UserError
+
+__all__ = ["DEAD", "LazyAutomaton"]
+
+DEAD = 0
+"""The dead sink state: every byte leads from it to itself. Its frozenset is empty."""
+
+IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+# A template state's edges relative to its copy's first id, and whether it is the end.
+_Relative = tuple[list[tuple[int, int, int]], list[int], bool]
+
+_UNBUILT = -1  # table entries of rows not built yet
+_END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
+_SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
+_INITIAL_CAPACITY = 64
+
+
+class LazyAutomaton:
+    """A deterministic automaton over bytes whose states are determinized on demand.
+
+    Contract:
+        * State ids are dense ints; :data:`DEAD` (0) is the dead sink, ``initial`` is 1.
+        * ``step``/``row``/``walk`` give the same transitions whenever called: a state's
+          row never changes once built.
+        * The accepted language is the set of UTF-8 encodings of the strings ``pattern``
+          fully matches (see :mod:`formcast.automaton` for the dialect); no invalid UTF-8.
+        * Every state other than :data:`DEAD` can reach an accepting state.
+
+    Construction parses the pattern and builds its NFA (linear time, ~2 us per pattern
+    character); rows cost ~20-100 us each the first time a state is reached. Refuses
+    patterns outside the dialect, and patterns matching nothing, with SchemaError.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self._adopt(build_nfa(pattern), [], None, None)
+        self._add_state(frozenset())
+        self._table[DEAD] = DEAD
+        self._built[DEAD] = True
+        self._add_state(self._closure(self._nfa.start))
+
+    def __getstate__(self) -> dict[str, Any]:
+        count = len(self._sets)
+        return {
+            "nfa": self._nfa,
+            "sets": self._sets,
+            "table": self._table[:count].copy(),
+            "built": self._built[:count].copy(),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._adopt(state["nfa"], list(state["sets"]), state["table"], state["built"])
+
+    def _adopt(
+        self,
+        nfa: Nfa,
+        sets: list[frozenset[int]],
+        table: IntArray | None,
+        built: BoolArray | None,
+    ) -> None:
+        """Take ``nfa`` and the DFA states built so far (``sets``, with the rows ``table``
+        and their ``built`` flags; None when there are none), and derive the rest."""
+        self._nfa = nfa
+        self.pattern = nfa.pattern
+        self.initial = 1
+        count = len(sets)
+        capacity = max(_INITIAL_CAPACITY, 2 * count)
+        self._sets = sets
+        self._table: IntArray = np.full((capacity, 256), _UNBUILT, dtype=np.int32)
+        self._built: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        if table is not None and built is not None:
+            self._table[:count] = table
+            self._built[:count] = built
+        self._flat: IntArray = self._table.reshape(-1)
+        self._accepting: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        self._accepting[:count] = [nfa.final in members for members in sets]
+        self._prepare()
+
+    # -- derived structures (rebuilt after unpickling) --------------------------------
+    def _prepare(self) -> None:
+        nfa = self._nfa
+        n = nfa.concrete_states
+        order, self._boff = csr(nfa.byte_src, n)
+        self._blo_l: list[int] = nfa.byte_lo[order].tolist()
+        self._bhi_l: list[int] = nfa.byte_hi[order].tolist()
+        self._bdst_l: list[int] = nfa.byte_dst[order].tolist()
+        order, self._eoff = csr(nfa.eps_src, n)
+        self._edst_l: list[int] = nfa.eps_dst[order].tolist()
+        important = np.zeros(n, dtype=np.bool_)
+        important[nfa.byte_src] = True
+        if nfa.final < VIRTUAL_BASE:
+            important[nfa.final] = True
+        self._important: list[bool] = important.tolist()
+        # read on every row: kept as attributes of their own
+        self._final = nfa.final
+        self._blocks = nfa.blocks
+        self._extras = nfa.extras
+        tree = BlockTree.of(nfa.blocks)
+        self._block_bases = tree.bases
+        self._closures: dict[int, frozenset[int]] = {}
+        # (template state, template end) -> its closure in the template, and whether it
+        # reaches the end
+        self._template_closures: dict[tuple[int, int], tuple[list[int], bool]] = {}
+        self._irregular_copies = self._find_irregular_copies()
+        self._template_edges: dict[int, list[tuple[int, int, int]]] = {}
+        self._template_move_lists: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
+        # (block template, template states) -> the row segments, the copy's end as _END
+        self._relative_rows: dict[
+            tuple[tuple[int, ...], frozenset[int]], list[tuple[int, int, frozenset[int]]]
+        ] = {}
+        self._moves: dict[int, list[tuple[int, frozenset[int]]]] = {}
+        self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
+        # (block template, template state) -> its edges relative to a copy
+        self._relative: dict[tuple[tuple[int, ...], int], _Relative] = {}
+        self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
+        self._distances = DistanceTables(nfa, tree)
+        self._lock = threading.Lock()
+
+    def _find_irregular_copies(self) -> set[tuple[int, int]]:
+        """The copies ``(block index, copy index)`` with an edge attached to an id other
+        than their end, and every copy of a block whose template holds the final state:
+        their closures are searched state by state, not shifted from the template's."""
+        irregular = set()
+        for source in self._extras:
+            index = bisect_right(self._block_bases, source) - 1
+            block = self._blocks[index]
+            j, template = block.locate(source)
+            if template != block.x_end:
+                irregular.add((index, j))
+        final = self._final
+        for index, block in enumerate(self._blocks):
+            if block.in_template(final):
+                irregular.update((index, j) for j in range(block.copies))
+        return irregular
+
+    # -- NFA edges ---------------------------------------------------------------------
+    def _virtual_edges(self, state: int) -> tuple[list[tuple[int, int, int]], list[int]]:
+        """``(byte edges, epsilon targets)`` of a virtual state (memoized).
+
+        A copy's state has its template state's edges shifted into the copy. The
+        template's edges are cached per (block, template state) relative to the copy's
+        first id, so resolving the same state in another copy is one addition per edge;
+        only the first time is the template state itself resolved (iteratively down the
+        nesting of repeats). Plus the repeat's glue at a copy's end, plus the edges a
+        parent attached to this very id.
+        """
+        memo = self._virtual
+        found = memo.get(state)
+        if found is not None:
+            return found
+        relative = self._relative
+        chain: list[tuple[int, int, int, int, _Relative | None]] = []
+        current = state
+        while True:
+            index = bisect_right(self._block_bases, current) - 1
+            j, template = self._blocks[index].locate(current)
+            block = self._blocks[index]
+            rel = relative.get((block.template, template))
+            chain.append((current, index, j, template, rel))
+            if rel is not None:
+                break
+            current = template
+            if current < VIRTUAL_BASE or current in memo:
+                break
+        byte_edges: list[tuple[int, int, int]] = []
+        eps_targets: list[int] = []
+        if chain[-1][4] is None:  # the bottom template state's own edges are needed
+            if current >= VIRTUAL_BASE:
+                byte_edges, eps_targets = memo[current]
+            else:
+                byte_edges = self._concrete_byte_edges(current)
+                eps_targets = self._edst_l[self._eoff[current] : self._eoff[current + 1]]
+        extras = self._extras
+        for virtual, index, j, template, rel in reversed(chain):
+            block = self._blocks[index]
+            if rel is None:
+                rel = _relative_edges(block, template, byte_edges, eps_targets)
+                relative[(block.template, template)] = rel
+            offset = block.base + j * block.span
+            byte_edges = [(lo, hi, offset + r) for lo, hi, r in rel[0]]
+            eps_targets = [offset + r for r in rel[1]]
+            if rel[2]:
+                eps_targets.extend(block.glue(j))
+            eps_targets.extend(extras.get(virtual, ()))
+            memo[virtual] = (byte_edges, eps_targets)
+        return byte_edges, eps_targets
+
+    # -- subset construction -----------------------------------------------------------
+    def _closure(self, state: int) -> frozenset[int]:
+        """The important NFA states reachable from ``state`` by epsilon edges (memoized).
+
+        Important: states with byte edges, and the final state. A state inside a regular
+        copy (see :meth:`_copy_closure`) takes its template state's closure, shifted.
+        """
+        cached = self._closures.get(state)
+        if cached is not None:
+            return cached
+        result = self._copy_closure(state) if state >= VIRTUAL_BASE else None
+        if result is None:
+            result = frozenset(self._epsilon_search(state)[0])
+        self._closures[state] = result
+        return result
+
+    def _epsilon_search(self, state: int, end: int = -1) -> tuple[list[int], bool]:
+        """Depth-first search of the epsilon edges from ``state``: the important states
+        found, and whether ``end`` was reached on the way."""
+        eoff, edst, important = self._eoff, self._edst_l, self._important
+        final = self._final
+        if state < VIRTUAL_BASE and eoff[state] == eoff[state + 1] and important[state]:
+            return [state], state == end
+        seen = {state}
+        stack = [state]
+        found = []
+        while stack:
+            x = stack.pop()
+            if x < VIRTUAL_BASE:
+                if important[x]:
+                    found.append(x)
+                targets = edst[eoff[x] : eoff[x + 1]]
+            else:
+                byte_edges, targets = self._virtual_edges(x)
+                if byte_edges or x == final:
+                    found.append(x)
+            for y in targets:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return found, end in seen
+
+    def _copy_closure(self, state: int) -> frozenset[int] | None:
+        """The closure of a state of a regular copy from its template state's, or None.
+
+        Inside a copy, epsilon edges are the template's, shifted, until the copy's end,
+        where the repeat's glue and the parent's edges lead on. So the closure is the
+        template state's closure in the template (computed once for every copy), shifted
+        into the copy, plus the closure of the copy's end if the template one reached it.
+        A copy is regular when no edge was attached to one of its ids but its end."""
+        index = bisect_right(self._block_bases, state) - 1
+        block = self._blocks[index]
+        j, template = block.locate(state)
+        if template == block.x_end or (index, j) in self._irregular_copies:
+            return None
+        members, reached = self._template_closure(template, block.x_end)
+        concrete_shift, virtual_shift = block.shifts(j)
+        shifted = [m + (concrete_shift if m < VIRTUAL_BASE else virtual_shift) for m in members]
+        if reached:
+            shifted.extend(self._closure(block.copy_of(j, block.x_end)))
+        return frozenset(shifted)
+
+    def _moves_of(self, state: int) -> list[tuple[int, frozenset[int]]]:
+        """Byte edges of ``state`` as ``(lo << 8 | hi, closure of the target)`` (memoized)."""
+        closure = self._closure
+        if state < VIRTUAL_BASE:
+            a, b = self._boff[state], self._boff[state + 1]
+            blo, bhi, bdst = self._blo_l, self._bhi_l, self._bdst_l
+            moves = [(blo[k] << 8 | bhi[k], closure(bdst[k])) for k in range(a, b)]
+        else:
+            moves = [(lo << 8 | hi, closure(t)) for lo, hi, t in self._copy_byte_edges(state)]
+        self._moves[state] = moves
+        return moves
+
+    def _copy_byte_edges(self, state: int) -> list[tuple[int, int, int]]:
+        """The byte edges of a virtual state: its template state's, shifted into its copy
+        (glue and attached edges are epsilon edges, so this holds in every copy)."""
+        block = self._blocks[bisect_right(self._block_bases, state) - 1]
+        j, template = block.locate(state)
+        concrete_shift, virtual_shift = block.shifts(j)
+        return [
+            (lo, hi, t + (concrete_shift if t < VIRTUAL_BASE else virtual_shift))
+            for lo, hi, t in self._template_byte_edges(template)
+        ]
+
+    def _concrete_byte_edges(self, state: int) -> list[tuple[int, int, int]]:
+        a, b = self._boff[state], self._boff[state + 1]
+        return list(zip(self._blo_l[a:b], self._bhi_l[a:b], self._bdst_l[a:b], strict=True))
+
+    def _template_byte_edges(self, state: int) -> list[tuple[int, int, int]]:
+        """The byte edges of a template state (memoized for virtual ones)."""
+        if state < VIRTUAL_BASE:
+            return self._concrete_byte_edges(state)
+        found = self._template_edges.get(state)
+        if found is None:
+            found = self._template_edges[state] = self._copy_byte_edges(state)
+        return found
+
+    def _template_closure(self, state: int, end: int) -> tuple[list[int], bool]:
+        """:meth:`_epsilon_search` of a template state up to the template's ``end``
+        (memoized)."""
+        key = (state, end)
+        found = self._template_closures.get(key)
+        if found is None:
+            found = self._template_closures[key] = self._epsilon_search(state, end)
+        return found
+
+    def _add_state(self, members: frozenset[int]) -> int:
+        sid = len(self._sets)
+        if sid >= self._built.shape[0]:
+            capacity = 2 * sid
+            table = np.full((capacity, 256), _UNBUILT, dtype=np.int32)
+            table[:sid] = self._table[:sid]
+            built = np.zeros(capacity, dtype=np.bool_)
+            built[:sid] = self._built[:sid]
+            accepting = np.zeros(capacity, dtype=np.bool_)
+            accepting[:sid] = self._accepting[:sid]
+            # A reader that sees row s built in any table sees it in every later one.
+            self._table = table
+            self._flat = table.reshape(-1)
+            self._built = built
+            self._accepting = accepting
+        self._accepting[sid] = self._final in members
+        self._sets.append(members)
+        self._ids[members] = sid
+        return sid
+
+    def _build_row(self, sid: int) -> None:
+        """Compute and store the row of ``sid`` (caller holds the lock).
+
+        A state inside one regular copy takes its row from the template's (see
+        :meth:`_copy_segments`); any other joins its members' moves."""
+        members = self._sets[sid]
+        segments = self._copy_segments(members)
+        if segments is None:
+            moves, moves_of = self._moves, self._moves_of
+            segments = _segments(
+                moves_of(member) if (found := moves.get(member)) is None else found
+                for member in members
+            )
+        ids = self._ids
+        row = np.zeros(256, dtype=np.int32)
+        for lo, hi, successors in segments:
+            target = ids.get(successors)
+            if target is None:
+                target = self._add_state(successors)
+            row[lo : hi + 1] = target
+        self._table[sid] = row  # readers see each entry as UNBUILT or final, never stale
+        self._built[sid] = True
+
+    def _copy_segments(
+        self, members: frozenset[int]
+    ) -> list[tuple[int, int, frozenset[int]]] | None:
+        """The row segments of a state whose members all lie in one regular copy, or None.
+
+        Such a state's moves are its template states' moves, shifted into the copy, except
+        where they reach the copy's end, where the repeat's glue and the parent's edges
+        lead on. So the row is computed once per set of template states, with the end as a
+        marker (:data:`_END`), and each copy shifts it and puts the closure of its own end
+        in place of the marker: a few set operations per segment, however many copies of
+        a definition or repeat the input walks through. When the template states lie in
+        one copy of a block nested in the template, the innermost such copy is used, so
+        that every copy of that block, in whichever outer copy, shares the row."""
+        located = self._innermost_copy(members)
+        if located is None:
+            return None
+        block, j, templates, outer_shift = located
+        key = (block.template, templates)
+        relative = self._relative_rows.get(key)
+        if relative is None:
+            relative = _segments(self._template_moves(t, block.x_end) for t in templates)
+            self._relative_rows[key] = relative
+        concrete_shift, virtual_shift = block.shifts(j)
+        concrete_shift += outer_shift
+        virtual_shift += outer_shift
+        end_closure: frozenset[int] | None = None
+        segments = []
+        for lo, hi, successors in relative:
+            shifted = [
+                m + (concrete_shift if m < VIRTUAL_BASE else virtual_shift)
+                for m in successors
+                if m != _END
+            ]
+            if _END in successors:
+                if end_closure is None:
+                    x_end = block.x_end
+                    end = x_end + (concrete_shift if x_end < VIRTUAL_BASE else virtual_shift)
+                    end_closure = self._closure(end)
+                shifted.extend(end_closure)
+            segments.append((lo, hi, frozenset(shifted)))
+        return segments
+
+    def _innermost_copy(
+        self, members: frozenset[int]
+    ) -> tuple[Block, int, frozenset[int], int] | None:
+        """The innermost regular copy holding every member: its block, its index, the
+        members' states in the block's template, and what maps the virtual ids of the
+        space around the copy to the members' own. None when the members are not all in
+        one regular copy."""
+        states = members
+        found = None
+        outer_shift = 0
+        shift_to_here = 0
+        while True:
+            some = next(iter(states), -1)
+            if some < VIRTUAL_BASE:
+                return found
+            index = bisect_right(self._block_bases, some) - 1
+            block = self._blocks[index]
+            j = (some - block.base) // block.span
+            first = block.base + j * block.span
+            if (index, j) in self._irregular_copies or not all(
+                first <= state < first + block.span for state in states
+            ):
+                return found
+            states = frozenset(block.locate(state)[1] for state in states)
+            outer_shift = shift_to_here
+            found = (block, j, states, outer_shift)
+            shift_to_here += block.shifts(j)[1]
+
+    def _template_moves(self, state: int, end: int) -> list[tuple[int, frozenset[int]]]:
+        """Like :meth:`_moves_of` for a template state, in the template: each target's
+        closure stops at the template's ``end``, marked :data:`_END` if reached
+        (memoized)."""
+        key = (state, end)
+        found = self._template_move_lists.get(key)
+        if found is not None:
+            return found
+        moves = []
+        for lo, hi, target in self._template_byte_edges(state):
+            members, reached = self._template_closure(target, end)
+            moves.append((lo << 8 | hi, frozenset([*members, _END] if reached else members)))
+        self._template_move_lists[key] = moves
+        return moves
+
+    def _ensure(self, states: Iterable[int]) -> None:
+        with self._lock:
+            built = self._built
+            for state in states:
+                if not built[state]:
+                    self._build_row(state)
+                    built = self._built
+
+    def _check(self, state: int) -> int:
+        value = int(state)
+        if not 0 <= value < len(self._sets):
+            raise UserError(f"expected a state in [0, {len(self._sets)}), found {state!r}")
+        return value
+
+    # -- public API --------------------------------------------------------------------
+    @property
+    def num_states(self) -> int:
+        """DFA states materialized so far, :data:`DEAD` included (grows as walks go on)."""
+        return len(self._sets)
+
+    @property
+    def nfa_size(self) -> tuple[int, int, int]:
+        """``(concrete states, byte edges, epsilon edges)`` of the NFA (diagnostics)."""
+        return self._nfa.size
+
+    @property
+    def virtual_states(self) -> int:
+        """NFA states of counted-repeat copies that exist only virtually (diagnostics)."""
+        return self._nfa.virtual_states
+
+    def step(self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> IntArray:
+        """Advance many (state, byte) pairs at once: ``out[i] = delta(states[i], data[i])``.
+
+        ``states`` are ids returned by this automaton (int32 preferred), ``data`` bytes
+        (uint8), same shape. One gather from the flat table; rows not built yet read as
+        ``-1`` there, so they are then built (under the lock) and gathered again. Cost when
+        all rows exist: one index computation and one gather, ~7 ns per element.
+        """
+        if states.dtype.itemsize < 4:
+            states = states.astype(np.int32)
+        if self._table.shape[0] < _SHIFT_SAFE:
+            index = (states << 8) | data
+        else:
+            index = (states.astype(np.intp) << 8) | data
+        result: IntArray = self._flat[index]
+        unbuilt = result < 0
+        if unbuilt.any():
+            self._ensure(np.unique(states[unbuilt]).tolist())
+            result = self._flat[index]
+        return result
+
+    def row(self, state: int) -> IntArray:
+        """The 256 transitions of ``state`` (a fresh int32 array; builds the row if needed)."""
+        state = self._check(state)
+        if not self._built[state]:
+            self._ensure((state,))
+        row: IntArray = self._table[state].copy()
+        return row
+
+    def is_accepting(self, state: int) -> bool:
+        """Whether input may end in ``state``."""
+        return bool(self._accepting[self._check(state)])
+
+    @property
+    def accepting(self) -> BoolArray:
+        """Acceptance of the states materialized so far (a copy, shape ``(num_states,)``)."""
+        return self._accepting[: len(self._sets)].copy()
+
+    def walk(self, data: bytes, state: int | None = None) -> int:
+        """Feed ``data`` byte by byte from ``state`` (default ``initial``); DEAD once dead."""
+        current = self.initial if state is None else self._check(state)
+        for byte in data:
+            if current == DEAD:
+                return DEAD
+            if not self._built[current]:
+                self._ensure((current,))
+            current = int(self._table[current, byte])
+        return current
+
+    def matches(self, data: bytes) -> bool:
+        """Whether ``data`` is, in full, the UTF-8 encoding of a string the pattern matches."""
+        end = self.walk(data)  # may grow the arrays: read them afterwards
+        return bool(self._accepting[end])
+
+    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
+        """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
+        return np.flatnonzero(self.row(state)).astype(np.uint8)
+
+    def min_bytes_to_accept(
+        self,
+        state: int,
+        usable: BoolArray | None = None,
+        *,
+        costs: npt.NDArray[np.integer[Any]] | None = None,
+    ) -> int:
+        """Fewest bytes leading from ``state`` to an accepting state (0 if accepting).
+
+        Only bytes ``b`` with ``usable[b]`` (a bool array of 256) may be used; ``None``
+        allows all. ``costs`` (256 ints, instead of ``usable``) weighs each byte instead:
+        ``costs[b]`` >= 0, :data:`UNREACHABLE` for a byte that may not be used; a byte
+        range costs its cheapest byte. Returns :data:`UNREACHABLE` when no accepting state
+        can be reached. The first call per ``usable`` mask (or ``costs`` table; the last
+        few are kept) runs a search backwards over the concrete NFA (O(NFA size); a
+        counted repeat made virtual costs O(copies), not O(copies x size)); later calls
+        cost O(members of ``state`` x repeat nesting depth).
+        """
+        members = self._sets[self._check(state)]
+        return self._distances.min_bytes(members, usable, costs)
+
+    def __repr__(self) -> str:
+        return (
+            f"LazyAutomaton(pattern={show_pattern(self.pattern)}, num_states={self.num_states}, "
+            f"nfa_states={self._nfa.concrete_states}, virtual_states={self._nfa.virtual_states})"
+        )
+
+
+def _relative_edges(
+    block: Block, template: int, byte_edges: list[tuple[int, int, int]], eps_targets: list[int]
+) -> _Relative:
+    def rel(t: int) -> int:
+        return t - block.s0 if t < VIRTUAL_BASE else block.size_c + t - block.v0
+
+    return (
+        [(lo, hi, rel(t)) for lo, hi, t in byte_edges],
+        [rel(t) for t in eps_targets],
+        template == block.x_end,
+    )
+
+
+def _segments(
+    move_lists: Iterable[list[tuple[int, frozenset[int]]]],
+) -> list[tuple[int, int, frozenset[int]]]:
+    """Disjoint byte segments ``(lo, hi, successors)`` from several states' moves.
+
+    The byte-range edges are grouped by identical range first (many states share ranges:
+    the same class in several alternatives), their target sets joined once per range, and
+    only then are overlapping ranges split into segments."""
+    groups: dict[int, list[frozenset[int]]] = {}
+    for moves in move_lists:
+        for key, successors in moves:
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [successors]
+            else:
+                group.append(successors)
+    segments: list[tuple[int, int, frozenset[int]]] = []
+    previous_hi = -1
+    overlapping = False
+    for key in sorted(groups):
+        targets = groups[key]
+        lo, hi = key >> 8, key & 0xFF
+        overlapping = overlapping or lo <= previous_hi
+        previous_hi = max(previous_hi, hi)
+        joined = targets[0] if len(targets) == 1 else frozenset().union(*targets)
+        segments.append((lo, hi, joined))
+    return _sweep(segments) if overlapping else segments
+
+
+def _sweep(edges: list[tuple[int, int, frozenset[int]]]) -> list[tuple[int, int, frozenset[int]]]:
+    """Overlapping byte-range edges (sorted by lo) -> disjoint segments with merged targets."""
+    points = sorted({edge[0] for edge in edges} | {edge[1] + 1 for edge in edges})
+    segments: list[tuple[int, int, frozenset[int]]] = []
+    active: list[tuple[int, int, frozenset[int]]] = []
+    index = 0
+    total = len(edges)
+    for a, b in pairwise(points):
+        while index < total and edges[index][0] <= a:
+            active.append(edges[index])
+            index += 1
+        active = [edge for edge in active if edge[1] >= a]
+        if not active:
+            continue
+        if len(active) == 1:
+            members = active[0][2]
+        else:
+            members = frozenset().union(*[edge[2] for edge in active])
+        segments.append((a, b - 1, members))
+    return segments

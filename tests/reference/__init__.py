@@ -1,0 +1,1 @@
+"""Reference implementations that the tests use as oracles (never imported by formcast)."""
