@@ -6,8 +6,10 @@ never read or written, and uses a hand-built vocabulary (no model needed).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle
 import struct
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import textwrap
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pytest
@@ -280,11 +282,9 @@ def _damage_version(data: bytes) -> bytes:
     return data[:4] + struct.pack("<I", disk_cache.FORMAT_VERSION + 1) + data[8:]
 
 
-def _damage_unpickle(data: bytes) -> bytes:
-    """A valid header over a payload that is not a pickle at all."""
-    import hashlib
-
-    payload = b"not a pickle"
+def _with_payload(data: bytes, payload: bytes) -> bytes:
+    """The entry ``data`` with its payload replaced: a valid header (right magic, format,
+    key and checksum) over ``payload``, as anyone who can write the folder could make."""
     header = disk_cache._HEADER.unpack_from(data)
     return (
         disk_cache._HEADER.pack(
@@ -292,6 +292,10 @@ def _damage_unpickle(data: bytes) -> bytes:
         )
         + payload
     )
+
+
+def _damage_payload(data: bytes) -> bytes:
+    return _with_payload(data, b"not an index at all")
 
 
 @pytest.mark.parametrize(
@@ -302,9 +306,9 @@ def _damage_unpickle(data: bytes) -> bytes:
         _damage_truncate,
         _damage_flip,
         _damage_version,
-        _damage_unpickle,
+        _damage_payload,
     ],
-    ids=["empty", "garbage", "truncated", "flipped-byte", "other-format", "not-a-pickle"],
+    ids=["empty", "garbage", "truncated", "flipped-byte", "other-format", "not-an-index"],
 )
 def test_a_damaged_entry_is_a_miss_and_is_rewritten(damage: Any, _private_cache: Path) -> None:
     vocab = vocabulary()
@@ -335,6 +339,85 @@ def test_an_entry_under_another_key_is_not_used(_private_cache: Path) -> None:
     before = disk_cache.disk_cache_stats()
     compile_fresh(SCHEMA, vocab)
     assert disk_cache.disk_cache_stats()["rejected"] == before["rejected"] + 1
+
+
+class _Planted:
+    """A pickle that, when loaded, creates the file ``marker``: what an attacker who can
+    write the cache folder would plant."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (Path.touch, (self.marker,))
+
+
+def test_a_planted_pickle_runs_nothing_and_is_a_miss(_private_cache: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "planted-code-ran"
+    planted = pickle.dumps(_Planted(marker))
+    pickle.loads(planted)  # the payload does run code when unpickled...
+    assert marker.exists()
+    marker.unlink()
+
+    vocab = vocabulary()
+    expected = formcast.compile(Place, vocab).cursor().allowed_token_ids().tolist()
+    (path,) = entries(_private_cache)
+    good = path.read_bytes()
+    for forged in (planted, _with_payload(good, planted)):  # bare, and behind a valid header
+        path.write_bytes(forged)
+        before = disk_cache.disk_cache_stats()
+        index = compile_fresh(Place, vocab)
+        after = disk_cache.disk_cache_stats()
+        assert not marker.exists()  # ...but reading the cache never unpickles
+        assert after["rejected"] == before["rejected"] + 1
+        assert after["hits"] == before["hits"]
+        assert index.cursor().allowed_token_ids().tolist() == expected
+        assert path.read_bytes() == good  # the planted file was replaced
+
+
+def test_the_cache_module_does_not_import_pickle() -> None:
+    source = (ROOT / "src" / "formcast" / "cache.py").read_text()
+    assert "pickle" not in source.replace("pickle)", "").split('"""', 2)[2]
+
+
+def test_to_bytes_refuses_another_vocabulary_and_a_bound_index() -> None:
+    vocab = vocabulary()
+    index = formcast.compile(Place, vocab, cache=False)
+    data = index.to_bytes()
+    assert TokenIndex.from_bytes(data, vocab).row(index.initial_state)[0].tolist() == (
+        index.row(index.initial_state)[0].tolist()
+    )
+    other = Vocabulary.from_token_bytes([*TOKENS[:-1], b"ab", b""], [EOS + 1])
+    with pytest.raises(ValueError, match="vocabulary"):
+        TokenIndex.from_bytes(data, other)
+    text_index = formcast.compile(Copied, vocab, cache=False)
+    with pytest.raises(formcast.InvalidOptionError, match="bound to a text"):
+        text_index.bind("Total 12").to_bytes()
+
+
+class Copied(BaseModel):
+    name: Annotated[str, formcast.FromText()]
+
+
+def test_the_code_key_changes_with_any_file_of_the_package(tmp_path: Path) -> None:
+    package = ROOT / "src" / "formcast"
+    assert disk_cache.source_digest() == disk_cache.digest_of_sources(package)
+    copy = tmp_path / "formcast"
+    for path in package.rglob("*.py"):
+        target = copy / path.relative_to(package)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    base = disk_cache.digest_of_sources(copy)
+    assert base == disk_cache.source_digest()
+    (copy / "automaton" / "extra.py").write_text("X = 1\n")  # a new module
+    added = disk_cache.digest_of_sources(copy)
+    assert added != base
+    (copy / "automaton" / "extra.py").rename(copy / "automaton" / "other.py")  # renamed
+    assert disk_cache.digest_of_sources(copy) not in {base, added}
+    (copy / "automaton" / "other.py").unlink()
+    assert disk_cache.digest_of_sources(copy) == base
+    (copy / "index.py").write_text((copy / "index.py").read_text() + "\n# edited\n")
+    assert disk_cache.digest_of_sources(copy) != base
 
 
 # ------------------------------------------------------------------ switching it off
@@ -401,6 +484,8 @@ CASES: list[tuple[Any, dict[str, Any]]] = [
     (SCHEMA, {"mode": "specification"}),
     (list[int], {}),
     (formcast.Regex(r"[a-z]{2,5}(日本|é)?"), {}),
+    (formcast.Regex(r"(?:ab|c[0-9]){2,3000}"), {}),  # virtual copies
+    (formcast.Regex(r"(?(DEFINE)(?P<d0>(?:[a-z]é?){1,90}))(?&d0)-(?&d0)"), {}),  # calls
 ]
 
 

@@ -1,17 +1,19 @@
 """A disk cache of compiled constraints, so that a second process reuses a compile.
 
 :func:`formcast.compile` looks a constraint up here before it builds anything. An entry
-is a pickled :class:`~formcast.index.TokenIndex`: the lazy automaton with the states
-determinized so far and the token rows computed so far (at least the initial state's,
-so the first mask of a new process is a lookup).
+is a :class:`~formcast.index.TokenIndex` as plain data (:meth:`TokenIndex.to_bytes
+<formcast.index.TokenIndex.to_bytes>`: numpy arrays and a JSON header, never a pickle):
+the automaton's NFA, the states determinized so far with their rows, and the token rows
+computed so far (at least the initial state's, so the first mask of a new process is a
+lookup).
 
 Key: sha256 of the constraint's canonical text (:func:`formcast.constraint.constraint_key`:
 the JSON Schema document, or the pattern of a :class:`~formcast.Regex`, plus ``mode``,
 ``whitespace`` and ``max_recursion_depth``), the vocabulary's
-:attr:`~formcast.Vocabulary.fingerprint`, and the environment: :data:`FORMAT_VERSION`,
-formcast's version, a digest of the source of the modules that decide what an index
-answers, and the Python and numpy versions. The key never needs the regex, so a hit
-builds neither the regex nor the automaton.
+:attr:`~formcast.Vocabulary.fingerprint`, and the environment: :data:`FORMAT_VERSION`, a
+digest of every source file of the package (:func:`source_digest`: any change to the
+code, a renamed module included, is a miss) and the Python and numpy versions. The key
+never needs the regex, so a hit builds neither the regex nor the automaton.
 
 Folder: ``<cache>/constraints/`` where ``<cache>`` is :func:`formcast.models.cache_dir`
 (``$FORMCAST_CACHE_DIR``, else ``$XDG_CACHE_HOME/formcast``, else ``~/.cache/formcast``).
@@ -22,9 +24,10 @@ suites: a temporary folder).
 Safety: files are written to a temporary name and moved into place with
 :func:`os.replace`, so readers see a whole entry or none and concurrent writers of one key
 simply race to write the same content. A file that is truncated, corrupted (a sha256 of
-the payload is checked before unpickling), written by another format or not owned by the
-current user is a miss, and the next compile overwrites it. Pickle runs code when loaded:
-only files in the user's own cache folder are read, so keep that folder private.
+the payload is checked), written by another format or not owned by the current user is a
+miss, and the next compile overwrites it. Reading an entry never runs code, whoever wrote
+it (a planted pickle is just a foreign file). An entry decides which tokens are allowed,
+though, so keep the folder writable by its owner only.
 
 Size: an entry larger than :data:`MAX_ENTRY_BYTES` is not written, and when the folder
 grows beyond ``$FORMCAST_DISK_CACHE_MAX_MB`` (default :data:`DEFAULT_MAX_MB`) the least
@@ -37,17 +40,15 @@ import contextlib
 import hashlib
 import json
 import os
-import pickle
 import struct
 import sys
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import numpy as np
 
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the layout of an entry changes; older entries are then misses.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Entries whose payload is larger than this are not written (bytes).
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 #: Default bound of the whole folder, in MiB (``$FORMCAST_DISK_CACHE_MAX_MB``).
@@ -88,21 +89,6 @@ _STALE_TEMP_SECONDS = 3600
 _MAGIC = b"FCIX"
 # magic, format version, entry key (sha256), payload sha256, payload length
 _HEADER = struct.Struct("<4sI32s32sQ")
-# Modules whose code decides what a compiled index answers: any change there is a miss.
-_SOURCES = (
-    "schema.py",
-    "regex.py",
-    "charset.py",
-    "automaton/__init__.py",
-    "automaton/nfa.py",
-    "automaton/parse.py",
-    "automaton/lazy.py",
-    "automaton/distances.py",
-    "index.py",
-    "constraint.py",
-    "vocabulary.py",
-    "cache.py",
-)
 _OFF = frozenset({"0", "false", "no", "off"})
 _ON = frozenset({"", "1", "true", "yes", "on"})
 
@@ -156,21 +142,36 @@ def resolve(setting: CacheSetting) -> Path | None:
 
 
 @lru_cache(maxsize=1)
-def _environment() -> str:
-    from formcast import __version__
+def source_digest() -> str:
+    """sha256 (hex) of every Python source file of the installed package
+    (:func:`digest_of_sources` of its folder): any change to formcast's code, a renamed
+    or added module included, changes it. Computed once per process (a few ms)."""
+    return digest_of_sources(Path(__file__).resolve().parent)
 
-    here = Path(__file__).resolve().parent
-    code = hashlib.sha256()
-    for name in _SOURCES:
+
+def digest_of_sources(root: Path) -> str:
+    """sha256 (hex) of the ``*.py`` files under ``root``, by relative path and content.
+    A file that cannot be read counts by its name, with a mark."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix().encode()
         try:
-            code.update(name.encode() + b"\0" + (here / name).read_bytes())
-        except OSError:  # e.g. a zipped install: the version alone has to do
-            code.update(name.encode() + b"\0?")
+            content = path.read_bytes()
+        except OSError:
+            content = b"?"
+        for part in (relative, content):
+            digest.update(len(part).to_bytes(8, "little"))
+            digest.update(part)
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _environment() -> str:
+    # formcast's version is in its source (``__init__.py``), hence in the digest.
     return json.dumps(
         {
             "format": FORMAT_VERSION,
-            "formcast": __version__,
-            "code": code.hexdigest(),
+            "code": source_digest(),
             "python": list(sys.version_info[:2]),
             "numpy": np.__version__,
         },
@@ -234,15 +235,11 @@ def _decode(data: bytes, key: str, vocabulary: Vocabulary) -> TokenIndex | None:
             or hashlib.sha256(payload).digest() != checksum
         ):
             return None
-        state = pickle.loads(payload)
-        if not isinstance(state, dict) or "vocabulary" in state:
-            return None
-        index = TokenIndex.__new__(TokenIndex)
-        index.__setstate__({**state, "vocabulary": vocabulary})
+        index = TokenIndex.from_bytes(payload, vocabulary)
         index.row(index.initial_state)  # a broken entry fails here, not in a decoding loop
         return index
-    except Exception:  # anything a damaged pickle can raise is a miss
-        return None
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+        return None  # a damaged or foreign entry is a miss
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -278,31 +275,12 @@ def store(folder: Path, key: str, index: TokenIndex) -> bool:
 
 
 def _encode(index: TokenIndex) -> bytes | None:
-    """The index's state without its vocabulary (the loader has it), pickled while no
-    other thread can add rows, so the automaton's table and flags stay consistent."""
-    automaton_lock = getattr(index.automaton, "_lock", None)
-    index_lock = getattr(index, "_lock", None)
-    with _holding(automaton_lock), _holding(index_lock):
-        state = dict(index.__getstate__())
-        if state.get("vocabulary") is not index.vocabulary:
-            return None  # an index layout this module does not know: do not cache it
-        del state["vocabulary"]
-        for name, value in state.items():
-            if isinstance(value, dict):
-                state[name] = dict(value)
-        try:
-            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:
-            return None
-
-
-@contextlib.contextmanager
-def _holding(lock: Any) -> Iterator[None]:
-    if lock is None:
-        yield
-        return
-    with lock:
-        yield
+    """The index's plain data (its vocabulary left out: the loader has it), or None for an
+    index that does not serialise (one bound to a text)."""
+    try:
+        return index.to_bytes()
+    except InvalidOptionError:
+        return None
 
 
 def _max_bytes() -> int:
@@ -347,7 +325,7 @@ def save_to_disk_cache(index: TokenIndex) -> bool:
 
     Only indexes that :func:`formcast.compile` loaded from or wrote to the disk cache
     have an entry to update; for others, and when no row was added since the entry was
-    written, nothing happens. Cost: pickling the rows (~0.5 ms per 100 KB) and one file
+    written, nothing happens. Cost: serialising the rows (~0.5 ms per 100 KB) and one file
     write; other threads that would add rows wait meanwhile.
     """
     origin = _origins.get(index)

@@ -82,7 +82,7 @@ def compile(
 
     Cost: regex construction and automaton compilation on the first call for a given
     type and vocabulary (milliseconds to ~1 s for large schemas); with the disk cache on,
-    that first call also builds the initial state's row and writes the entry (a pickle of
+    that first call also builds the initial state's row and writes the entry (plain data,
     ~0.1-10 MB). Later calls hit an in-process cache; the first call of another process
     loads the entry (about a millisecond for typical schemas, plus the schema's canonical
     key: ``model_json_schema()`` and one ``json.dumps``). Index rows are built lazily

@@ -21,12 +21,14 @@ decoding asks for them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from formcast import blob
 from formcast.automaton import DEAD, LazyAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.text import TextSlot, text_slots
@@ -44,6 +46,7 @@ IntArray = npt.NDArray[np.int32]
 UNREACHABLE = np.iinfo(np.int32).max // 2
 
 _UNKNOWN = -2  # a plain successor not computed yet
+_FORMAT = 1  # the layout of to_bytes: bumped when it changes
 _PARTED = -3  # plain bytes lead to different states
 
 
@@ -111,6 +114,91 @@ class TokenIndex:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+    # -- plain-data serialisation (the disk cache) ---------------------------------------
+    def to_bytes(self) -> bytes:
+        """The index as plain data, without its vocabulary: the automaton's states and rows
+        reached so far and the token rows built so far (:mod:`formcast.blob`; no pickle).
+
+        Only indexes over a :class:`~formcast.automaton.LazyAutomaton` (not one bound to a
+        text) serialise. Cost: linear in the states and rows; other threads adding rows
+        wait meanwhile.
+
+        Raises:
+            InvalidOptionError: the index is bound to a text.
+        """
+        if not isinstance(self.automaton, LazyAutomaton):
+            raise InvalidOptionError(
+                f"expected an index over a compiled constraint, found one over "
+                f"{type(self.automaton).__name__} (bound to a text), which is not saved"
+            )
+        automaton_meta, arrays = self.automaton.to_arrays()
+        with self._lock:
+            rows = sorted(self._rows.items())
+            distances = sorted(self._distances.items())
+            plain_next = self._plain_next.copy()
+        arrays = {f"automaton.{name}": array for name, array in arrays.items()}
+        arrays.update(
+            row_states=np.array([state for state, _ in rows], dtype=np.int64),
+            row_offsets=np.cumsum([0, *(r.token_ids.size for _, r in rows)], dtype=np.int64),
+            row_tokens=_concat([r.token_ids for _, r in rows]),
+            row_next=_concat([r.next_states for _, r in rows]),
+            distance_states=np.array([state for state, _ in distances], dtype=np.int64),
+            distance_values=np.array([value for _, value in distances], dtype=np.int64),
+            plain_next=plain_next,
+        )
+        meta = {
+            "format": _FORMAT,
+            "description": self.description,
+            "vocabulary": self.vocabulary.fingerprint,
+            "automaton": automaton_meta,
+        }
+        return blob.pack(meta, arrays)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview, vocabulary: Vocabulary) -> TokenIndex:
+        """The index :meth:`to_bytes` wrote, over ``vocabulary`` (the one it was built
+        for). Reads plain data only: nothing in ``data`` can run code.
+
+        Raises:
+            ValueError: ``data`` is not such an index, is damaged, or was built for
+                another vocabulary.
+        """
+        meta, arrays = blob.unpack(data)
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"expected index format {_FORMAT}, found {meta.get('format')!r}")
+        if meta.get("vocabulary") != vocabulary.fingerprint:
+            raise ValueError("expected the vocabulary the index was built for, found another")
+        prefix = "automaton."
+        automaton = LazyAutomaton.from_arrays(
+            meta.get("automaton", {}),
+            {name[len(prefix) :]: a for name, a in arrays.items() if name.startswith(prefix)},
+        )
+        index = cls(automaton, vocabulary, description=str(meta.get("description", "")))
+        index._adopt_rows(arrays)
+        return index
+
+    def _adopt_rows(self, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+        try:
+            states = arrays["row_states"].tolist()
+            offsets = arrays["row_offsets"].tolist()
+            tokens, following = arrays["row_tokens"], arrays["row_next"]
+            distance_states = arrays["distance_states"].tolist()
+            distance_values = arrays["distance_values"].tolist()
+            plain_next = arrays["plain_next"]
+        except KeyError as missing:
+            raise ValueError(f"expected an index field {missing}, found none") from None
+        if len(offsets) != len(states) + 1 or tokens.shape != following.shape:
+            raise ValueError("expected one offset per row and one state per token")
+        if len(distance_states) != len(distance_values) or plain_next.ndim != 1:
+            raise ValueError("expected one distance per state and a flat plain-byte table")
+        for k, state in enumerate(states):
+            span = slice(offsets[k], offsets[k + 1])
+            self._rows[state] = _Row(
+                tokens[span].astype(np.int32), following[span].astype(np.int32)
+            )
+        self._distances = dict(zip(distance_states, distance_values, strict=True))
+        self._plain_next = plain_next.astype(np.int32)
 
     def cursor(self, text: str | None = None) -> Cursor:
         """A fresh per-sequence :class:`~formcast.guide.Cursor` at the initial state.
@@ -396,6 +484,10 @@ class TokenIndex:
             found_ids.append(level.end_tokens[kept])
             found_states.append(ending[kept])
         return found_ids, found_states
+
+
+def _concat(arrays: list[IntArray]) -> IntArray:
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
 
 
 def _slices(first: IntArray, stop: IntArray) -> IntArray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
@@ -82,6 +82,54 @@ class LazyAutomaton:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._adopt(state["nfa"], list(state["sets"]), state["table"], state["built"])
+
+    def to_arrays(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """The automaton as plain data (its :class:`Nfa`, the DFA states reached so far as
+        a CSR of NFA ids, and their rows), read back by :meth:`from_arrays`. Taken under
+        the row lock, so the table and the states agree. Cost: linear in the states."""
+        with self._lock:
+            count = len(self._sets)
+            members = [sorted(members) for members in self._sets]
+            table = self._table[:count].copy()
+            built = self._built[:count].copy()
+        meta, arrays = self._nfa.to_arrays()
+        arrays = {f"nfa.{name}": array for name, array in arrays.items()}
+        arrays["set_offsets"] = np.cumsum([0, *map(len, members)], dtype=np.int64)
+        arrays["set_members"] = np.array([m for group in members for m in group], dtype=np.int64)
+        arrays["table"] = table
+        arrays["built"] = built
+        return {"nfa": meta}, arrays
+
+    @classmethod
+    def from_arrays(
+        cls, meta: Mapping[str, Any], arrays: Mapping[str, npt.NDArray[Any]]
+    ) -> LazyAutomaton:
+        """The automaton :meth:`to_arrays` wrote, with its rows.
+
+        Raises:
+            ValueError: a field is missing or inconsistent (the state count of the table,
+                the built flags and the states must agree; the dead state comes first).
+        """
+        prefix = "nfa."
+        nfa = Nfa.from_arrays(
+            meta.get("nfa", {}),
+            {name[len(prefix) :]: a for name, a in arrays.items() if name.startswith(prefix)},
+        )
+        try:
+            offsets = arrays["set_offsets"].tolist()
+            members = arrays["set_members"].tolist()
+            table, built = arrays["table"], arrays["built"]
+        except KeyError as missing:
+            raise ValueError(f"expected an automaton field {missing}, found none") from None
+        count = len(offsets) - 1
+        if count < 2 or table.shape != (count, 256) or built.shape != (count,):
+            raise ValueError(f"expected {count} states with 256-entry rows and flags")
+        sets = [frozenset(members[offsets[k] : offsets[k + 1]]) for k in range(count)]
+        if sets[DEAD] or int(table.max(initial=0)) >= count:
+            raise ValueError("expected the dead state first and rows within the states")
+        automaton = cls.__new__(cls)
+        automaton._adopt(nfa, sets, table.astype(np.int32), built.astype(np.bool_))
+        return automaton
 
     def _adopt(
         self,

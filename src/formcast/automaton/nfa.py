@@ -161,6 +161,90 @@ class Nfa:
         """``(concrete states, byte edges, epsilon edges)`` (diagnostics)."""
         return self.concrete_states, int(self.byte_src.size), int(self.eps_src.size)
 
+    def to_arrays(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """The NFA as plain data: JSON-ready scalars and int arrays (see
+        :meth:`from_arrays`). Blocks become one row of ints each; extras a CSR."""
+        sources = sorted(self.extras)
+        targets = [self.extras[source] for source in sources]
+        meta = {
+            "pattern": self.pattern,
+            "concrete_states": self.concrete_states,
+            "virtual_states": self.virtual_states,
+            "start": self.start,
+            "final": self.final,
+        }
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "blocks": np.array(
+                [[*block[:-2], int(block.bounded), block.exit] for block in self.blocks],
+                dtype=np.int64,
+            ).reshape(len(self.blocks), len(Block._fields)),
+            "byte_src": self.byte_src,
+            "byte_lo": self.byte_lo,
+            "byte_hi": self.byte_hi,
+            "byte_dst": self.byte_dst,
+            "eps_src": self.eps_src,
+            "eps_dst": self.eps_dst,
+            "extra_sources": np.array(sources, dtype=np.int64),
+            "extra_offsets": np.cumsum([0, *map(len, targets)], dtype=np.int64),
+            "extra_targets": np.array([t for group in targets for t in group], dtype=np.int64),
+        }
+        return meta, arrays
+
+    @classmethod
+    def from_arrays(cls, meta: Mapping[str, Any], arrays: Mapping[str, npt.NDArray[Any]]) -> Nfa:
+        """The NFA :meth:`to_arrays` wrote.
+
+        Raises:
+            ValueError: a field is missing or of the wrong type, dtype or shape.
+        """
+        try:
+            scalars = {name: meta[name] for name in _SCALARS}
+            blocks_array = _ints(arrays["blocks"], 2)
+            edges = {name: _ints(arrays[name], 1) for name in _EDGE_ARRAYS}
+            offsets = _ints(arrays["extra_offsets"], 1).tolist()
+            sources = _ints(arrays["extra_sources"], 1).tolist()
+            targets = _ints(arrays["extra_targets"], 1).tolist()
+        except KeyError as missing:
+            raise ValueError(f"expected an NFA field {missing}, found none") from None
+        if not isinstance(scalars["pattern"], str) or not all(
+            isinstance(scalars[name], int) for name in _SCALARS[1:]
+        ):
+            raise ValueError("expected a str pattern and int state counts")
+        if blocks_array.shape[1:] != (len(Block._fields),) or len(offsets) != len(sources) + 1:
+            raise ValueError("expected one row per block and one offset per extra source")
+        if len({edges[n].size for n in _EDGE_ARRAYS[:4]}) > 1 or edges["eps_src"].size != (
+            edges["eps_dst"].size
+        ):
+            raise ValueError("expected edge arrays of equal lengths")
+        blocks = tuple(
+            Block._make([*row[:-2], bool(row[-2]), row[-1]]) for row in blocks_array.tolist()
+        )
+        extras = {
+            source: tuple(targets[offsets[k] : offsets[k + 1]]) for k, source in enumerate(sources)
+        }
+        return cls(
+            **scalars,
+            blocks=blocks,
+            byte_src=edges["byte_src"],
+            byte_lo=edges["byte_lo"].astype(np.int32),
+            byte_hi=edges["byte_hi"].astype(np.int32),
+            byte_dst=edges["byte_dst"],
+            eps_src=edges["eps_src"],
+            eps_dst=edges["eps_dst"],
+            extras=extras,
+        )
+
+
+_SCALARS = ("pattern", "concrete_states", "virtual_states", "start", "final")
+_EDGE_ARRAYS = ("byte_src", "byte_lo", "byte_hi", "byte_dst", "eps_src", "eps_dst")
+
+
+def _ints(array: npt.NDArray[Any], ndim: int) -> IdArray:
+    """``array`` as int64 with ``ndim`` dimensions (a copy only when the dtype differs)."""
+    if array.ndim != ndim or array.dtype.kind not in "iu":
+        raise ValueError(f"expected a {ndim}-d int array, found {array.dtype} {array.shape}")
+    return array.astype(np.int64, copy=False)
+
 
 @dataclass(frozen=True, eq=False)
 class BlockTree:
