@@ -29,6 +29,7 @@ import formcast.automaton.parse as parse_module
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.charset import utf8_sequences
 from formcast.errors import SchemaError, UserError
+from formcast.limits import Limits
 from reference.fsm import ByteFSM, compile_regex
 
 pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
@@ -245,12 +246,7 @@ def lazy(pattern: str, virtual: bool = False) -> LazyAutomaton:
 
 
 def _all_virtual(pattern: str) -> LazyAutomaton:
-    saved = parse_module._CONCRETE_COPY_LIMIT
-    parse_module._CONCRETE_COPY_LIMIT = -1
-    try:
-        return LazyAutomaton(pattern)
-    finally:
-        parse_module._CONCRETE_COPY_LIMIT = saved
+    return LazyAutomaton(pattern, Limits(concrete_copy_limit=0))
 
 
 VIRTUAL = pytest.mark.parametrize("virtual", [False, True], ids=["concrete", "virtual"])
@@ -1046,8 +1042,7 @@ def test_repeated_long_groups_are_copied_with_the_same_language(
     monkeypatch.setattr(parse_module._Builder, "copy_group", counted)
     automaton = LazyAutomaton(pattern)
     assert copies, "expected the repeated group to be copied"
-    monkeypatch.setattr(parse_module, "_MEMO_MIN_GROUP", 10**9)
-    parsed_every_time = LazyAutomaton(pattern)
+    parsed_every_time = LazyAutomaton(pattern, Limits(memo_min_group=10**9))
     assert automaton.nfa_size == parsed_every_time.nfa_size
     samples = [
         '{"ab":1}',

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import formcast.automaton.parse as parse_module
 from automaton_invariants import check_names, violations
 from formcast.automaton.nfa import VIRTUAL_BASE, Nfa
 from formcast.automaton.parse import build_nfa
 from formcast.errors import SchemaError
+from formcast.limits import Limits
 from test_automaton import _LONG_GROUP, CALL_CASES, PATTERNS, random_regexes
 
 MASKBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "maskbench"
@@ -40,12 +40,7 @@ def nfa_of(pattern: str, virtual: bool = False) -> Nfa:
     """The NFA of ``pattern``; ``virtual``: every counted repeat a virtual block."""
     if not virtual:
         return build_nfa(pattern)
-    saved = parse_module._CONCRETE_COPY_LIMIT
-    parse_module._CONCRETE_COPY_LIMIT = -1
-    try:
-        return build_nfa(pattern)
-    finally:
-        parse_module._CONCRETE_COPY_LIMIT = saved
+    return build_nfa(pattern, Limits(concrete_copy_limit=0))
 
 
 VIRTUAL = pytest.mark.parametrize("virtual", [False, True], ids=["concrete", "virtual"])

@@ -31,6 +31,7 @@ from formcast.automaton.distances import DistanceTables
 from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr
 from formcast.automaton.parse import build_nfa, show_pattern
 from formcast.errors import UserError
+from formcast.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["DEAD", "LazyAutomaton"]
 
@@ -62,10 +63,11 @@ class LazyAutomaton:
     Construction parses the pattern and builds its NFA (linear time, ~2 us per pattern
     character); rows cost ~20-100 us each the first time a state is reached. Refuses
     patterns outside the dialect, and patterns matching nothing, with SchemaError.
+    ``limits`` bound the NFA's copies (:class:`~formcast.limits.Limits`).
     """
 
-    def __init__(self, pattern: str) -> None:
-        self._adopt(build_nfa(pattern), [], None, None)
+    def __init__(self, pattern: str, limits: Limits = DEFAULT_LIMITS) -> None:
+        self._adopt(build_nfa(pattern, limits), [], None, None)
         self._add_state(frozenset())
         self._table[DEAD] = DEAD
         self._built[DEAD] = True

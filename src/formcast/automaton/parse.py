@@ -37,6 +37,7 @@ from formcast.charset import (
     utf8_sequences,
 )
 from formcast.errors import SchemaError
+from formcast.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["build_nfa", "show_pattern"]
 
@@ -50,14 +51,11 @@ Template = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[i
 # is always the last one built).
 Fragment = tuple[int, int, int, int, int, int]
 
-_CONCRETE_COPY_LIMIT = 4096  # repeats adding more states than this become virtual blocks
-_MAX_COPIES = 1_000_000
-_CONCRETE_BUDGET = 1_000_000  # past this many concrete states, every repeat is virtual
 _SHOWN_PATTERN = 80
 _BYPASS_ROUNDS = 64  # pointer-jumping rounds: chains up to 2**64 long
 
 
-def build_nfa(pattern: str) -> Nfa:
+def build_nfa(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Nfa:
     """The trimmed byte NFA of ``pattern`` (see :mod:`formcast.automaton` for the dialect).
 
     Raises:
@@ -70,7 +68,7 @@ def build_nfa(pattern: str) -> Nfa:
             "expected a regular expression formcast can compile, found "
             f"{type(pattern).__name__} {pattern!r}: a pattern must be a str"
         )
-    builder = _Builder(pattern)
+    builder = _Builder(pattern, limits)
     top = builder.parse()
     if top[0] < 0:
         _refuse(pattern, "it matches no string at all", None)
@@ -180,12 +178,6 @@ _SCOPED_FLAGS = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?:")
 _QUANTIFIER_START = frozenset("*+?{")
 
 
-_CALL_COPY_LIMIT = 64
-"""Definitions with at most this many (all concrete) states are copied concretely per call."""
-
-_MEMO_MIN_GROUP = 40
-"""Groups at least this many characters long are parsed once per distinct text."""
-
 # a remembered group: (fragment, concrete state end, byte-edge end, epsilon-edge end)
 _MemoEntry = tuple[Fragment, int, int, int]
 
@@ -201,8 +193,9 @@ class _Builder:
     :mod:`formcast.automaton.nfa` states the invariants of the finished NFA.
     """
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, limits: Limits = DEFAULT_LIMITS) -> None:
         self.pattern = pattern
+        self.limits = limits
         self.n = 0  # concrete states
         self.vn = VIRTUAL_BASE  # next virtual state id
         self.blocks: list[Block] = []
@@ -380,14 +373,19 @@ class _Builder:
             return (s, t, s0, b0, e0, v0)
         copies = high if high is not None else low
         shown = f"{{{low},{'' if high is None else high}}}"
-        if copies > _MAX_COPIES:
+        if copies > self.limits.max_copies:
             self.fail(
-                f"the counted repeat {shown} asks for more than {_MAX_COPIES} copies", position
+                f"the counted repeat {shown} asks for more than {self.limits.max_copies} copies",
+                position,
             )
         size_c = self.n - s0
         size_v = self.vn - v0
         added = size_c * (copies - 1)
-        if size_v > 0 or added > _CONCRETE_COPY_LIMIT or self.n + added > _CONCRETE_BUDGET:
+        if (
+            size_v > 0
+            or added > self.limits.concrete_copy_limit
+            or self.n + added > self.limits.concrete_budget
+        ):
             return self.virtual_repeat(frag, low, high, copies, shown, position)
         shifts = self.copy_last(s0, b0, e0, copies - 1)
         starts = [start] + [start + shift for shift in shifts]
@@ -796,7 +794,11 @@ class _Builder:
             return self._empty(s, len(self.bsrc), len(self.esrc), self.vn)
         size_c = n_end - s0
         size_v = vn_end - v0
-        if size_v == 0 and size_c <= _CALL_COPY_LIMIT and self.n + size_c <= _CONCRETE_BUDGET:
+        if (
+            size_v == 0
+            and size_c <= self.limits.call_copy_limit
+            and self.n + size_c <= self.limits.concrete_budget
+        ):
             return self.copy_group(((start, end, s0, b0, e0, v0), n_end, b_end, e_end))
         block = Block(self.vn, size_c + size_v, 1, s0, size_c, v0, start, end, 1, True, -1)
         first_virtual = self.vn
@@ -816,12 +818,12 @@ class _Builder:
     def remember_group(self, open_pos: int, close_pos: int, dotall: bool, group: Fragment) -> None:
         """Keep a just-closed long group for :meth:`reuse_group` (all-concrete groups with
         no named group inside only: copies must not redefine names)."""
-        if close_pos - open_pos < _MEMO_MIN_GROUP or group[0] < 0 or group[5] != self.vn:
+        if close_pos - open_pos < self.limits.memo_min_group or group[0] < 0 or group[5] != self.vn:
             return
         text = self.pattern[open_pos : close_pos + 1]
         if "(?P<" in text:
             return
-        known = self.group_memo.setdefault(text[:_MEMO_MIN_GROUP], [])
+        known = self.group_memo.setdefault(text[: self.limits.memo_min_group], [])
         if not any(t == text and d == dotall for t, d, _ in known):
             known.append((text, dotall, (group, self.n, len(self.bsrc), len(self.esrc))))
 
@@ -833,7 +835,7 @@ class _Builder:
         edge ranges, so a copy is the earlier instance's edges shifted to fresh ids: far
         cheaper than parsing the text again (schema regexes repeat long groups, such as
         "any JSON value", many times)."""
-        candidates = self.group_memo.get(self.pattern[pos : pos + _MEMO_MIN_GROUP])
+        candidates = self.group_memo.get(self.pattern[pos : pos + self.limits.memo_min_group])
         if not candidates:
             return None
         for text, memo_dotall, entry in candidates:

@@ -1,0 +1,133 @@
+"""The tuning limits of compilation, in one documented object.
+
+Every stage bounds its work so that no schema can make a compile run away: the regex
+stage bounds the text it writes and the automata it builds for patterns, the automaton
+bounds the states it copies. :class:`Limits` gathers those bounds; :func:`formcast.compile`
+(and the extractor's ``compile``) take one as ``limits=``. The defaults are what the test
+suite and the maskbench figures are measured with.
+
+A limit is one of two kinds, said in each docstring:
+
+* **refusal**: past it, the schema is refused with
+  :class:`~formcast.errors.UnsupportedSchemaError` (or recursion is unrolled fewer times,
+  with a warning). Raising it accepts more schemas at the cost of time and memory;
+* **speed/memory trade**: past it, the same language is built another way (a shared
+  definition, a virtual copy). Answers do not change, only costs.
+
+Limits are part of a constraint's cache key: indexes compiled with other limits are other
+entries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from formcast.errors import InvalidOptionError
+
+__all__ = ["DEFAULT_LIMITS", "Limits"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on the work of compiling one constraint. Every field is an int >= 0."""
+
+    # -- schema -> regex ----------------------------------------------------------------
+    max_regex_length: int = 1_000_000
+    """Refusal: characters of the regex of one schema. Recursion is unrolled fewer times
+    to fit; a schema whose regex is longer even then is refused. Compile time and the
+    automaton's size grow about linearly with it."""
+
+    any_value_depth: int = 12
+    """Refusal-free bound: levels of nesting of an unconstrained JSON value (schema ``true``
+    or ``{}``) in ``specification`` mode. Each level is one definition of a few hundred
+    characters."""
+
+    share_min_length: int = 400
+    """Speed/memory: when a regex is rebuilt with sharing, sub-schema regexes at least this
+    long become definitions called by ``(?&name)`` instead of being written out again."""
+
+    share_repeated_min_length: int = 100
+    """Speed/memory: the same, for sub-schema regexes written several times."""
+
+    unshared_regex_length: int = 200_000
+    """Speed/memory: a regex longer than this without sharing is built again with sharing.
+    Calls resolve states more slowly than plain copies, so sharing waits until then."""
+
+    max_subschemas: int = 12_000
+    """Refusal: sub-schemas translated for one document (``$ref`` expansions included)."""
+
+    max_conditional_dependencies: int = 6
+    """Refusal: ``dependentRequired``/``dependentSchemas`` entries whose conditions are
+    expanded into the 2**n combinations of present and absent names."""
+
+    max_set_sequences: int = 2_000
+    """Refusal-free bound: arrays listed for a Pydantic ``set`` of a finite enum (every
+    order of every subset); past it the set is an array without the no-repeat rule."""
+
+    max_set_subsets: int = 4_096
+    """Refusal-free bound: subsets considered for the listing above."""
+
+    # -- ECMAScript patterns --------------------------------------------------------------
+    max_pattern_nfa_states: int = 4_000
+    """Refusal: character NFA states of a ``pattern`` crossed with length bounds."""
+
+    max_pattern_dfa_states: int = 400
+    """Refusal: DFA states of such a pattern."""
+
+    max_length_product: int = 8_000
+    """Refusal: (DFA state, length) pairs written as definitions for a ``pattern`` with
+    ``minLength``/``maxLength``."""
+
+    max_eliminated_states: int = 300
+    """Refusal: DFA states turned back into a regex by state elimination (pattern
+    complements and differences)."""
+
+    max_eliminated_regex_length: int = 60_000
+    """Refusal: characters of any regex built while eliminating states."""
+
+    # -- regex -> byte automaton ---------------------------------------------------------
+    concrete_copy_limit: int = 4_096
+    """Speed/memory: a counted repeat adding more NFA states than this becomes a virtual
+    block (copies numbered arithmetically, built on demand) instead of concrete copies."""
+
+    concrete_budget: int = 1_000_000
+    """Speed/memory: past this many concrete NFA states, every repeat is virtual."""
+
+    max_copies: int = 1_000_000
+    """Refusal: copies of one repeated group (``x{0,n}`` with ``n`` larger is refused)."""
+
+    call_copy_limit: int = 64
+    """Speed/memory: definitions with at most this many states are copied concretely per
+    call instead of shared as a virtual template."""
+
+    memo_min_group: int = 40
+    """Speed: groups at least this many characters long are parsed once per distinct
+    text; an equal group written again copies the NFA built the first time."""
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidOptionError(
+                    f"expected Limits.{field.name} to be an int >= 0, found {value!r}"
+                )
+
+    def key(self) -> str:
+        """A canonical text of the limits that differ from the defaults (empty when none),
+        for cache keys."""
+        changed = {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if getattr(self, field.name) != field.default
+        }
+        return ",".join(f"{name}={value}" for name, value in sorted(changed.items()))
+
+    def replace(self, **changes: Any) -> Limits:
+        """A copy with ``changes`` applied (checked like the constructor)."""
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULT_LIMITS = Limits()
+"""The limits used when ``compile`` is given none."""
