@@ -26,14 +26,16 @@ import threading
 import time
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
+
+from typing_extensions import Unpack
 
 from formcast.attempts import Request, run_attempts, steering_for, to_result
 from formcast.compiler import compile as compile_index
 from formcast.compiler import vocabulary_of
 from formcast.constraint import OutputView, Regex, output_view
 from formcast.decoding import ForcedTokenizer, Generation, generate
-from formcast.decorator import model_backed
+from formcast.decorator import Decorator, decorator_of, model_backed
 from formcast.errors import (
     ContextLengthError,
     EmptyInputError,
@@ -43,7 +45,7 @@ from formcast.errors import (
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
 from formcast.models import load_default_model, load_pretrained
-from formcast.options import Plan, check_options, read_plan
+from formcast.options import ExtractOptions, Plan, check_options, read_plan
 from formcast.prompts import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_SYSTEM,
@@ -72,7 +74,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class Extractor:
@@ -174,23 +177,18 @@ class Extractor:
 
     # -- extraction ----------------------------------------------------------------------
     @overload
-    def extract(self, output: type[T], text: str, **options: Any) -> T: ...
+    def extract(self, output: type[T], text: str, **options: Unpack[ExtractOptions]) -> T: ...
     @overload
-    def extract(self, output: Regex, text: str, **options: Any) -> str: ...
+    def extract(self, output: Regex, text: str, **options: Unpack[ExtractOptions]) -> str: ...
     @overload
-    def extract(self, output: Any, text: str, **options: Any) -> Any: ...
+    def extract(self, output: Any, text: str, **options: Unpack[ExtractOptions]) -> Any: ...
 
-    def extract(self, output: Any, text: str, **options: Any) -> Any:
+    def extract(self, output: Any, text: str, **options: Unpack[ExtractOptions]) -> Any:
         """Extract one value of type ``output`` from ``text``.
 
-        Options: ``instructions``, ``max_new_tokens``, ``temperature``, ``top_p``,
-        ``seed``, ``jump_forward``, ``mode``, ``whitespace``, ``from_text`` (copy every
-        plain string field from ``text``: ``True`` or a :class:`formcast.FromText`).
-        Fields annotated ``FromText()`` are copied from ``text`` in any case.
-        ``loop_guard`` (True, False or a :class:`~formcast.decoding.LoopGuard`; on by
-        default), and the limits of validators that steer: ``max_attempts`` (3),
-        ``max_total_tokens`` (``max_attempts * max_new_tokens``), ``max_field_retries``
-        (2).
+        ``options`` are those of :class:`~formcast.options.ExtractOptions` (the guide's
+        options table says what each does). Fields annotated ``FromText()`` are copied
+        from ``text``; ``from_text=True`` copies every plain string field.
 
         When the output type's own validators reject a field's value as soon as it is
         written, that value is rolled back and written again (at most
@@ -207,7 +205,22 @@ class Extractor:
         """
         return self.run(output, text, **options).unwrap()
 
-    def run(self, output: Any, text: str, **options: Any) -> ExtractionResult[Any]:
+    @overload
+    def run(
+        self, output: type[T], text: str, **options: Unpack[ExtractOptions]
+    ) -> ExtractionResult[T]: ...
+    @overload
+    def run(
+        self, output: Regex, text: str, **options: Unpack[ExtractOptions]
+    ) -> ExtractionResult[str]: ...
+    @overload
+    def run(
+        self, output: Any, text: str, **options: Unpack[ExtractOptions]
+    ) -> ExtractionResult[Any]: ...
+
+    def run(
+        self, output: Any, text: str, **options: Unpack[ExtractOptions]
+    ) -> ExtractionResult[Any]:
         """Like :meth:`extract`, but return the full :class:`ExtractionResult`.
 
         Errors about the call itself (bad schema, bad options, empty text, context) are
@@ -218,6 +231,27 @@ class Extractor:
         results = self._run_batch(output, [text], options, raise_item_errors=True)
         return results[0]
 
+    @overload
+    def extract_many(
+        self,
+        output: type[T],
+        texts: Iterable[str],
+        *,
+        batch_size: int = 8,
+        progress: bool = True,
+        **options: Unpack[ExtractOptions],
+    ) -> Iterator[ExtractionResult[T]]: ...
+    @overload
+    def extract_many(
+        self,
+        output: Regex,
+        texts: Iterable[str],
+        *,
+        batch_size: int = 8,
+        progress: bool = True,
+        **options: Unpack[ExtractOptions],
+    ) -> Iterator[ExtractionResult[str]]: ...
+    @overload
     def extract_many(
         self,
         output: Any,
@@ -225,7 +259,17 @@ class Extractor:
         *,
         batch_size: int = 8,
         progress: bool = True,
-        **options: Any,
+        **options: Unpack[ExtractOptions],
+    ) -> Iterator[ExtractionResult[Any]]: ...
+
+    def extract_many(
+        self,
+        output: Any,
+        texts: Iterable[str],
+        *,
+        batch_size: int = 8,
+        progress: bool = True,
+        **options: Unpack[ExtractOptions],
     ) -> Iterator[ExtractionResult[Any]]:
         """Extract from many texts with batched decoding; yields results in input order.
 
@@ -237,8 +281,8 @@ class Extractor:
         items of a batch that need another attempt form a new, smaller batch. Errors
         about the call itself (bad schema or options) are raised before any item is read.
         """
-        if batch_size < 1:
-            raise InvalidOptionError(f"expected batch_size >= 1, found {batch_size}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidOptionError(f"expected batch_size to be an int >= 1, found {batch_size!r}")
         check_options(options)
         read_plan(options, self.max_new_tokens)
         self._compile_for(output, options)  # fail fast on a bad schema, before any item
@@ -250,7 +294,7 @@ class Extractor:
         texts: Iterable[str],
         batch_size: int,
         progress: bool,
-        options: Mapping[str, Any],
+        options: ExtractOptions,
     ) -> Iterator[ExtractionResult[Any]]:
         bar = _progress_bar(texts, progress)
         try:
@@ -267,21 +311,31 @@ class Extractor:
         finally:
             bar.close()
 
-    def function(self, fn: F | None = None, /, **options: Any) -> Any:
-        """Decorator: a typed function becomes a model-backed one.
+    @overload
+    def function(
+        self, fn: Callable[P, R], /, **options: Unpack[ExtractOptions]
+    ) -> Callable[P, R]: ...
+    @overload
+    def function(self, fn: None = None, /, **options: Unpack[ExtractOptions]) -> Decorator: ...
 
-        The docstring is the instruction, the call's arguments are the text, and the return
-        annotation is the output type (a model, ``int``, ``list[Model]``, ``Literal``,
-        ``Enum``, ``Optional``, dates...). Use as ``@extractor.function`` or
-        ``@extractor.function(max_new_tokens=64)``. The constraint is compiled at
-        decoration time, so an unsupported return type fails at import, not at call.
+    def function(
+        self, fn: Callable[P, R] | None = None, /, **options: Unpack[ExtractOptions]
+    ) -> Callable[P, R] | Decorator:
+        """Decorator: a typed function becomes a model-backed one, with the same signature.
+
+        The docstring is the instruction (the ``instructions`` option replaces it), the
+        call's arguments are the text, and the return annotation is the output type (a
+        model, ``int``, ``list[Model]``, ``Literal``, ``Enum``, ``Optional``, dates...).
+        Use as ``@extractor.function`` or ``@extractor.function(max_new_tokens=64)``. The
+        constraint is compiled at decoration time, so an unsupported return type fails at
+        import, not at call.
         """
         if fn is None:
-            return lambda f: self.function(f, **options)
+            return decorator_of(self, options)
         return model_backed(self, fn, options)
 
     # -- internals -----------------------------------------------------------------------
-    def _compile_for(self, output: Any, options: Mapping[str, Any]) -> TokenIndex:
+    def _compile_for(self, output: Any, options: ExtractOptions) -> TokenIndex:
         return self.compile(
             output,
             mode=options.get("mode"),
@@ -293,18 +347,18 @@ class Extractor:
         self,
         output: Any,
         texts: list[str],
-        options: Mapping[str, Any],
+        options: ExtractOptions,
         *,
         raise_item_errors: bool,
     ) -> list[ExtractionResult[Any]]:
         check_options(options)
+        plan = read_plan(options, self.max_new_tokens, self.jump_forward)
         started = time.perf_counter()
         index = self._compile_for(output, options)
         compile_seconds = time.perf_counter() - started
         spec = output_view(output)
-        plan = read_plan(options, self.max_new_tokens, self.jump_forward)
         budget = plan.budget
-        instructions = options.get("instructions") or (
+        instructions = plan.instructions or (
             DEFAULT_INSTRUCTIONS
             if spec.is_json
             else REGEX_INSTRUCTIONS.format(pattern=spec.pattern)

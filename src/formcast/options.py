@@ -10,35 +10,49 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from formcast.decoding import LoopGuard, SamplingOptions
 from formcast.errors import InvalidOptionError
+from formcast.schema import Mode
+from formcast.text import FromText
 
-__all__ = ["KNOWN_OPTIONS", "Plan", "check_options", "read_plan"]
+__all__ = ["KNOWN_OPTIONS", "ExtractOptions", "Plan", "check_options", "read_plan"]
 
-KNOWN_OPTIONS = frozenset(
-    {
-        "instructions",
-        "max_new_tokens",
-        "temperature",
-        "top_p",
-        "seed",
-        "jump_forward",
-        "mode",
-        "whitespace",
-        "from_text",
-        "loop_guard",
-        "max_attempts",
-        "max_total_tokens",
-        "max_field_retries",
-    }
-)
+
+class ExtractOptions(TypedDict, total=False):
+    """The keyword options of ``extract``, ``run``, ``extract_many`` and ``function``
+    (module functions and :class:`~formcast.Extractor` methods alike); every one may be
+    left out. Their meanings and defaults are in the guide's options table.
+
+    The calls take them as ``**options: Unpack[ExtractOptions]``, so a type checker
+    reports a misspelled option or a value of the wrong type; at run time,
+    :func:`check_options` and :func:`read_plan` raise :class:`InvalidOptionError` for
+    the same mistakes.
+    """
+
+    instructions: str
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    jump_forward: bool
+    mode: Mode
+    whitespace: bool | int
+    from_text: bool | FromText
+    loop_guard: bool | LoopGuard
+    max_attempts: int
+    max_total_tokens: int
+    max_field_retries: int
+
+
+#: The names of :class:`ExtractOptions`, for the run-time check.
+KNOWN_OPTIONS = frozenset(ExtractOptions.__annotations__)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The generation options of one call, read and checked once."""
+    """The options of one call, read and checked once."""
 
     budget: int
     sampling: SamplingOptions
@@ -47,6 +61,7 @@ class Plan:
     max_attempts: int
     max_total_tokens: int
     max_field_retries: int
+    instructions: str | None  # None: the default instruction for the output type
 
     def sampling_for(self, attempt: int) -> SamplingOptions:
         """A new seed for each attempt, so a retry with sampling draws anew."""
@@ -56,9 +71,10 @@ class Plan:
         return SamplingOptions(self.sampling.temperature, self.sampling.top_p, seed + attempt)
 
 
-def check_options(options: Mapping[str, Any]) -> None:
+def check_options(options: Mapping[str, object]) -> None:
     """Raise :class:`InvalidOptionError` naming every option that is not one of
-    :data:`KNOWN_OPTIONS`."""
+    :data:`KNOWN_OPTIONS` (a type checker reports them already; this is for callers
+    without one)."""
     unknown = set(options) - KNOWN_OPTIONS
     if unknown:
         raise InvalidOptionError(
@@ -66,18 +82,24 @@ def check_options(options: Mapping[str, Any]) -> None:
         )
 
 
-def read_plan(options: Mapping[str, Any], max_new_tokens: int, jump_forward: bool = True) -> Plan:
+def read_plan(
+    options: Mapping[str, object], max_new_tokens: int, jump_forward: bool = True
+) -> Plan:
     """Read and check the generation options of a call; ``max_new_tokens`` and
-    ``jump_forward`` are the extractor's defaults."""
-    budget = int(options.get("max_new_tokens", max_new_tokens))
+    ``jump_forward`` are the extractor's defaults. ``mode``, ``whitespace`` and
+    ``from_text`` are checked where the output type is compiled.
+
+    Raises:
+        InvalidOptionError: an option's value is of the wrong type or out of range.
+    """
+    budget = _count_option(options, "max_new_tokens", max_new_tokens, minimum=1)
     sampling = SamplingOptions(
-        temperature=float(options.get("temperature", 0.0)),
-        top_p=float(options.get("top_p", 1.0)),
-        seed=options.get("seed"),
+        temperature=_number_option(options, "temperature", 0.0),
+        top_p=_number_option(options, "top_p", 1.0),
+        seed=_seed(options.get("seed")),
     )
     attempts = _count_option(options, "max_attempts", 3, minimum=1)
-    total = options.get("max_total_tokens")
-    total = attempts * budget if total is None else _count_option(options, "max_total_tokens", 0)
+    total = _count_option(options, "max_total_tokens", attempts * budget, minimum=1)
     if total < budget:
         raise InvalidOptionError(
             f"expected max_total_tokens >= max_new_tokens ({budget}), found {total}"
@@ -85,22 +107,49 @@ def read_plan(options: Mapping[str, Any], max_new_tokens: int, jump_forward: boo
     return Plan(
         budget=budget,
         sampling=sampling,
-        jump_forward=bool(options.get("jump_forward", jump_forward)),
+        jump_forward=_bool_option(options, "jump_forward", jump_forward),
         loop_guard=_loop_guard(options.get("loop_guard", True)),
         max_attempts=attempts,
         max_total_tokens=total,
         max_field_retries=_count_option(options, "max_field_retries", 2, minimum=0),
+        instructions=_instructions(options.get("instructions")),
     )
 
 
-def _count_option(options: Mapping[str, Any], name: str, default: int, minimum: int = 0) -> int:
+def _count_option(options: Mapping[str, object], name: str, default: int, minimum: int) -> int:
     value = options.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidOptionError(f"expected {name} to be an int >= {minimum}, found {value!r}")
     return value
 
 
-def _loop_guard(value: Any) -> LoopGuard | None:
+def _number_option(options: Mapping[str, object], name: str, default: float) -> float:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidOptionError(f"expected {name} to be a number, found {value!r}")
+    return float(value)
+
+
+def _bool_option(options: Mapping[str, object], name: str, default: bool) -> bool:
+    value = options.get(name, default)
+    if not isinstance(value, bool):
+        raise InvalidOptionError(f"expected {name} to be True or False, found {value!r}")
+    return value
+
+
+def _seed(value: object) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise InvalidOptionError(f"expected seed to be an int or None, found {value!r}")
+
+
+def _instructions(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value or None
+    raise InvalidOptionError(f"expected instructions to be a str, found {value!r}")
+
+
+def _loop_guard(value: object) -> LoopGuard | None:
     if isinstance(value, LoopGuard):
         return value
     if isinstance(value, bool):

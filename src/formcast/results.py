@@ -7,6 +7,7 @@ import typing
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from formcast.decoding import FinishReason
 from formcast.errors import FormcastError
 
 __all__ = ["Attempt", "ExtractionResult"]
@@ -31,7 +32,7 @@ class Attempt:
 
     raw_text: str
     error: FormcastError | None
-    finish_reason: str
+    finish_reason: FinishReason
     completion_tokens: int
     generated_tokens: int
     field_rollbacks: int
@@ -63,7 +64,7 @@ class ExtractionResult(Generic[T]):
     value: T | None
     error: FormcastError | None = None
     raw_text: str = ""
-    finish_reason: str = "stop"
+    finish_reason: FinishReason = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
     forced_tokens: int = 0
