@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -25,6 +26,7 @@ from formcast import (
     Regex,
     SchemaError,
 )
+from formcast.options import KNOWN_OPTIONS, ExtractOptions
 
 
 class Item(BaseModel):
@@ -189,6 +191,56 @@ def test_max_new_tokens_too_small_is_an_error(tiny_extractor: Extractor) -> None
 def test_unknown_option_is_an_error(tiny_extractor: Extractor) -> None:
     with pytest.raises(InvalidOptionError, match="max_tokens"):
         tiny_extractor.extract(Item, "text", max_tokens=5)
+
+
+@pytest.mark.parametrize(
+    ("options", "found"),
+    [
+        ({"max_new_tokens": "64"}, "max_new_tokens to be an int >= 1, found '64'"),
+        ({"max_new_tokens": 0}, "max_new_tokens to be an int >= 1, found 0"),
+        ({"temperature": "hot"}, "temperature to be a number, found 'hot'"),
+        ({"top_p": True}, "top_p to be a number, found True"),
+        ({"seed": 1.5}, "seed to be an int or None, found 1.5"),
+        ({"jump_forward": 1}, "jump_forward to be True or False, found 1"),
+        ({"instructions": ["Find it."]}, "instructions to be a str, found"),
+    ],
+)
+def test_option_of_the_wrong_type_is_an_error(
+    tiny_extractor: Extractor, options: dict[str, Any], found: str
+) -> None:
+    with pytest.raises(InvalidOptionError, match=re.escape(found)):
+        tiny_extractor.run(Item, "text", **options)
+
+
+def test_known_options_are_the_typed_options_and_the_guides_table() -> None:
+    assert not ExtractOptions.__required_keys__  # every option may be left out
+    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    table = guide.split("| option | type | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"^\| `(\w+)` \|", table, flags=re.MULTILINE)) == KNOWN_OPTIONS
+
+
+def test_the_instructions_option_replaces_the_decorated_docstring(
+    tiny_extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+    run = tiny_extractor.run
+
+    def record(output: Any, text: str, **options: Any) -> Any:
+        sent.append(options["instructions"])
+        return run(output, text, **options)
+
+    monkeypatch.setattr(tiny_extractor, "run", record)
+
+    @tiny_extractor.function(instructions="Name the fruit.")
+    def fruit(order: str) -> Item:
+        """Pick the first item of the order."""
+
+    @tiny_extractor.function
+    def first(order: str) -> Item:
+        """Pick the first item of the order."""
+
+    assert isinstance(fruit("2 pears"), Item) and isinstance(first("2 pears"), Item)
+    assert sent == ["Name the fruit.", "Pick the first item of the order."]
 
 
 def test_prompt_template_is_used(tiny_model: Any, tokenizer: Any) -> None:

@@ -11,14 +11,20 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
+
+from typing_extensions import Unpack
 
 from formcast.constraint import Regex
+from formcast.decorator import Decorator
 from formcast.extractor import ExtractionResult, Extractor
+from formcast.options import ExtractOptions
 
 __all__ = ["extract", "extract_many", "function", "get_default_extractor"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 ModelChoice = Extractor | str | os.PathLike[str] | None
 
 _default: Extractor | None = None
@@ -48,16 +54,56 @@ def _resolve(model: ModelChoice) -> Extractor:
 
 
 @overload
-def extract(output: type[T], text: str, *, model: ModelChoice = None, **options: Any) -> T: ...
+def extract(
+    output: type[T], text: str, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+) -> T: ...
 @overload
-def extract(output: Regex, text: str, *, model: ModelChoice = None, **options: Any) -> str: ...
+def extract(
+    output: Regex, text: str, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+) -> str: ...
 @overload
-def extract(output: Any, text: str, *, model: ModelChoice = None, **options: Any) -> Any: ...
+def extract(
+    output: Any, text: str, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+) -> Any: ...
 
 
-def extract(output: Any, text: str, *, model: ModelChoice = None, **options: Any) -> Any:
+def extract(
+    output: Any, text: str, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+) -> Any:
     """Extract one value of type ``output`` from ``text``; see :meth:`Extractor.extract`."""
     return _resolve(model).extract(output, text, **options)
+
+
+@overload
+def extract_many(
+    output: type[T],
+    texts: Iterable[str],
+    *,
+    model: ModelChoice = None,
+    batch_size: int = 8,
+    progress: bool = True,
+    **options: Unpack[ExtractOptions],
+) -> Iterator[ExtractionResult[T]]: ...
+@overload
+def extract_many(
+    output: Regex,
+    texts: Iterable[str],
+    *,
+    model: ModelChoice = None,
+    batch_size: int = 8,
+    progress: bool = True,
+    **options: Unpack[ExtractOptions],
+) -> Iterator[ExtractionResult[str]]: ...
+@overload
+def extract_many(
+    output: Any,
+    texts: Iterable[str],
+    *,
+    model: ModelChoice = None,
+    batch_size: int = 8,
+    progress: bool = True,
+    **options: Unpack[ExtractOptions],
+) -> Iterator[ExtractionResult[Any]]: ...
 
 
 def extract_many(
@@ -67,7 +113,7 @@ def extract_many(
     model: ModelChoice = None,
     batch_size: int = 8,
     progress: bool = True,
-    **options: Any,
+    **options: Unpack[ExtractOptions],
 ) -> Iterator[ExtractionResult[Any]]:
     """Batched extraction, results in input order; see :meth:`Extractor.extract_many`."""
     return _resolve(model).extract_many(
@@ -75,12 +121,28 @@ def extract_many(
     )
 
 
+@overload
 def function(
-    fn: Callable[..., Any] | None = None, /, *, model: ModelChoice = None, **options: Any
-) -> Any:
-    """Decorator over the default (or given) model; see :meth:`Extractor.function`."""
-    return (
-        _resolve(model).function(fn, **options)
-        if fn is not None
-        else (lambda f: _resolve(model).function(f, **options))
-    )
+    fn: Callable[P, R], /, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+) -> Callable[P, R]: ...
+@overload
+def function(
+    fn: None = None, /, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+) -> Decorator: ...
+
+
+def function(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    model: ModelChoice = None,
+    **options: Unpack[ExtractOptions],
+) -> Callable[P, R] | Decorator:
+    """Decorator over the default (or given) model; see :meth:`Extractor.function`.
+
+    The model is loaded when the function is decorated, not when it is called.
+    """
+    extractor = _resolve(model)
+    if fn is None:
+        return extractor.function(**options)
+    return extractor.function(fn, **options)

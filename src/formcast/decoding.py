@@ -46,6 +46,7 @@ from formcast.vocabulary import Vocabulary
 
 __all__ = [
     "FieldSteering",
+    "FinishReason",
     "ForcedTokenizer",
     "FormcastLogitsProcessor",
     "Generation",
@@ -54,6 +55,8 @@ __all__ = [
     "generate",
 ]
 
+#: Why a generation ended: ``"stop"`` (the model ended the output) or ``"length"`` (the
+#: token budget ran out; the output is still complete and valid).
 FinishReason = Literal["stop", "length"]
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from formcast.extractor import Attempt
+    from formcast.results import Attempt
 
 __all__ = [
     "ContextLengthError",
@@ -134,7 +134,7 @@ class OutputValidationError(ExtractionRuntimeError):
     Attributes:
         raw_text: the text the model generated (in the last attempt).
         validation_error: the underlying ``pydantic.ValidationError``.
-        attempts: every attempt of the extraction (:class:`~formcast.extractor.Attempt`),
+        attempts: every attempt of the extraction (:class:`~formcast.results.Attempt`),
             set when an extraction gives up after its retries; empty otherwise.
     """
 

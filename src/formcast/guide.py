@@ -19,10 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.errors import InvalidOptionError, TokenNotAllowedError
-from formcast.index import TokenIndex
 
 if TYPE_CHECKING:
     import torch
+
+    # for annotations only: formcast.index imports this module to build cursors
+    from formcast.index import TokenIndex
 
 __all__ = ["Cursor"]
 

@@ -23,19 +23,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from formcast import blob
 from formcast.automaton import DEAD, LazyAutomaton
+from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
+from formcast.guide import Cursor
 from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import PLAIN_BYTES, TokenTrie, Vocabulary
-
-if TYPE_CHECKING:
-    from formcast.guide import Cursor
 
 __all__ = ["UNREACHABLE", "TokenIndex"]
 
@@ -207,8 +206,6 @@ class TokenIndex:
         it (``FromText``, see :attr:`text_slots`) and refused otherwise. O(1) without a
         text; with one, the cost of :meth:`bind`.
         """
-        from formcast.guide import Cursor
-
         if text is not None:
             return Cursor(self.bind(text))
         if self.text_slots:
@@ -238,8 +235,6 @@ class TokenIndex:
                 not a str.
             NoTextValueError: the text holds no value for a field the output needs.
         """
-        from formcast.bound import BoundAutomaton
-
         if not isinstance(text, str):
             raise InvalidOptionError(f"expected the text as str, found {type(text).__name__}")
         if not self.text_slots or not isinstance(self.automaton, LazyAutomaton):

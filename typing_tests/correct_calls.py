@@ -1,0 +1,90 @@
+"""Calls that type-check, and the types they return (checked by mypy, never run)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import BaseModel
+from typing_extensions import assert_type
+
+import formcast
+from formcast import ExtractionResult, Extractor, FromText, LoopGuard, Regex
+from formcast.options import ExtractOptions
+
+
+class Receipt(BaseModel):
+    company: str
+    total: float
+
+
+def module_functions() -> None:
+    receipt = formcast.extract(
+        Receipt,
+        "ACME, total 3.50",
+        max_new_tokens=64,
+        temperature=0.7,
+        top_p=0.9,
+        seed=1,
+        jump_forward=False,
+        mode="specification",
+        whitespace=2,
+        from_text=FromText(),
+        loop_guard=LoopGuard(max_repeats=4),
+        max_attempts=2,
+        max_total_tokens=256,
+        max_field_retries=0,
+        instructions="Read the receipt.",
+    )
+    assert_type(receipt, Receipt)
+    assert_type(formcast.extract(Regex(r"[0-9]+"), "call 555"), str)
+    assert_type(formcast.extract(Receipt, "text", model="some/checkpoint", seed=None), Receipt)
+
+    results = formcast.extract_many(Receipt, ["a", "b"], batch_size=2, progress=False)
+    assert_type(results, Iterator[ExtractionResult[Receipt]])
+    for result in results:
+        assert_type(result.value, Receipt | None)
+        assert_type(result.unwrap(), Receipt)
+        assert_type(result.finish_reason, Literal["stop", "length"])
+        for attempt in result.history:
+            assert_type(attempt.finish_reason, Literal["stop", "length"])
+    phones = formcast.extract_many(Regex(r"[0-9]+"), iter(["555"]), loop_guard=False)
+    assert_type(phones, Iterator[ExtractionResult[str]])
+
+
+def decorators() -> None:
+    @formcast.function
+    def company_of(receipt: str) -> Receipt:
+        """Read the receipt."""
+        raise NotImplementedError
+
+    @formcast.function(max_new_tokens=64, from_text=True)
+    def total_of(receipt: str, currency: str = "EUR") -> float:
+        """The receipt's total."""
+        raise NotImplementedError
+
+    assert_type(company_of("ACME, total 3.50"), Receipt)
+    assert_type(total_of("ACME, total 3.50", currency="USD"), float)
+
+
+def extractor_methods(extractor: Extractor) -> None:
+    assert_type(extractor.extract(Receipt, "text", max_new_tokens=64), Receipt)
+    assert_type(extractor.extract(Regex(r"[0-9]+"), "text"), str)
+    assert_type(extractor.run(Receipt, "text", seed=3), ExtractionResult[Receipt])
+    assert_type(extractor.run(Regex(r"[0-9]+"), "text"), ExtractionResult[str])
+    assert_type(
+        extractor.extract_many(Receipt, ["text"], max_attempts=1),
+        Iterator[ExtractionResult[Receipt]],
+    )
+
+    @extractor.function(temperature=0.0)
+    def is_paid(receipt: str) -> bool:
+        """Whether the receipt says it is paid."""
+        raise NotImplementedError
+
+    assert_type(is_paid("PAID"), bool)
+
+
+def options_passed_on(extractor: Extractor, options: ExtractOptions) -> None:
+    """Options gathered in a typed dict pass through as keywords."""
+    assert_type(extractor.extract(Receipt, "text", **options), Receipt)
