@@ -52,12 +52,12 @@ from formcast.regex import (
     NUMBER,
     STRING,
     WHITESPACE_DEFAULT,
-    _int_range,
-    _number_range,
     escape_literal,
     inline_definitions,
-    schema_to_regex,
 )
+from formcast.regex.numbers import int_range as _int_range
+from formcast.regex.numbers import number_range as _number_range
+from formcast.regex.translator import schema_to_regex
 from formcast.schema import load_schema, validator_class
 
 MASKBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "maskbench"

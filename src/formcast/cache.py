@@ -88,10 +88,11 @@ _STALE_TEMP_SECONDS = 3600
 _MAGIC = b"FCIX"
 # magic, format version, entry key (sha256), payload sha256, payload length
 _HEADER = struct.Struct("<4sI32s32sQ")
-# Modules whose code decides what a compiled index answers: any change there is a miss.
+# Modules (glob patterns in this package) whose code decides what a compiled index
+# answers: any change there is a miss.
 _SOURCES = (
     "schema.py",
-    "regex.py",
+    "regex/*.py",
     "automaton.py",
     "index.py",
     "constraint.py",
@@ -156,11 +157,16 @@ def _environment() -> str:
 
     here = Path(__file__).resolve().parent
     code = hashlib.sha256()
-    for name in _SOURCES:
-        try:
-            code.update(name.encode() + b"\0" + (here / name).read_bytes())
-        except OSError:  # e.g. a zipped install: the version alone has to do
-            code.update(name.encode() + b"\0?")
+    for source in _SOURCES:
+        paths = sorted(here.glob(source))
+        if not paths:  # e.g. a zipped install: the version alone has to do
+            code.update(source.encode() + b"\0?")
+        for path in paths:
+            name = path.relative_to(here).as_posix()
+            try:
+                code.update(name.encode() + b"\0" + path.read_bytes())
+            except OSError:
+                code.update(name.encode() + b"\0?")
     return json.dumps(
         {
             "format": FORMAT_VERSION,
