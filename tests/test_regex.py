@@ -31,7 +31,8 @@ import interegular
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from interegular.fsm import anything_else
+from interegular.fsm import Alphabet, anything_else
+from interegular.patterns import REFlags
 from pydantic import (
     AnyUrl,
     BaseModel,
@@ -57,6 +58,7 @@ from formcast.regex import (
 )
 from formcast.regex.numbers import int_range as _int_range
 from formcast.regex.numbers import number_range as _number_range
+from formcast.regex.objects import pattern_for_key, regex_disjoint
 from formcast.regex.translator import schema_to_regex
 from formcast.schema import load_schema, validator_class
 
@@ -2001,3 +2003,42 @@ def test_pattern_properties_exclude_the_declared_names_they_match() -> None:
 def test_min_length_alone_combines_with_a_pattern(pattern: str, low: int, alphabet: str) -> None:
     schema = {"type": "string", "pattern": pattern, "minLength": low}
     _assert_agrees_on_random_strings(schema, alphabet, low + 6, seed=5)
+
+
+# ----------------------------------------------------------------------------- disjointness
+
+_KEY_PATTERNS = ["^x-", "^[a-z]+$", "^[0-9]{3}$", "^\\d+$", "^S_", "^S_[A-Z]", "é", "^(ab)+$"]
+_KEY_PATTERNS += ["^$", "[^a-z]", "^.{2}$", "^a\\.b", "^[^\\x00-\\x7f]+$"]
+
+
+def _interegular_disjoint(a: str, b: str) -> bool:
+    """The answer of interegular's character automata (which regex_disjoint once used)."""
+    first, second = interegular.parse_pattern(a), interegular.parse_pattern(b)
+    flags = REFlags(0)
+    alphabet = Alphabet.union(first.get_alphabet(flags), second.get_alphabet(flags))[0]
+    return bool(first.to_fsm(alphabet).isdisjoint(second.to_fsm(alphabet)))
+
+
+def test_regex_disjoint_agrees_with_interegular() -> None:
+    """Key regexes of patternProperties (JSON string tokens), pairwise: the walk over
+    the two byte automata answers as interegular's character automata do."""
+    keys = [pattern_for_key(p, "", "patternProperties") for p in _KEY_PATTERNS]
+    answers = []
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            assert a is not None and b is not None
+            expected = _interegular_disjoint(a, b)
+            assert regex_disjoint(a, b) is expected, (a, b)
+            assert regex_disjoint(b, a) is expected, (b, a)
+            answers.append(expected)
+    assert True in answers and False in answers
+
+
+def test_regex_disjoint_gives_up_past_its_step_bound() -> None:
+    """A walk that would visit more pairs of states than allowed stops and answers
+    "not proven disjoint" (sound), even for disjoint regexes."""
+    a = '"[ab]*a[ab]{6}x"'  # 2**7 states each, and as many pairs reachable together
+    b = '"[ab]*a[ab]{6}y"'
+    assert regex_disjoint(a, b)
+    assert not regex_disjoint(a, b, max_pairs=100)
+    assert regex_disjoint(a, b, max_pairs=1_000)

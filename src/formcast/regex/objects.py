@@ -16,6 +16,7 @@ import functools
 import re
 from collections.abc import Sequence
 
+from formcast.automaton import DEAD, LazyAutomaton
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.context import Translation
 from formcast.regex.dialect import (
@@ -36,6 +37,8 @@ from formcast.schema import join_pointer
 
 # SHARE_MIN_LENGTH for the regexes written several times: optional members, extras
 _SHARE_REPEATED_MIN_LENGTH = 100
+# pairs of states a disjointness walk visits before it gives up (a few tenths of a second)
+_MAX_PRODUCT_STATES = 20_000
 
 
 def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Result:
@@ -381,16 +384,29 @@ def _nonempty(elements: list[tuple[str, str, str, bool]]) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def regex_disjoint(a: str, b: str) -> bool:
-    """True when the two regexes provably match no common string."""
-    try:
-        import interegular
-        from interegular.fsm import Alphabet
-        from interegular.patterns import REFlags
+def regex_disjoint(a: str, b: str, max_pairs: int = _MAX_PRODUCT_STATES) -> bool:
+    """True when the two regexes provably match no common string.
 
-        pa, pb = interegular.parse_pattern(a), interegular.parse_pattern(b)
-        flags = REFlags(0)
-        alphabet = Alphabet.union(pa.get_alphabet(flags), pb.get_alphabet(flags))[0]
-        return bool(pa.to_fsm(alphabet).isdisjoint(pb.to_fsm(alphabet)))
-    except Exception:
+    A walk over the pairs of states of their byte automata that some input reaches
+    together: disjoint when no such pair accepts in both. ``False`` (not proven) past
+    ``max_pairs`` pairs, or when either regex is refused by the automaton."""
+    try:
+        first, second = LazyAutomaton(a), LazyAutomaton(b)
+    except SchemaError:
         return False
+    start = (first.initial, second.initial)
+    seen = {start}
+    pending = [start]
+    while pending:
+        state_a, state_b = pending.pop()
+        if first.is_accepting(state_a) and second.is_accepting(state_b):
+            return False
+        row_a, row_b = first.row(state_a), second.row(state_b)
+        both = (row_a != DEAD) & (row_b != DEAD)
+        for pair in zip(row_a[both].tolist(), row_b[both].tolist(), strict=True):
+            if pair not in seen:
+                if len(seen) >= max_pairs:
+                    return False
+                seen.add(pair)
+                pending.append(pair)
+    return True
