@@ -22,7 +22,7 @@ from transformers import AutoTokenizer
 from formcast.automaton import LazyAutomaton
 from formcast.index import TokenIndex
 from formcast.models import default_model_dir
-from formcast.regex import schema_to_regex
+from formcast.regex.translator import schema_to_regex
 from formcast.vocabulary import Vocabulary
 
 Family = Callable[[int], tuple[dict[str, Any], Any]]

@@ -782,7 +782,7 @@ def _schema_regex(name: str, mode: str) -> str | None:
     schema = _schema(name)
     if schema is None:
         return None
-    from formcast.regex import schema_to_regex
+    from formcast.regex.translator import schema_to_regex
 
     return schema_to_regex(schema, mode=mode)  # type: ignore[arg-type]
 

@@ -24,7 +24,7 @@ from formcast import FromText, NoTextValueError, UnsupportedSchemaError
 from formcast.compiler import compile as compile_index
 from formcast.decoding import ForcedTokenizer, FormcastLogitsProcessor, SamplingOptions, generate
 from formcast.errors import InvalidOptionError, SchemaError
-from formcast.regex import schema_to_regex
+from formcast.regex.translator import schema_to_regex
 from formcast.text import TextAutomaton, TextSlot, number_candidates, text_slots
 from formcast.vocabulary import Vocabulary
 

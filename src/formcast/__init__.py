@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
     from formcast.guide import Cursor
     from formcast.index import TokenIndex
-    from formcast.regex import schema_to_regex
+    from formcast.regex.translator import schema_to_regex
     from formcast.text import FromText
     from formcast.vocabulary import Vocabulary
 
@@ -62,7 +62,7 @@ _LAZY = {
     "Cursor": "formcast.guide",
     "FromText": "formcast.text",
     "TokenIndex": "formcast.index",
-    "schema_to_regex": "formcast.regex",
+    "schema_to_regex": "formcast.regex.translator",
     "Vocabulary": "formcast.vocabulary",
 }
 

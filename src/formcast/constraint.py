@@ -22,7 +22,7 @@ import pydantic
 from pydantic import BaseModel, TypeAdapter
 
 from formcast.errors import OutputValidationError, SchemaError
-from formcast.regex import schema_to_regex
+from formcast.regex.translator import schema_to_regex
 from formcast.schema import Mode, load_schema, pydantic_schema
 from formcast.text import FromText
 
@@ -110,7 +110,7 @@ def output_spec(
     """Read an output type. Cost: schema generation plus regex construction (~ms).
 
     ``from_text`` copies every plain string value from the request's text (see
-    :func:`formcast.regex.schema_to_regex`); it is refused for a :class:`Regex`."""
+    :func:`formcast.regex.translator.schema_to_regex`); it is refused for a :class:`Regex`."""
     if isinstance(output, Regex):
         if from_text:
             raise SchemaError(

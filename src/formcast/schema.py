@@ -21,7 +21,7 @@ metaschema (milliseconds for typical schemas, ~10-50 ms for schemas of a few hun
 kilobytes). :class:`References` walks the document once on construction.
 
 ``jsonschema`` is needed at run time (metaschema validation here, and exact filtering of
-``enum`` values in :mod:`formcast.regex`).
+``enum`` values in :mod:`formcast.regex.enums`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from formcast.errors import SchemaError, UnsupportedSchemaError
+from formcast.regex.dialect import NUMBER
+from formcast.regex.formats import PYDANTIC_FORMS, url_regex
+from formcast.regex.numbers import int_range
 
 __all__ = [
     "ANNOTATION_KEYWORDS",
@@ -263,17 +266,15 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         kind = keys.get("type")
         if kind not in ("integer", "number", "boolean"):
             return json_schema
-        from formcast import regex as _regex  # formcast.regex imports this module
-
         names: dict[str, Any] | bool = False  # keys that cannot be written: only {}
         if kind == "boolean" and set(keys) == {"type"}:
             names = {"enum": ["true", "false"]}
         elif kind == "number" and set(keys) == {"type"}:
-            names = {"pattern": _anchored(_regex.NUMBER)}
+            names = {"pattern": _anchored(NUMBER)}
         elif kind == "integer" and set(keys) <= {"type", "minimum", "maximum"}:
             low, high = keys.get("minimum"), keys.get("maximum")
             if all(v is None or isinstance(v, int) for v in (low, high)):
-                digits = _regex._int_range(low, high)
+                digits = int_range(low, high)
                 names = {"pattern": _anchored(digits)} if digits is not None else False
         json_schema["propertyNames"] = names
         return json_schema
@@ -313,8 +314,6 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         return self._moment(schema, "time") or super().time_schema(schema)
 
     def _moment(self, schema: Any, name: str) -> JsonSchemaValue | None:
-        from formcast.regex import PYDANTIC_FORMS
-
         constraint = schema.get("tz_constraint")
         if constraint is None:
             return {"type": "string", "pattern": _anchored(PYDANTIC_FORMS[name])}
@@ -323,21 +322,17 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         return None
 
     def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> JsonSchemaValue:
-        from formcast.regex import PYDANTIC_FORMS
-
         json_schema = super().timedelta_schema(schema)
         if json_schema.get("format") != "duration":
             return json_schema
         return {"type": "string", "pattern": _anchored(PYDANTIC_FORMS["duration"])}
 
     def url_schema(self, schema: core_schema.UrlSchema) -> JsonSchemaValue:
-        from formcast import regex as _regex
-
         json_schema = super().url_schema(schema)
         schemes = schema.get("allowed_schemes")
         if json_schema.get("format") == "uri" and schemes:
             del json_schema["format"]
-            json_schema["pattern"] = _anchored(_regex._url_regex([s.lower() for s in schemes]))
+            json_schema["pattern"] = _anchored(url_regex([s.lower() for s in schemes]))
         return json_schema
 
     def set_schema(self, schema: core_schema.SetSchema) -> JsonSchemaValue:

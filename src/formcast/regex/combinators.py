@@ -1,0 +1,460 @@
+"""Combinators: ``anyOf``, ``oneOf``, ``allOf``, ``not``, ``if``/``then``/``else`` and the
+dependency keywords, and the disjointness proofs ``oneOf`` needs.
+
+``allOf`` is flattened before this module sees it (:mod:`formcast.regex.references`).
+:func:`rewrite` turns ``not``, ``if``/``then``/``else`` and dependencies into plain
+conjunctions and disjunctions, negating schemas keyword group by keyword group
+(:func:`negate`); :func:`disjunction` distributes an ``anyOf``/``oneOf`` over its
+siblings. ``_disjoint`` is a sound, partial test: types, enumerated values, length and
+range intervals, and required properties with disjoint schemas.
+
+Costs: distribution multiplies the siblings into every branch, and nested disjunctions
+multiply each other (the translator caps the number of sub-schemas).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from formcast.errors import SchemaError, UnsupportedSchemaError
+from formcast.regex.context import Translation
+from formcast.regex.dialect import alt
+from formcast.regex.enums import enum_candidates, json_type
+from formcast.regex.numbers import is_number
+from formcast.regex.objects import key_parts, required_names
+from formcast.regex.parts import (
+    ALL_TYPES,
+    REFUSED_KEYWORDS,
+    VALIDATION_KEYWORDS,
+    Never,
+    Part,
+    Result,
+)
+from formcast.schema import ANNOTATION_KEYWORDS, join_pointer
+
+_MAX_CONDITIONAL_DEPENDENCIES = 6
+
+
+def _is_value_exclusion(schema: Any) -> bool:
+    return (
+        isinstance(schema, dict)
+        and bool(schema)
+        and all(k in ("enum", "const") or k in ANNOTATION_KEYWORDS for k in schema)
+        and ("enum" in schema or "const" in schema)
+    )
+
+
+_INTERVAL_KEYWORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "string": (("minLength",), ("maxLength",)),
+    "array": (("minItems",), ("maxItems",)),
+    "integer": (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")),
+    "number": (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")),
+}
+"""Per JSON type, the keywords bounding a value from below and from above."""
+
+
+def _interval(
+    flat: Sequence[Part], lows: tuple[str, ...], highs: tuple[str, ...]
+) -> tuple[float, float]:
+    """A closed interval holding every length/count/value the conjunction allows.
+
+    Exclusive bounds count as inclusive and non-numeric ones (draft 4 booleans) are
+    ignored: the interval may only be too wide, so disjoint intervals prove disjointness.
+    """
+    low, high = -math.inf, math.inf
+    for part in flat:
+        schema = part.schema
+        for keyword in lows:
+            value = schema.get(keyword)
+            if is_number(value):
+                low = max(low, value)
+        for keyword in highs:
+            value = schema.get(keyword)
+            if is_number(value):
+                high = min(high, value)
+    return low, high
+
+
+def rewrite(t: Translation, flat: list[Part]) -> list[Part] | None:
+    """Rewrite ``not``, dependencies and ``if`` into plain conjunctions/disjunctions."""
+    for index, part in enumerate(flat):
+        schema = part.schema
+        pointer = part.pointer
+        replaced: list[Part] | None = None
+        if "if" in schema or "then" in schema or "else" in schema:
+            rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
+            replaced = [Part(rest, pointer, part.synthetic)]
+            if "if" in schema and ("then" in schema or "else" in schema):
+                # (if and then) or (not if and else): two disjoint branches
+                condition = schema["if"]
+                try:
+                    negated = negate(t, condition, join_pointer(pointer, "if"), 0)
+                except UnsupportedSchemaError as error:
+                    raise UnsupportedSchemaError(
+                        "if", pointer, f"cannot negate the condition ({error.reason})"
+                    ) from None
+                branches = [
+                    {"allOf": [condition, schema.get("then", True)]},
+                    {"allOf": [negated, schema.get("else", True)]},
+                ]
+                replaced.append(Part({"anyOf": branches}, pointer, True))
+        elif "not" in schema and not _is_value_exclusion(schema["not"]):
+            rest = {k: v for k, v in schema.items() if k != "not"}
+            negated = negate(t, schema["not"], join_pointer(pointer, "not"), 0)
+            replaced = [
+                Part(rest, pointer, part.synthetic),
+                Part(negated, join_pointer(pointer, "not"), True),
+            ]
+        elif any(k in schema for k in ("dependentRequired", "dependentSchemas", "dependencies")):
+            replaced = _rewrite_dependencies(flat, part)
+        if replaced is not None:
+            return flat[:index] + replaced + flat[index + 1 :]
+    return None
+
+
+def _rewrite_dependencies(flat: list[Part], part: Part) -> list[Part]:
+    """``part`` without its dependencies: those on names ``flat`` requires hold outright,
+    the others become ``anyOf`` [trigger absent, trigger present and its consequence]."""
+    schema = part.schema
+    required: set[str] = set()
+    for other in flat:
+        names = other.schema.get("required")
+        if isinstance(names, list):
+            required.update(n for n in names if isinstance(n, str))
+    rest = {
+        k: v
+        for k, v in schema.items()
+        if k not in ("dependentRequired", "dependentSchemas", "dependencies")
+    }
+    out = [Part(rest, part.pointer, part.synthetic)]
+    conditional = []
+    for keyword in ("dependentRequired", "dependentSchemas", "dependencies"):
+        table = schema.get(keyword)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise SchemaError(f"expected an object for {keyword} at {part.pointer or '/'}")
+        for trigger, value in table.items():
+            pointer = join_pointer(part.pointer, keyword, trigger)
+            if isinstance(value, list):
+                consequence: Any = {"required": list(value)}
+                consequence_part = Part(consequence, pointer, True)
+            else:
+                consequence = {"allOf": [value]}
+                consequence_part = Part(value, pointer, part.synthetic)
+            if trigger in required:
+                out.append(consequence_part)
+                continue
+            conditional.append((keyword, trigger, consequence, pointer))
+    if len(conditional) > _MAX_CONDITIONAL_DEPENDENCIES:
+        keyword, _, _, pointer = conditional[0]
+        raise UnsupportedSchemaError(
+            keyword,
+            part.pointer,
+            f"more than {_MAX_CONDITIONAL_DEPENDENCIES} dependencies on optional properties",
+        )
+    for _keyword, trigger, consequence, pointer in conditional:
+        branches = [
+            {"properties": {trigger: False}},
+            {"required": [trigger], "allOf": [consequence]},
+        ]
+        out.append(Part({"anyOf": branches}, pointer, True))
+    return out
+
+
+def negate(t: Translation, schema: Any, pointer: str, depth: int) -> Any:
+    """A schema (synthetic) equivalent to ``{"not": schema}``; raises
+    UnsupportedSchemaError (keyword ``not``) for keywords that cannot be negated."""
+    if depth > 8:
+        raise UnsupportedSchemaError("not", pointer, "negation nested too deeply")
+    if schema is True:
+        return False
+    if schema is False:
+        return True
+    if not isinstance(schema, dict):
+        raise SchemaError(f"expected a schema at {pointer or '/'}")
+    keys = [k for k in schema if k in VALIDATION_KEYWORDS or k in REFUSED_KEYWORDS]
+    if not keys:
+        return False
+    if keys == ["$ref"]:
+        target, target_pointer = t.resolve(schema["$ref"], pointer)
+        return negate(t, target, target_pointer, depth + 1)
+    groups = _negation_groups(schema, keys)
+    if len(groups) > 1:
+        return {"anyOf": [_negate_group(t, schema, g, pointer, depth) for g in groups]}
+    return _negate_group(t, schema, groups[0], pointer, depth)
+
+
+def _negate_group(
+    t: Translation, schema: dict[str, Any], keys: list[str], pointer: str, depth: int
+) -> Any:
+    first = keys[0]
+    if first == "$ref":
+        target, target_pointer = t.resolve(schema["$ref"], pointer)
+        return negate(t, target, target_pointer, depth + 1)
+    if first == "type" or first == "nullable":
+        types = schema.get("type", list(ALL_TYPES))
+        named = {types} if isinstance(types, str) else set(types)
+        if schema.get("nullable") is True:
+            named.add("null")
+        if "integer" in named or "number" in named:
+            named |= {"integer", "number"}
+        return {"type": sorted(ALL_TYPES - named)}
+    if first in ("enum", "const"):
+        return {"not": {first: schema[first]}}
+    if first == "not":
+        return schema["not"]
+    if first == "anyOf":
+        return {
+            "allOf": [
+                negate(t, s, join_pointer(pointer, "anyOf", i), depth + 1)
+                for i, s in enumerate(schema["anyOf"])
+            ]
+        }
+    if first == "allOf":
+        return {
+            "anyOf": [
+                negate(t, s, join_pointer(pointer, "allOf", i), depth + 1)
+                for i, s in enumerate(schema["allOf"])
+            ]
+        }
+    if first == "required":
+        names = schema["required"]
+        if not names:
+            return False
+        return {"type": "object", "anyOf": [{"properties": {n: False}} for n in names]}
+    if first == "properties" and keys == ["properties"]:
+        branches = []
+        for name, sub in schema["properties"].items():
+            negated = negate(t, sub, join_pointer(pointer, "properties", name), depth + 1)
+            branches.append({"required": [name], "properties": {name: negated}})
+        return {"type": "object", "anyOf": branches} if branches else False
+    if first == "items" and keys == ["items"] and not isinstance(schema["items"], list):
+        negated = negate(t, schema["items"], join_pointer(pointer, "items"), depth + 1)
+        return {"type": "array", "contains": negated}
+    simple: dict[str, tuple[str, str, int]] = {
+        "minLength": ("string", "maxLength", -1),
+        "maxLength": ("string", "minLength", 1),
+        "minItems": ("array", "maxItems", -1),
+        "maxItems": ("array", "minItems", 1),
+        "minProperties": ("object", "maxProperties", -1),
+        "maxProperties": ("object", "minProperties", 1),
+    }
+    if first in simple and len(keys) == 1:
+        kind, opposite, shift = simple[first]
+        bound = schema[first] + shift
+        if bound < 0:
+            return False
+        return {"type": kind, opposite: bound}
+    if (
+        first in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+        and not any(
+            isinstance(schema.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum")
+        )
+        and len(keys) == 1
+    ):
+        opposite = {
+            "minimum": "exclusiveMaximum",
+            "exclusiveMinimum": "maximum",
+            "maximum": "exclusiveMinimum",
+            "exclusiveMaximum": "minimum",
+        }[first]
+        return {"type": "number", opposite: schema[first]}
+    if first in ("if", "then", "else") and "if" not in keys:
+        return False
+    raise UnsupportedSchemaError("not", pointer, f"cannot negate {', '.join(keys)}")
+
+
+def _negation_groups(schema: dict[str, Any], keys: list[str]) -> list[list[str]]:
+    """Split keywords into groups that must be negated together."""
+    together = [
+        {"properties", "patternProperties", "additionalProperties"},
+        {"items", "additionalItems", "prefixItems"},
+        {"contains", "minContains", "maxContains"},
+        {"if", "then", "else"},
+        {"type", "nullable"},
+    ]
+    if isinstance(schema.get("exclusiveMinimum"), bool):
+        together.append({"minimum", "exclusiveMinimum"})
+    if isinstance(schema.get("exclusiveMaximum"), bool):
+        together.append({"maximum", "exclusiveMaximum"})
+    groups: list[list[str]] = []
+    used: set[str] = set()
+    for key in keys:
+        if key in used:
+            continue
+        group = [key]
+        for bundle in together:
+            if key in bundle:
+                group = [k for k in keys if k in bundle]
+        used.update(group)
+        groups.append(group)
+    return groups
+
+
+def disjunction(
+    t: Translation, flat: list[Part], index: int, keyword: str, refs: tuple[str, ...]
+) -> Result:
+    """The ``anyOf``/``oneOf`` (``keyword``) of ``flat[index]`` distributed over the other
+    parts: one alternative per branch, each translated with all the siblings.
+
+    ``oneOf`` branches must exclude each other: pairs not proven disjoint each get the
+    negation of the other, or the ``oneOf`` is refused. A branch that cannot be enforced
+    is dropped with a warning while another branch can be."""
+    part = flat[index]
+    branches = part.schema[keyword]
+    if not isinstance(branches, list) or not branches:
+        raise SchemaError(f"expected a non-empty list for {keyword} at {part.pointer or '/'}")
+    rest = Part(
+        {k: v for k, v in part.schema.items() if k != keyword}, part.pointer, part.synthetic
+    )
+    base = [*flat[:index], rest, *flat[index + 1 :]]
+    branch_parts = [
+        Part(b, join_pointer(part.pointer, keyword, i), part.synthetic)
+        for i, b in enumerate(branches)
+    ]
+    extra: list[list[Part]] = [[] for _ in branches]
+    if keyword == "oneOf" and len(branches) > 1:
+        # exactly one branch: each branch excludes the others it may overlap with,
+        # by a proof of disjointness or else by the negation of the other branch
+        for i in range(len(branches)):
+            for j in range(i + 1, len(branches)):
+                if _disjoint(t, [*base, branch_parts[i]], [*base, branch_parts[j]], refs, 0):
+                    continue
+                for mine, other in ((i, j), (j, i)):
+                    try:
+                        negated = negate(
+                            t, branch_parts[other].schema, branch_parts[other].pointer, 0
+                        )
+                    except UnsupportedSchemaError as negation_error:
+                        raise UnsupportedSchemaError(
+                            "oneOf",
+                            part.pointer,
+                            f"cannot prove that branches {i} and {j} exclude each other, "
+                            f"nor negate branch {other} ({negation_error.reason})",
+                        ) from None
+                    extra[mine].append(Part(negated, branch_parts[other].pointer, True))
+    results: list[str] = []
+    nevers: list[Never] = []
+    failures: list[UnsupportedSchemaError] = []
+    for branch, exclusions in zip(branch_parts, extra, strict=False):
+        try:
+            # the branch's properties come where the branch is declared
+            result = t.gen([*base[: index + 1], branch, *exclusions, *base[index + 1 :]], refs)
+        except UnsupportedSchemaError as error:
+            failures.append(error)
+            continue
+        if isinstance(result, Never):
+            nevers.append(result)
+        else:
+            results.append(result)
+    if not results:
+        if failures:
+            raise failures[0]
+        recursion = [n for n in nevers if n.keyword == "$ref"]
+        return (recursion or nevers)[0]
+    for failure in failures:
+        warnings.warn(
+            f"formcast: dropped a {keyword} branch that cannot be enforced ({failure}); the "
+            "output uses the remaining branches",
+            UserWarning,
+            stacklevel=4,
+        )
+    return alt(results) or ""
+
+
+def _possible_types(t: Translation, flat: Sequence[Part], depth: int = 0) -> set[str]:
+    """Over-approximation of the JSON types valid for the conjunction (spec semantics).
+
+    ``number`` here means a non-integer number.
+    """
+    allowed = set(ALL_TYPES)
+    for part in flat:
+        schema = part.schema
+        declared = schema.get("type")
+        if declared is not None:
+            named = {declared} if isinstance(declared, str) else set(declared)
+            if schema.get("nullable") is True:
+                named.add("null")
+            if "number" in named:
+                named.add("integer")
+            allowed &= named
+        for keyword in ("const", "enum"):
+            if keyword in schema:
+                values = [schema["const"]] if keyword == "const" else schema["enum"]
+                allowed &= {json_type(v) for v in values}
+        for keyword in ("anyOf", "oneOf"):
+            if keyword in schema and depth < 4 and isinstance(schema[keyword], list):
+                union: set[str] = set()
+                for i, branch in enumerate(schema[keyword]):
+                    try:
+                        sub, _, never = t.flatten(
+                            [Part(branch, join_pointer(part.pointer, keyword, i))], ()
+                        )
+                    except SchemaError:
+                        union = set(ALL_TYPES)
+                        break
+                    if never is None or never.keyword == "$ref":
+                        union |= (
+                            _possible_types(t, sub, depth + 1) if never is None else set(ALL_TYPES)
+                        )
+                allowed &= union
+        negated = schema.get("not")
+        if (
+            isinstance(negated, dict)
+            and set(negated) <= {"type"} | ANNOTATION_KEYWORDS
+            and "type" in negated
+        ):
+            named = {negated["type"]} if isinstance(negated["type"], str) else set(negated["type"])
+            if "number" in named:
+                named.add("integer")
+            allowed -= named
+    return allowed
+
+
+def _disjoint(
+    t: Translation, a: list[Part], b: list[Part], refs: tuple[str, ...], depth: int
+) -> bool:
+    """True when no JSON value can satisfy both conjunctions (a sound, partial test)."""
+    if depth > 6:
+        return False
+    try:
+        fa, _, na = t.flatten(a, refs)
+        fb, _, nb = t.flatten(b, refs)
+    except SchemaError:
+        return False
+    for never in (na, nb):
+        if never is not None:
+            return never.keyword != "$ref"
+    try:
+        common = _possible_types(t, fa) & _possible_types(t, fb)
+        if not common:
+            return True
+        for mine, theirs in ((fa, fb), (fb, fa)):
+            values = enum_candidates(mine)
+            if values is not None:
+                return not any(t.valid(v, mine) and t.valid(v, theirs) for v in values)
+        return all(_type_disjoint(t, kind, fa, fb, refs, depth) for kind in common)
+    except SchemaError:
+        return False
+
+
+def _type_disjoint(
+    t: Translation, kind: str, fa: list[Part], fb: list[Part], refs: tuple[str, ...], depth: int
+) -> bool:
+    """True when no value of JSON type ``kind`` satisfies both (sound, partial): their
+    length, item-count or numeric intervals do not meet, or a property required by one
+    has disjoint schemas on both sides."""
+    bounds = _INTERVAL_KEYWORDS.get(kind)
+    if bounds is not None:
+        (a_lo, a_hi), (b_lo, b_hi) = _interval(fa, *bounds), _interval(fb, *bounds)
+        return a_hi < b_lo or b_hi < a_lo
+    if kind == "object":
+        return any(
+            _disjoint(t, key_parts(fa, name), key_parts(fb, name), refs, depth + 1)
+            for name in required_names(fa) + required_names(fb)
+        )
+    return False

@@ -1,0 +1,439 @@
+"""The regex text the translation writes, and the helpers every family builds it with.
+
+The text is the dialect described in :mod:`formcast.regex` (what
+:mod:`formcast.automaton` reads, and Python's ``re`` once :func:`inline_definitions` has
+written the calls out). This module holds everything that is about the text alone:
+
+* the size and shape constants (:data:`MAX_REGEX_LENGTH`, :data:`WHITESPACE_DEFAULT`,
+  :data:`ANY_VALUE_DEPTH`, :data:`SHARE_MIN_LENGTH`);
+* literal escaping (:func:`escape_literal`), and ``group``/``alt``/``opt``/``repeat``/
+  ``trie``, which combine regex texts so that the result concatenates and quantifies
+  safely (``alt`` and ``trie`` return ``None`` for no alternative at all);
+* definitions: ``(?(DEFINE)(?P<d0>...)...)`` opening a regex, calls ``(?&d0)``, and
+  :func:`inline_definitions`;
+* character classes over code point ranges (:mod:`formcast.charset`), and the spelling
+  of one decoded character inside a JSON string (``encoded_set``: one spelling each);
+* the JSON token regexes :data:`STRING`, :data:`NUMBER`, :data:`INTEGER`,
+  :data:`BOOLEAN`, :data:`NULL`, and the string-character classes.
+
+Pure string work: no schema, no automaton.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from formcast.charset import (
+    JSON_SPECIAL,
+    Ranges,
+    complement,
+    contains,
+    from_chars,
+    intersect,
+    minus,
+    normalize,
+)
+
+__all__ = [
+    "ANY_VALUE_DEPTH",
+    "BOOLEAN",
+    "INTEGER",
+    "MAX_REGEX_LENGTH",
+    "NULL",
+    "NUMBER",
+    "SHARE_MIN_LENGTH",
+    "STRING",
+    "STRING_CHAR",
+    "WHITESPACE_DEFAULT",
+    "escape_literal",
+    "inline_definitions",
+]
+
+MAX_REGEX_LENGTH = 1_000_000
+"""Largest regex :func:`schema_to_regex` returns (characters).
+
+Recursive schemas that would exceed it are unrolled fewer times (with a warning); other
+schemas that exceed it are refused with :class:`UnsupportedSchemaError`.
+"""
+
+WHITESPACE_DEFAULT = 4
+"""Whitespace characters allowed at each place when ``whitespace=True``."""
+
+ANY_VALUE_DEPTH = 12
+"""Most nesting depth of arrays/objects accepted for an unconstrained value (``true``, ``{}``)
+in ``specification`` mode.
+
+Depth 1 allows ``[1,"a"]`` and ``{"k":null}`` but not ``{"k":[1]}``; depth 2 allows
+``{"k":[1]}`` but not ``{"k":[{"j":1}]}``. Each level is one definition calling the
+level below (see "Definitions" in :mod:`formcast.regex`), so the regex grows by a few
+hundred characters per level, not fourfold. ``generation`` mode uses depth 1.
+"""
+
+SHARE_MIN_LENGTH = 400
+"""Sub-schema regexes at least this long become definitions called by ``(?&name)``."""
+
+# ----------------------------------------------------------------------------- regex text
+
+_META = frozenset('\\.^$*+?()[]{}|"')
+_CLASS_META = frozenset("\\]^-[")
+
+
+def lit_char(char: str) -> str:
+    """One character as regex text that matches exactly that character."""
+    code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if char in _META:
+        return "\\" + char
+    return char
+
+
+# one token of our regex text: an escape, a class, a call (group 1: its name), a group
+# (group 2: the name of a named one), a closing parenthesis, or a run of anything else
+_TOKEN = re.compile(
+    r"\\.|\[(?:\\.|[^\]\\])*\]|\(\?&(\w+)\)|\((?:\?P<(\w+)>|\?:?)?|\)|[^\\\[()]+",
+    re.DOTALL,
+)
+_DEFINE = "(?(DEFINE)"
+
+
+def calls(regex: str) -> list[str]:
+    """The names of the definitions ``regex`` calls with ``(?&name)``."""
+    if "(?&" not in regex:
+        return []
+    return [m.group(1) for m in _TOKEN.finditer(regex) if m.group(1)]
+
+
+def _split_definitions(regex: str) -> tuple[dict[str, str], str]:
+    """``({name: body}, main)`` of a regex that may open with ``(?(DEFINE)...)``."""
+    if not regex.startswith(_DEFINE):
+        return {}, regex
+    bodies: dict[str, str] = {}
+    depth = 0
+    name, start = "", 0
+    for match in _TOKEN.finditer(regex, len(_DEFINE)):
+        token = match.group()
+        if token == ")":
+            depth -= 1
+            if depth == 0:
+                bodies[name] = regex[start : match.start()]
+            elif depth < 0:
+                return bodies, regex[match.end() :]
+        elif token.startswith("(") and match.group(1) is None:
+            if depth == 0:
+                name, start = match.group(2), match.end()
+            depth += 1
+    raise ValueError("unterminated (?(DEFINE)...)")
+
+
+def inline_definitions(regex: str, max_length: int = MAX_REGEX_LENGTH) -> str:
+    """``regex`` with every ``(?&name)`` call replaced by its definition, and the leading
+    ``(?(DEFINE)...)`` dropped: a plain regex for ``re`` and other engines.
+
+    Raises ValueError when the result would exceed ``max_length`` characters (each level of
+    an unconstrained value multiplies the inlined text by about four).
+    """
+    bodies, main = _split_definitions(regex)
+    inlined: dict[str, str] = {}
+
+    def expand(text: str) -> str:
+        if "(?&" not in text:
+            return text
+        pieces = []
+        for match in _TOKEN.finditer(text):
+            name = match.group(1)
+            pieces.append(f"(?:{inlined[name]})" if name else match.group())
+        out = "".join(pieces)
+        if len(out) > max_length:
+            raise ValueError(f"the inlined regex would exceed {max_length} characters")
+        return out
+
+    for name, body in bodies.items():  # a body calls earlier definitions only
+        inlined[name] = expand(body)
+    return expand(main)
+
+
+def escape_literal(text: str) -> str:
+    """Escape ``text`` so that the regex matches exactly that text."""
+    return "".join(lit_char(c) for c in text)
+
+
+def _class_char(code: int) -> str:
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    char = chr(code)
+    if char in _CLASS_META:
+        return "\\" + char
+    return char
+
+
+def _is_atom(regex: str) -> bool:
+    """True when a quantifier may follow ``regex`` directly."""
+    if len(regex) == 1:
+        return regex not in _META or regex in '"'
+    if regex.startswith("\\") and (len(regex) == 2 or (regex[1] == "x" and len(regex) == 4)):
+        return True
+    if regex[0] not in "[(":
+        return False
+    depth = 0
+    in_class = False
+    i = 0
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+                if depth == 0 and regex[0] == "[":
+                    return i == len(regex) - 1
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i == len(regex) - 1
+        i += 1
+    return False
+
+
+def group(regex: str) -> str:
+    """``regex`` as one atom, which a quantifier may follow (grouped only when needed)."""
+    return regex if _is_atom(regex) else f"(?:{regex})"
+
+
+def alt(parts: Iterable[str]) -> str | None:
+    """Alternation of ``parts`` (deduplicated, order kept); ``None`` for no parts."""
+    seen = list(dict.fromkeys(parts))
+    if not seen:
+        return None
+    if len(seen) == 1:
+        return seen[0]
+    if "" in seen:
+        rest = [p for p in seen if p]
+        inner = rest[0] if len(rest) == 1 else "|".join(rest)
+        return f"(?:{inner})?"
+    return "(?:" + "|".join(seen) + ")"
+
+
+def opt(regex: str) -> str:
+    """``regex`` made optional (the empty regex stays empty)."""
+    return "" if not regex else group(regex) + "?"
+
+
+def repeat(regex: str, low: int, high: int | None) -> str:
+    """``regex`` repeated ``low..high`` times (``high=None``: no upper bound).
+
+    Raises ValueError when ``high < low``."""
+    if high is not None and high < low:
+        raise ValueError("empty repetition")
+    if high == 0 or not regex:
+        return ""
+    atom = group(regex)
+    if low == high:
+        return atom if low == 1 else f"{atom}{{{low}}}"
+    if high is None:
+        return {0: atom + "*", 1: atom + "+"}.get(low, f"{atom}{{{low},}}")
+    if (low, high) == (0, 1):
+        return atom + "?"
+    return f"{atom}{{{low},{high}}}"
+
+
+def trie(words: Sequence[str]) -> str | None:
+    """Alternation of literal ``words`` with common prefixes factored out."""
+    if not words:
+        return None
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        alts = []
+        for char, child in node.items():
+            alts.append("" if char == "" else lit_char(char) + emit(child))
+        return alt(alts) or ""
+
+    return emit(tree)
+
+
+def group_alt(regex: str) -> str:
+    """``regex`` safe to concatenate: alternations at the top level get a group."""
+    return regex if not regex or "|" not in regex or _is_atom(regex) else f"(?:{regex})"
+
+
+# ----------------------------------------------------------------------------- char sets
+
+_SURROGATES = ((0xD800, 0xDFFF),)
+
+
+def char_class(ranges: Ranges) -> str | None:
+    """A character class matching exactly ``ranges`` (surrogates excluded), or ``None``."""
+    positive = minus(normalize(ranges), _SURROGATES)
+    if not positive:
+        return None
+    if len(positive) == 1 and positive[0][0] == positive[0][1]:
+        return lit_char(chr(positive[0][0]))
+    negative = minus(complement(positive), _SURROGATES)
+
+    def body(rs: Ranges) -> str:
+        parts = []
+        for lo, hi in rs:
+            if lo == hi:
+                parts.append(_class_char(lo))
+            elif hi == lo + 1:
+                parts.append(_class_char(lo) + _class_char(hi))
+            else:
+                parts.append(f"{_class_char(lo)}-{_class_char(hi)}")
+        return "".join(parts)
+
+    if len(negative) < len(positive):
+        return f"[^{body(negative)}]"
+    return f"[{body(positive)}]"
+
+
+_SHORT_ESCAPES = {0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t", 0x22: '"', 0x5C: "\\"}
+
+
+def _json_char_escape(code: int) -> str:
+    """The canonical JSON spelling of a character that must be escaped, as regex text."""
+    short = _SHORT_ESCAPES.get(code)
+    text = "\\" + short if short else f"\\u{code:04x}"
+    return escape_literal(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def encoded_set(ranges: Ranges, plain: bool) -> str | None:
+    """Regex for one *decoded* character in ``ranges``, as it appears inside a JSON string.
+
+    Each character gets one spelling: itself, or its canonical escape for ``"``, ``\\`` and
+    controls. ``plain`` drops the characters that need escaping.
+    """
+    alts = []
+    plain_part = char_class(minus(ranges, JSON_SPECIAL))
+    if plain_part is not None:
+        alts.append(plain_part)
+    if not plain:
+        special = intersect(ranges, JSON_SPECIAL)
+        for lo, hi in special:
+            for code in range(lo, hi + 1):
+                alts.append(_json_char_escape(code))
+    return alt(alts)
+
+
+# ----------------------------------------------------------------------------- JSON tokens
+
+STRING_CHAR = (
+    r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]'
+    r"|\\u(?:[0-9a-cA-CefEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))"
+)
+"""One character inside a JSON string (``\\u`` escapes of surrogates excluded)."""
+PLAIN_CHAR = r'[^"\\\x00-\x1f]'
+_REQUIRED_ESCAPE = r'\\(?:["\\bfnrt]|u00(?:0[0-7be-f]|1[0-9a-f]))'
+ESCAPED_KEY = rf'"{PLAIN_CHAR}*{_REQUIRED_ESCAPE}(?:{PLAIN_CHAR}|{_REQUIRED_ESCAPE})*"'
+"""A JSON string with at least one escape, each as ``json.dumps`` writes it (short forms,
+else lowercase ``\\u00xx``; one spelling per character): its value holds ``"``, ``\\`` or a
+control character, so it differs from every name that holds none."""
+ESCAPED_CHAR = re.compile(r'["\\\x00-\x1f]')
+STRING = f'"{STRING_CHAR}*"'
+"""Any JSON string."""
+INTEGER = r"-?(?:0|[1-9][0-9]*)"
+"""Any JSON integer literal."""
+_LONG_EXPONENTS = r"[1-9](?:\.[0-9]+)?[eE](?:-[0-9]{3}|\+?(?:[0-2][0-9]{2}|30[0-7]))"
+"""Unsigned numbers with a three-digit exponent, all finite: one integer digit and
+exponents up to 307 (``1.5e+300``, ``5e-324``; not the largest doubles, ``e+308``, which
+would lengthen every unconstrained value's regex)."""
+
+EXPONENT_FORMS = rf"(?:0|[1-9][0-9]{{0,15}})(?:\.[0-9]+)?[eE][+-]?[0-9]{{1,2}}|{_LONG_EXPONENTS}"
+"""Unsigned JSON numbers written with an exponent, all finite: up to 16 integer digits with
+a two-digit exponent, or :data:`_LONG_EXPONENTS` (as ``repr(float)`` writes them)."""
+
+NUMBER = rf"-?(?:(?:0|[1-9][0-9]{{0,15}})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{{1,2}})?|{_LONG_EXPONENTS})"
+"""JSON numbers as ``repr(float)`` writes them, always finite: at most 16 integer digits
+and an optional two-digit exponent, or :data:`_LONG_EXPONENTS`.
+
+(A JSON number such as ``1e400`` parses to ``inf``, which ``Decimal`` and many validators
+refuse.)"""
+BOOLEAN = "(?:true|false)"
+"""A JSON boolean."""
+NULL = "null"
+"""The JSON null."""
+
+# ----------------------------------------------------------------------------- JSON values
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def json_dumps(value: Any) -> str:
+    """``value`` as compact JSON text, non-ASCII characters as themselves and lone
+    surrogates as ``\\u`` escapes (they have no UTF-8 encoding)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def json_literal(value: Any) -> str:
+    """A regex matching exactly the compact JSON text of ``value``."""
+    return escape_literal(json_dumps(value))
+
+
+PLAIN = minus(complement(JSON_SPECIAL), _SURROGATES)
+"""The characters a JSON string holds unescaped (surrogates excluded)."""
+
+
+def except_words(alphabet: Ranges, words: Iterable[str], low: int, high: int | None) -> str | None:
+    """Regex for strings over ``alphabet`` of length ``low..high`` that are not in ``words``.
+
+    Memoised: a schema reached through many references asks for the same names often."""
+    return _except_cached(alphabet, tuple(sorted(set(words))), low, high)
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_without(alphabet: Ranges, excluded: str) -> str | None:
+    """``char_class`` of ``alphabet`` minus the characters of ``excluded`` (memoised)."""
+    return char_class(minus(alphabet, from_chars(excluded)))
+
+
+@functools.lru_cache(maxsize=256)
+def _except_cached(
+    alphabet: Ranges, words: tuple[str, ...], low: int, high: int | None
+) -> str | None:
+    tree: dict[str, Any] = {}
+    for word in words:
+        if not all(contains(alphabet, ord(c)) for c in word):
+            continue
+        if high is not None and len(word) > high:
+            continue
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = True
+    any_char = char_class(alphabet)
+    if any_char is None:
+        return "" if low == 0 and "" not in tree else None
+
+    def emit(node: dict[str, Any], depth: int) -> str | None:
+        alts = []
+        if depth >= low and "" not in node:
+            alts.append("")
+        if high is None or depth < high:
+            children = [k for k in node if k]
+            others = _class_without(alphabet, "".join(sorted(children)))
+            if others is not None:
+                rest_high = None if high is None else high - depth - 1
+                alts.append(others + repeat(any_char, max(0, low - depth - 1), rest_high))
+            for child in children:
+                sub = emit(node[child], depth + 1)
+                if sub is not None:
+                    alts.append(lit_char(child) + sub)
+        return alt(alts)
+
+    return emit(tree, 0)

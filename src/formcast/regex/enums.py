@@ -1,0 +1,166 @@
+"""``enum`` and ``const``: the values are checked, one by one, against every keyword.
+
+An enumeration is exact whatever its siblings say: each candidate value is kept when
+jsonschema (:class:`ValueChecker`) finds it valid against every part of the conjunction,
+and written as its compact JSON text. Parts made only of ``type``/``enum``/``const`` are
+checked directly, so a 10,000-value enum costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from formcast.errors import SchemaError, UnsupportedSchemaError
+from formcast.regex.context import Translation
+from formcast.regex.dialect import alt, json_literal
+from formcast.regex.parts import Never, Part, Result
+from formcast.regex.strings import formats_accept
+from formcast.schema import ANNOTATION_KEYWORDS, validator_class
+
+
+class ValueChecker:
+    """Exact checks of JSON values against the parts of one schema document."""
+
+    def __init__(self, root: Any) -> None:
+        cls = validator_class(root)
+        self.validator = cls(root, format_checker=cls.FORMAT_CHECKER)
+        self._enum_keys: dict[int, tuple[list[Any], frozenset[str]]] = {}
+
+    def enum_keys(self, values: list[Any]) -> frozenset[str]:
+        """Canonical keys of an ``enum`` list, computed once per list."""
+        known = self._enum_keys.get(id(values))
+        if known is None or known[0] is not values:
+            known = (values, frozenset(canonical(v) for v in values))
+            self._enum_keys[id(values)] = known
+        return known[1]
+
+    def valid(self, value: Any, parts: Sequence[Part]) -> bool:
+        """Exact check, with jsonschema, that ``value`` satisfies every part.
+
+        Parts made only of ``type``/``enum``/``const`` (and annotations) are checked
+        directly, so a 10,000-value enum costs milliseconds, not a validator call per value.
+        Raises UnsupportedSchemaError (keyword ``enum``) when jsonschema cannot check.
+        """
+        for part in parts:
+            if part.schema is True:
+                continue
+            simple = _simple_check(value, part.schema, self.enum_keys)
+            if simple is not None:
+                if not simple:
+                    return False
+                continue
+            attempts: list[Any] = [part.schema]
+            if not part.synthetic and part.schema is not False:
+                # the full schema at the pointer (resolves references in nested resources)
+                attempts.insert(0, {"$ref": "#" + quote(part.pointer, safe="/~")})
+            for index, schema in enumerate(attempts):
+                try:
+                    ok = self.validator.evolve(schema=schema).is_valid(value)
+                    break
+                except Exception as error:
+                    if index == len(attempts) - 1:
+                        raise UnsupportedSchemaError(
+                            "enum", part.pointer, f"cannot check values against the schema: {error}"
+                        ) from None
+            if not ok:
+                return False
+        return True
+
+
+def enum_candidates(flat: Sequence[Part]) -> list[Any] | None:
+    """The values of the first ``const`` or ``enum`` among the parts; ``None`` if none."""
+    for part in flat:
+        if "const" in part.schema:
+            return [part.schema["const"]]
+        if "enum" in part.schema:
+            values = part.schema["enum"]
+            if not isinstance(values, list):
+                raise SchemaError(f"expected a list for enum at {part.pointer or '/'}")
+            return list(values)
+    return None
+
+
+def enumeration(t: Translation, flat: list[Part], candidates: list[Any]) -> Result:
+    """The candidates (duplicates dropped) that satisfy every part, as alternatives; a
+    Never when none does."""
+    formats = [
+        (p.schema["format"], p.pointer) for p in flat if isinstance(p.schema.get("format"), str)
+    ]
+    kept: list[Any] = []
+    seen: set[str] = set()
+    for value in candidates:
+        key = canonical(value)
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(value, str) and not formats_accept(value, formats, t.mode):
+            continue
+        if t.valid(value, flat):
+            kept.append(value)
+    if not kept:
+        return Never("enum", flat[0].pointer, "no enum/const value satisfies every keyword")
+    return alt(json_literal(v) for v in kept) or ""
+
+
+def canonical(value: Any) -> str:
+    """A key equal for JSON-equal values: ``1`` and ``1.0`` meet, ``true`` and ``1`` do not."""
+
+    def normal(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, list):
+            return [normal(x) for x in v]
+        if isinstance(v, dict):
+            return {k: normal(x) for k, x in v.items()}
+        return v
+
+    return json.dumps(normal(value), sort_keys=True, separators=(",", ":"))
+
+
+_SIMPLE_KEYWORDS = frozenset({"type", "enum", "const"}) | ANNOTATION_KEYWORDS
+
+
+def _simple_check(
+    value: Any, schema: Any, enum_keys: Callable[[list[Any]], frozenset[str]]
+) -> bool | None:
+    """Whether ``value`` satisfies ``schema`` when the schema has only type/enum/const
+    (and annotations); ``None`` when it has anything else and needs a full validator."""
+    if not isinstance(schema, Mapping) or not schema.keys() <= _SIMPLE_KEYWORDS:
+        return None
+    kind = schema.get("type")
+    if kind is not None:
+        kinds = {kind} if isinstance(kind, str) else set(kind) if isinstance(kind, list) else None
+        if kinds is None:
+            return None
+        actual = json_type(value)
+        if actual not in kinds and not (actual == "integer" and "number" in kinds):
+            return False
+    if "const" in schema and canonical(schema["const"]) != canonical(value):
+        return False
+    if "enum" in schema:
+        values = schema["enum"]
+        if not isinstance(values, list):
+            return None
+        if canonical(value) not in enum_keys(values):
+            return False
+    return True
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type of a JSON value (a whole float is an ``integer``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

@@ -1,0 +1,255 @@
+"""Strings: ``minLength``/``maxLength``, ``pattern`` and ``format``.
+
+A string regex is the JSON string token: quotes, then the contents. Unconstrained
+contents allow every JSON spelling (:data:`~formcast.regex.dialect.STRING_CHAR`); a
+``pattern`` or a ``format`` gives each character one spelling. Lengths count decoded
+characters. Where a length cannot be fitted to one repetition of a pattern, the pattern's
+DFA is crossed with a counter: with ``maxLength``, one definition per (state, length)
+pair (:func:`bounded_pattern`); with ``minLength`` alone, a regex rebuilt by state
+elimination (:func:`long_pattern`). Both are capped (see :mod:`formcast.regex.patterns`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from typing import Any
+
+from formcast.errors import UnsupportedSchemaError
+from formcast.regex.context import Translation
+from formcast.regex.dialect import (
+    PLAIN,
+    PLAIN_CHAR,
+    STRING_CHAR,
+    alt,
+    encoded_set,
+    except_words,
+    json_dumps,
+    repeat,
+)
+from formcast.regex.formats import (
+    FREE_STRING_FORMATS,
+    SPEC_STRING_FORMATS,
+    STRING_FORMATS,
+    format_length,
+    format_length_of,
+)
+from formcast.regex.parts import Never, Part, Result, TooLarge
+from formcast.regex.patterns import (
+    MAX_ELIMINATED_STATES,
+    MAX_LENGTH_PRODUCT,
+    DfaTooLarge,
+    PatternUnsupported,
+    dfa_regex,
+    pattern_dfa,
+    pattern_regex,
+    pattern_union,
+)
+from formcast.schema import Mode
+
+
+def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Result:
+    """Regex for the JSON strings satisfying the length, ``pattern`` and ``format``
+    keywords of every part, minus the ``excluded`` values; a Never when none does.
+
+    Raises UnsupportedSchemaError for several patterns or formats, a pattern with a
+    format, lengths a format or a pattern cannot be crossed with, and exclusions that
+    cannot be written."""
+    low = 0
+    high: int | None = None
+    length_pointer = {"minLength": flat[0].pointer, "maxLength": flat[0].pointer}
+    patterns: list[tuple[str, str]] = []
+    formats: list[tuple[str, str]] = []
+    for part in flat:
+        schema = part.schema
+        if "minLength" in schema:
+            low = max(low, int(schema["minLength"]))
+            length_pointer["minLength"] = part.pointer
+        if "maxLength" in schema:
+            value = int(schema["maxLength"])
+            high = value if high is None else min(high, value)
+            length_pointer["maxLength"] = part.pointer
+        if isinstance(schema.get("pattern"), str) and schema["pattern"] not in [
+            p for p, _ in patterns
+        ]:
+            patterns.append((schema["pattern"], part.pointer))
+        if isinstance(schema.get("format"), str) and schema["format"] not in [
+            f for f, _ in formats
+        ]:
+            formats.append((schema["format"], part.pointer))
+    if high is not None and high < low:
+        return Never("maxLength", length_pointer["maxLength"], "maxLength is below minLength")
+    known: list[tuple[str, str]] = []
+    for name, pointer in formats:
+        if name in STRING_FORMATS or format_regex(name, 0, None, t.mode):
+            known.append((name, pointer))
+        elif not (name in FREE_STRING_FORMATS and t.mode == "generation"):
+            unknown_format(name, pointer, t.mode)
+    if len(known) > 1:
+        raise UnsupportedSchemaError(
+            "format", known[1][1], "several different formats cannot be combined"
+        )
+    if known and patterns:
+        raise UnsupportedSchemaError(
+            "pattern", patterns[0][1], "a pattern cannot be combined with a format"
+        )
+    if len(patterns) > 1:
+        raise UnsupportedSchemaError(
+            "pattern", patterns[1][1], "several patterns cannot be intersected"
+        )
+    one_spelling = True
+    if known:
+        name, pointer = known[0]
+        exact = format_regex(name, low, high, t.mode)
+        f_low, f_high = format_length(name) if name in STRING_FORMATS else (0, math.inf)
+        if exact is not None:
+            f_low, f_high = low, high or 0
+        if f_low < low:
+            raise UnsupportedSchemaError(
+                "minLength",
+                length_pointer["minLength"],
+                f"cannot be combined with format {name!r}",
+            )
+        if high is not None and f_high > high:
+            raise UnsupportedSchemaError(
+                "maxLength",
+                length_pointer["maxLength"],
+                f"cannot be combined with format {name!r}",
+            )
+        body: str | None = exact or STRING_FORMATS[name]
+    elif patterns:
+        pattern, pointer = patterns[0]
+        try:
+            body, bad = pattern_regex(pattern, low, high, t.plain_strings)
+        except PatternUnsupported as error:
+            raise UnsupportedSchemaError(
+                "pattern", pointer, f"cannot translate pattern: {error}"
+            ) from None
+        if bad is not None:
+            body = bounded_pattern(t, pattern, low, high)
+            if body is None:
+                raise UnsupportedSchemaError(
+                    bad, length_pointer[bad], f"cannot be combined with pattern {pattern!r}"
+                )
+        if body is None:
+            return Never(
+                "pattern", pointer, "no string matches the pattern within the length bounds"
+            )
+    else:
+        one_spelling = t.plain_strings
+        char = PLAIN_CHAR if t.plain_strings else STRING_CHAR
+        body = repeat(char, low, high)
+    words = [v for v in excluded if isinstance(v, str)]
+    if words:
+        if one_spelling:
+            assert body is not None
+            if "(?&" in body or any(re.fullmatch(body, json_dumps(w)[1:-1]) for w in words):
+                raise UnsupportedSchemaError(
+                    "not", flat[0].pointer, "cannot exclude these strings here"
+                )
+        else:
+            body = except_words(PLAIN, words, low, high)
+            if body is None:
+                return Never("not", flat[0].pointer, "every allowed string is excluded")
+    return f'"{body}"'
+
+
+def formats_accept(value: str, formats: list[tuple[str, str]], mode: Mode) -> bool:
+    """Whether the string ``value`` has every format of ``formats`` (name, pointer)."""
+    for name, pointer in formats:
+        regex = format_regex(name, 0, None, mode) or STRING_FORMATS.get(name)
+        if regex is not None:
+            if re.fullmatch(regex, value) is None:
+                return False
+        elif name in FREE_STRING_FORMATS and mode == "generation":
+            continue
+        else:
+            unknown_format(name, pointer, mode)
+    return True
+
+
+def format_regex(name: str, low: int, high: int | None, mode: Mode) -> str | None:
+    """The exact ``specification``-mode regex of format ``name`` when every string it
+    matches has ``low..high`` characters, else ``None`` (use :data:`STRING_FORMATS`)."""
+    regex = SPEC_STRING_FORMATS.get(name) if mode == "specification" else None
+    if regex is None:
+        return None
+    f_low, f_high = format_length_of(regex)
+    if f_low < low or (high is not None and f_high > high):
+        return None
+    return regex
+
+
+def unknown_format(name: str, pointer: str, mode: Mode) -> None:
+    """Refuse format ``name`` (``specification`` mode), or warn that it is not enforced.
+
+    The warning's ``stacklevel`` counts the frames of the translation above this call."""
+    if mode == "specification":
+        raise UnsupportedSchemaError("format", pointer, f"unknown format {name!r}")
+    warnings.warn(
+        f"formcast: unknown format {name!r} at {pointer or '/'} is not enforced; any "
+        "string is allowed",
+        UserWarning,
+        stacklevel=5,
+    )
+
+
+def bounded_pattern(t: Translation, pattern: str, low: int, high: int | None) -> str | None:
+    """String contents matching ``pattern`` with ``low..high`` characters, for patterns
+    a length cannot simply be fitted to: the pattern's character DFA times a counter,
+    one definition per live (state, characters read) pair, each calling the pairs one
+    character on. ``None`` without ``high`` (the counter would loop) or past the size
+    limits (:data:`_MAX_PATTERN_DFA`, :data:`MAX_LENGTH_PRODUCT`, and the inlined
+    length of the definitions, which doubles per character where the DFA branches into
+    two live states that do not merge)."""
+    if high is None:
+        return long_pattern(pattern, low, t.plain_strings)
+    if not t.sharing:
+        return None
+    built = pattern_dfa(pattern_union(pattern))
+    if built is None or len(built[0]) * (high + 1) > MAX_LENGTH_PRODUCT:
+        return None
+    moves, accepting = built
+    calls: dict[tuple[int, int], str] = {}  # live (state, read) -> its regex
+    for read in range(high, -1, -1):
+        for state, row in enumerate(moves):
+            options = []
+            if accepting[state] and read >= low:
+                options.append("")
+            for ranges, target in row if read < high else []:
+                after = calls.get((target, read + 1))
+                if after is None:
+                    continue
+                char = encoded_set(ranges, t.plain_strings)
+                if char is not None:
+                    options.append(char + after)
+            if options:
+                body = alt(options) or ""
+                try:
+                    calls[(state, read)] = t.share(body, force=bool(body))
+                except TooLarge:  # calls copy their callees: branching DFAs expand
+                    return None  # exponentially with the length
+    return calls.get((0, 0))
+
+
+def long_pattern(pattern: str, low: int, plain: bool) -> str | None:
+    """String contents matching ``pattern`` with at least ``low`` characters: the
+    pattern's DFA crossed with a counter that stops at ``low``, turned back into a
+    regex by state elimination (``None`` past its size limits, or when no string
+    matches: both are refused by the caller)."""
+    built = pattern_dfa(pattern_union(pattern))
+    if built is None or len(built[0]) * (low + 1) > MAX_ELIMINATED_STATES:
+        return None
+    moves, accepting = built
+    width = low + 1
+    counted = [
+        [(ranges, target * width + min(read + 1, low)) for ranges, target in moves[q]]
+        for q in range(len(moves))
+        for read in range(width)
+    ]
+    final = [accepting[q] and read >= low for q in range(len(moves)) for read in range(width)]
+    try:
+        return dfa_regex(counted, final, plain)
+    except DfaTooLarge:
+        return None

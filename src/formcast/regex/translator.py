@@ -1,0 +1,433 @@
+"""The translator core: :func:`schema_to_regex` and the dispatch over keyword families.
+
+:func:`schema_to_regex` checks its options, loads the schema, and runs a translation:
+first with plain sub-schemas (concrete automaton states walk faster than calls), then,
+past ``_UNSHARED_LIMIT`` characters, with long sub-schemas as definitions, then with
+recursion unrolled fewer times (with a warning) while the regex is still too large.
+
+One :class:`_Translator` serves one attempt. It flattens a conjunction (``$ref``,
+``allOf``), rewrites ``not``/``if``/dependencies, distributes the first
+``anyOf``/``oneOf``, and hands what is left to the family of each allowed type (strings,
+numbers, arrays, objects, enumerations, values from the text). The families reach back
+only through :class:`~formcast.regex.context.Translation`, which it implements; none
+imports this module.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pydantic
+
+from formcast.errors import InvalidOptionError, UnsupportedSchemaError
+from formcast.regex.arrays import array_regex
+from formcast.regex.combinators import disjunction, rewrite
+from formcast.regex.dialect import (
+    ANY_VALUE_DEPTH,
+    MAX_REGEX_LENGTH,
+    NULL,
+    NUMBER,
+    SHARE_MIN_LENGTH,
+    STRING,
+    WHITESPACE_DEFAULT,
+    alt,
+)
+from formcast.regex.enums import ValueChecker, enum_candidates, enumeration
+from formcast.regex.numbers import numeric_regex
+from formcast.regex.objects import object_regex
+from formcast.regex.parts import (
+    ALL_TYPES,
+    ARRAY_KEYWORDS,
+    NUMBER_KEYWORDS,
+    OBJECT_KEYWORDS,
+    STRING_KEYWORDS,
+    Never,
+    Part,
+    Result,
+    TooLarge,
+)
+from formcast.regex.references import Definitions, Flattener
+from formcast.regex.strings import string_regex
+from formcast.regex.text_values import TextSlots, text_value
+from formcast.schema import Mode, load_schema
+from formcast.text import FromText, TextSlot
+
+__all__ = ["schema_to_regex"]
+
+# Regexes are first built with definitions only for unconstrained values; past this length
+# they are built again with long sub-schema regexes as definitions too. Calls resolve states
+# slower than plain copies, so sharing waits until the plain regex grows too large.
+_UNSHARED_LIMIT = 200_000
+
+
+_MAX_SUBSCHEMAS = 12_000
+"""Most sub-schema translations one schema may take (nested ``anyOf``/``oneOf`` distribute
+over each other and over ``allOf``, which can grow exponentially); beyond it the schema is
+refused in a few seconds instead of running for minutes."""
+
+
+def _blamed_disjunction(parts: Sequence[Part]) -> tuple[str, str]:
+    """The innermost ``anyOf``/``oneOf`` (keyword, pointer) that ``parts`` come from."""
+    best = ("anyOf", parts[0].pointer if parts else "")
+    deepest = -1
+    for part in parts:
+        for keyword in ("anyOf", "oneOf"):
+            at = part.pointer.rfind(f"/{keyword}/")
+            if at > deepest:
+                deepest, best = at, (keyword, part.pointer[:at])
+    return best
+
+
+def _main_keyword(parts: Sequence[Part]) -> str:
+    """The keyword to blame when the translation of ``parts`` grows too large."""
+    schema = parts[0].schema if parts else {}
+    if isinstance(schema, dict):
+        for keyword in ("anyOf", "oneOf", "properties", "items", "$ref"):
+            if keyword in schema:
+                return keyword
+    return "$ref"
+
+
+class _Translator:
+    """Walks one schema document and builds the regex; one instance per attempt.
+
+    Implements :class:`~formcast.regex.context.Translation` for the family modules.
+    """
+
+    def __init__(
+        self,
+        root: Any,
+        mode: Mode,
+        whitespace: int,
+        max_depth: int,
+        any_depth: int = 1,
+        share_long: bool = True,
+        from_text: FromText | None = None,
+    ) -> None:
+        """``any_depth``: nesting of unconstrained values; ``share_long``: whether long
+        sub-schema regexes become definitions (without it, regexes past
+        :data:`_UNSHARED_LIMIT` characters raise :class:`TooLarge`); ``from_text``:
+        the options applied to every plain string value without its own keyword."""
+        self.mode = mode
+        self.from_text = from_text
+        self.any_depth = any_depth
+        self.limit = MAX_REGEX_LENGTH if share_long else _UNSHARED_LIMIT
+        self.ws = f"[ \\n\\t]{{0,{whitespace}}}" if whitespace else ""
+        self.sep = f"{self.ws},{self.ws}"
+        self.colon = f"{self.ws}:{self.ws}"
+        self.plain_strings = False
+        self.subschemas = 0
+        self.definitions = Definitions(share_long)
+        self.flattener = Flattener(root, max_depth)
+        self.checker = ValueChecker(root)
+        self.text_slots = TextSlots()
+        # (schema ids, refs, plain_strings) -> (sharing, regex, the parts kept alive)
+        self._translated: dict[Any, tuple[bool, str, list[Part]]] = {}
+        self._any: dict[int, str] = {}
+
+    # ------------------------------------------------------------------ Translation
+
+    @property
+    def sharing(self) -> bool:
+        """Whether regexes may become definitions (off for regexes ``re`` must read)."""
+        return self.definitions.enabled
+
+    @sharing.setter
+    def sharing(self, value: bool) -> None:
+        self.definitions.enabled = value
+
+    @property
+    def recursive(self) -> bool:
+        """Whether some reference was met again inside itself."""
+        return self.flattener.recursive
+
+    def share(
+        self,
+        regex: str,
+        force: bool = False,
+        min_length: int = SHARE_MIN_LENGTH,
+        where: tuple[str, str] = ("$ref", ""),
+    ) -> str:
+        return self.definitions.share(regex, force, min_length, where)
+
+    def valid(self, value: Any, parts: Sequence[Part]) -> bool:
+        return self.checker.valid(value, parts)
+
+    def flatten(
+        self, parts: list[Part], refs: tuple[str, ...]
+    ) -> tuple[list[Part], tuple[str, ...], Never | None]:
+        return self.flattener.flatten(parts, refs)
+
+    def resolve(self, ref: str, pointer: str) -> tuple[Any, str]:
+        return self.flattener.resolve(ref, pointer)
+
+    def text_slot(self, slot: TextSlot, pointer: str) -> str:
+        return self.text_slots.regex(slot, pointer)
+
+    def finish(self, main: str) -> str:
+        """``main`` preceded by the definitions it calls, directly or through others, and
+        followed by the table of its text slots, if any."""
+        return self.definitions.prefixed(main + self.text_slots.table_comment())
+
+    # ------------------------------------------------------------------ dispatch
+
+    def gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
+        """Regex for a value satisfying every part (a conjunction)."""
+        self.subschemas += 1
+        if self.subschemas > _MAX_SUBSCHEMAS:
+            raise TooLarge(
+                *_blamed_disjunction(parts),
+                f"the schema expands into more than {_MAX_SUBSCHEMAS} sub-schemas (anyOf/oneOf "
+                "distributed over each other and over allOf)",
+                final=True,
+            )
+        result = self._gen(parts, refs)
+        if isinstance(result, str):
+            if len(result) + self.definitions.defined_length > self.limit:
+                raise TooLarge(
+                    _main_keyword(parts),
+                    parts[0].pointer if parts else "",
+                    f"the regex would exceed MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+                )
+            where = (_main_keyword(parts), parts[0].pointer if parts else "")
+            return self.share(result, where=where)
+        return result
+
+    def _gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
+        """``gen`` without the budget checks: flatten, then translate once per context."""
+        flat, refs, never = self.flatten(parts, refs)
+        if never is not None:
+            return never
+        # A definition reached through many $refs is translated once per recursion
+        # context. The key holds schema ids: the entry keeps those schemas alive.
+        key = (tuple((id(p.schema), p.synthetic) for p in flat), refs, self.plain_strings)
+        known = self._translated.get(key)
+        if known is not None and known[0] == self.sharing:
+            return known[1]
+        result = self._gen_flat(flat, refs)
+        if isinstance(result, str):
+            self._translated[key] = (self.sharing, result, flat)
+        return result
+
+    def _gen_flat(self, flat: list[Part], refs: tuple[str, ...]) -> Result:
+        """Dispatch: rewrites first, then the first ``anyOf``/``oneOf``, then the types."""
+        rewritten = rewrite(self, flat)
+        if rewritten is not None:
+            return self.gen(rewritten, refs)
+        for index, part in enumerate(flat):
+            for keyword in ("anyOf", "oneOf"):
+                if keyword in part.schema:
+                    return disjunction(self, flat, index, keyword, refs)
+        return self.conjunction(flat, refs)
+
+    def conjunction(self, flat: list[Part], refs: tuple[str, ...]) -> Result:
+        """The flat conjunction (no rewrite or disjunction left) by type family: a value
+        from the text, an enumeration, or the alternatives of every allowed type, minus
+        the values a ``not`` of ``enum``/``const`` excludes."""
+        if not flat:
+            return self.any_value(self.any_depth)
+        copied = text_value(self, flat)
+        if copied is not None:
+            return copied
+        excluded: list[Any] = []
+        for part in flat:
+            negated = part.schema.get("not")
+            if negated is not None:
+                excluded.extend([negated["const"]] if "const" in negated else negated["enum"])
+        candidates = enum_candidates(flat)
+        if candidates is not None:
+            return enumeration(self, flat, candidates)
+        types = self.types(flat)
+        alts: list[str] = []
+        nevers: list[Never] = []
+        first = flat[0].pointer
+
+        def add(result: Result) -> None:
+            if isinstance(result, Never):
+                nevers.append(result)
+            else:
+                alts.append(result)
+
+        if "null" in types and not any(v is None for v in excluded):
+            alts.append(NULL)
+        if "boolean" in types:
+            for word, value in (("true", True), ("false", False)):
+                if not any(v is value for v in excluded):
+                    alts.append(word)
+        if "integer" in types or "number" in types:
+            add(numeric_regex(flat, "number" not in types, excluded))
+        if "string" in types:
+            add(string_regex(self, flat, excluded))
+        if "array" in types:
+            if any(isinstance(v, list) for v in excluded):
+                raise UnsupportedSchemaError("not", first, "cannot exclude array values")
+            add(array_regex(self, flat, refs))
+        if "object" in types:
+            if any(isinstance(v, dict) for v in excluded):
+                raise UnsupportedSchemaError("not", first, "cannot exclude object values")
+            add(object_regex(self, flat, refs))
+        if alts:
+            return alt(alts) or ""
+        if nevers:
+            recursion = [n for n in nevers if n.keyword == "$ref"]
+            return (recursion or nevers)[0]
+        return Never("type", first, "no JSON type satisfies every type keyword")
+
+    def types(self, flat: Sequence[Part]) -> set[str]:
+        """The JSON types the parts allow (``number`` implies ``integer``); in
+        ``generation`` mode, a schema without ``type`` takes the types its keywords
+        constrain."""
+        allowed = set(ALL_TYPES)
+        explicit = False
+        for part in flat:
+            declared = part.schema.get("type")
+            if declared is None:
+                continue
+            explicit = True
+            named = {declared} if isinstance(declared, str) else set(declared)
+            if part.schema.get("nullable") is True:
+                named.add("null")
+            if "number" in named:
+                named.add("integer")
+            allowed &= named
+        if not explicit and self.mode == "generation":
+            families: set[str] = set()
+            for part in flat:
+                keys = set(part.schema)
+                if keys & OBJECT_KEYWORDS:
+                    families.add("object")
+                if keys & ARRAY_KEYWORDS:
+                    families.add("array")
+                if keys & STRING_KEYWORDS:
+                    families.add("string")
+                if keys & NUMBER_KEYWORDS:
+                    families |= {"number", "integer"}
+            if families:
+                allowed &= families
+        return allowed
+
+    def any_value(self, depth: int) -> str:
+        """Any JSON value nesting at most ``depth`` arrays/objects (a call to a definition
+        per level, each calling the level below)."""
+        if depth not in self._any:
+            deep = self.any_depth > 1
+            scalar = alt([STRING, NUMBER, "true", "false", NULL]) or ""
+            if depth == 0:
+                self._any[0] = self.share(scalar, force=deep)
+                return self._any[0]
+            inner = self.any_value(depth - 1)
+            array = rf"\[{self.ws}(?:{inner}(?:{self.sep}{inner})*{self.ws})?\]"
+            member = f"{self.share(STRING, force=deep)}{self.colon}{inner}"
+            obj = rf"\{{{self.ws}(?:{member}(?:{self.sep}{member})*{self.ws})?\}}"
+            alternatives = [self.share(scalar, force=deep), array, obj]
+            self._any[depth] = self.share(alt(alternatives) or "", force=deep)
+        return self._any[depth]
+
+
+def schema_to_regex(
+    schema: Mapping[str, Any] | bool | str | type[pydantic.BaseModel],
+    *,
+    mode: Mode = "generation",
+    whitespace: bool | int = False,
+    max_recursion_depth: int = 3,
+    from_text: FromText | bool | None = None,
+) -> str:
+    """Compile ``schema`` into a regex matching JSON texts that validate against it.
+
+    Args:
+        schema: a Pydantic model class, a JSON Schema mapping, JSON text, or a boolean
+            schema (read with :func:`formcast.schema.load_schema`).
+        mode: ``"generation"`` (Pydantic semantics: only declared properties) or
+            ``"specification"`` (JSON Schema semantics: extra properties allowed unless
+            ``additionalProperties: false``); see :data:`formcast.schema.Mode`.
+        whitespace: ``False``/``0`` for compact JSON, ``N`` for at most ``N`` of
+            ``[ \\n\\t]`` at each place inside arrays and objects where JSON allows
+            whitespace, ``True`` for :data:`WHITESPACE_DEFAULT`.
+        max_recursion_depth: how many times a definition may be nested inside itself
+            through ``$ref`` (``0``: recursive references are never followed).
+        from_text: copy every plain string value (``str`` or ``Optional[str]``, without
+            a format, pattern or enum) from the request's text, with these options
+            (``True``: the defaults of :class:`formcast.FromText`). Values with their
+            own ``x-formcast-from-text`` keyword keep theirs.
+
+    Returns:
+        A regex in the dialect described in :mod:`formcast.regex`. Values copied from the
+        text are slots (:mod:`formcast.text`), listed in a comment at the end.
+
+    Raises:
+        SchemaError: the input is not a schema (see ``load_schema``).
+        UnsupportedSchemaError: a keyword cannot be enforced exactly (``.keyword``,
+            ``.pointer`` say which and where), or the schema allows no value.
+        InvalidOptionError: an option is out of range.
+
+    Cost: pure Python, proportional to the size of the output (see :mod:`formcast.regex`);
+    compile once and reuse the result.
+    """
+    if mode not in ("generation", "specification"):
+        raise InvalidOptionError(f"expected mode 'generation' or 'specification', found {mode!r}")
+    if isinstance(whitespace, bool):
+        spaces = WHITESPACE_DEFAULT if whitespace else 0
+    elif isinstance(whitespace, int) and whitespace >= 0:
+        spaces = whitespace
+    else:
+        raise InvalidOptionError(
+            f"expected whitespace to be a bool or an int >= 0, found {whitespace!r}"
+        )
+    if (
+        not isinstance(max_recursion_depth, int)
+        or isinstance(max_recursion_depth, bool)
+        or max_recursion_depth < 0
+    ):
+        raise InvalidOptionError(
+            f"expected max_recursion_depth to be an int >= 0, found {max_recursion_depth!r}"
+        )
+    text_default = _from_text_option(from_text)
+    root = load_schema(schema)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+    depth = max_recursion_depth
+    result: Result = ""
+    try:
+        any_depth = ANY_VALUE_DEPTH if mode == "specification" else 1
+        share_long = False  # first try plain sub-schemas: concrete NFA states walk faster
+        while True:
+            translator = _Translator(root, mode, spaces, depth, any_depth, share_long, text_default)
+            try:
+                result = translator.gen([Part(root, "")], ("",))
+                break
+            except TooLarge as error:
+                if not share_long and not error.final:
+                    share_long = True
+                    continue
+                if translator.recursive and depth > 0 and not error.final:
+                    depth -= 1
+                    continue
+                raise UnsupportedSchemaError(error.keyword, error.pointer, error.reason) from None
+    except RecursionError:
+        raise UnsupportedSchemaError("$ref", "", "the schema nests too deeply") from None
+    finally:
+        sys.setrecursionlimit(limit)
+    if depth < max_recursion_depth:
+        warnings.warn(
+            f"formcast: recursive references unrolled {depth} times instead of "
+            f"max_recursion_depth={max_recursion_depth}, to keep the regex under "
+            f"MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+            UserWarning,
+            stacklevel=2,
+        )
+    if isinstance(result, Never):
+        raise UnsupportedSchemaError(result.keyword, result.pointer, result.reason)
+    return translator.finish(result)
+
+
+def _from_text_option(value: FromText | bool | None) -> FromText | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return FromText()
+    if isinstance(value, FromText):
+        return value
+    raise InvalidOptionError(f"expected from_text to be a bool or a FromText, found {value!r}")

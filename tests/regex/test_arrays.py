@@ -1,0 +1,136 @@
+"""Tests for formcast.regex.arrays: items, prefixItems, counts, contains, uniqueItems."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from regex_checks import (
+    Case,
+    case_ids,
+    check_hand_written,
+    check_samples,
+    check_unsupported,
+    fullmatch,
+)
+
+from formcast.errors import UnsupportedSchemaError
+from formcast.regex.translator import schema_to_regex
+
+CASES: list[Case] = [
+    (
+        "array of strings",
+        {"type": "array", "items": {"type": "string"}},
+        [[], ["a"], ["a", "b", "c"]],
+        [[1], "a"],
+    ),
+    (
+        "array bounds",
+        {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3},
+        [[1, 2], [1, 2, 3]],
+        [[], [1], [1, 2, 3, 4]],
+    ),
+    ("array no items", {"type": "array"}, [[], [1, "a", None]], [{}]),
+    ("array maxItems 0", {"type": "array", "maxItems": 0}, [[]], [[1]]),
+    (
+        "prefixItems",
+        {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
+        [[], [1], [1, "a"]],
+        [[1, "a", 2], ["a"]],
+    ),
+    (
+        "prefixItems exact",
+        {
+            "type": "array",
+            "prefixItems": [{"type": "integer"}, {"type": "string"}],
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        [[1, "a"]],
+        [[1], [1, "a", "b"]],
+    ),
+    (
+        "prefixItems with tail",
+        {
+            "type": "array",
+            "prefixItems": [{"type": "boolean"}],
+            "items": {"type": "null"},
+            "minItems": 1,
+        },
+        [[True], [False, None, None]],
+        [[], [None], [True, True]],
+    ),
+    (
+        "legacy items array",
+        {"type": "array", "items": [{"type": "integer"}], "additionalItems": {"type": "string"}},
+        [[], [1], [1, "a", "b"]],
+        [["a"], [1, 2]],
+    ),
+    (
+        "contains",
+        {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 10}},
+        [[10], [1, 2, 30], [11, 1]],
+        [[], [1, 2]],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
+    check_hand_written(name, schema, valid, invalid)
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32))
+def test_samples_are_valid(
+    name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int
+) -> None:
+    check_samples(name, schema, seed)
+
+
+UNSUPPORTED: list[tuple[Any, str, str, str]] = [
+    (
+        {
+            "type": "object",
+            "properties": {
+                "items": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+            },
+        },
+        "uniqueItems",
+        "/properties/items",
+        "specification",
+    ),
+    (
+        {"type": "array", "contains": {"type": "integer"}, "maxContains": 2},
+        "maxContains",
+        "/",
+        "generation",
+    ),
+    (
+        {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 3}, "maxItems": 4},
+        "contains",
+        "/contains",
+        "generation",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer", "mode"),
+    UNSUPPORTED,
+    ids=[f"{u[1]}-{i}" for i, u in enumerate(UNSUPPORTED)],
+)
+def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str) -> None:
+    check_unsupported(schema, keyword, pointer, mode)
+
+
+def test_unique_items_depends_on_mode() -> None:
+    schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    assert fullmatch(schema_to_regex(schema), "[1,2]")
+    with pytest.raises(UnsupportedSchemaError) as info:
+        schema_to_regex(schema, mode="specification")
+    assert info.value.keyword == "uniqueItems"
+    assert fullmatch(schema_to_regex({**schema, "maxItems": 1}, mode="specification"), "[1]")

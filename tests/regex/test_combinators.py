@@ -1,0 +1,301 @@
+"""Tests for formcast.regex.combinators: anyOf, oneOf, allOf, not, if/then/else, dependencies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from regex_checks import (
+    Case,
+    case_ids,
+    check_hand_written,
+    check_samples,
+    check_specification_case,
+    check_unsupported,
+    fullmatch,
+)
+
+from formcast.errors import UnsupportedSchemaError
+from formcast.regex.translator import schema_to_regex
+
+CASES: list[Case] = [
+    (
+        "anyOf",
+        {"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 2}]},
+        [1, "ab"],
+        ["abc", None],
+    ),
+    (
+        "optional via anyOf null",
+        {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        ["a", None],
+        [1],
+    ),
+    (
+        "anyOf with sibling properties",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+        },
+        [{"a": 1}, {"b": 1}, {"a": 1, "b": 2}],
+        [{}],
+    ),
+    (
+        "oneOf overlapping, by negation",
+        {"oneOf": [{"type": "integer"}, {"minimum": 5}]},
+        [1, 4, -3, "x", None, [1]],
+        [5, 7, 100],
+    ),
+    (
+        "oneOf exactly one required",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
+        },
+        [{"a": 1}, {"b": 2}],
+        [{}, {"a": 1, "b": 2}],
+    ),
+    (
+        "oneOf nested lengths",
+        {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},
+        ["abc", "abcd"],
+        ["ab", "", 1],
+    ),
+    (
+        "if then else",
+        {
+            "type": "object",
+            "properties": {"kind": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
+            "required": ["kind"],
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"required": ["n"]},
+            "else": {"properties": {"n": {"maximum": 0}}},
+        },
+        [{"kind": "a", "n": 5}, {"kind": "b"}, {"kind": "b", "n": -1}],
+        [{"kind": "a"}, {"kind": "b", "n": 1}],
+    ),
+    (
+        "if then on strings",
+        {"type": ["string", "integer"], "if": {"type": "string"}, "then": {"minLength": 2}},
+        ["ab", 1, 0],
+        ["a", ""],
+    ),
+    (
+        "oneOf disjoint types",
+        {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+        [1, "a"],
+        [None, 1.5],
+    ),
+    (
+        "oneOf discriminated",
+        {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+                    "required": ["kind"],
+                },
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "b"}, "y": {"type": "string"}},
+                    "required": ["kind"],
+                },
+            ]
+        },
+        [{"kind": "a"}, {"kind": "a", "x": 1}, {"kind": "b", "y": "s"}],
+        [{"kind": "c"}, {"kind": "a", "y": "s"}],
+    ),
+    (
+        "allOf merge",
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+            ]
+        },
+        [{"a": 1, "b": "x"}],
+        [{"a": 1}, {"b": "x"}],
+    ),
+    (
+        "allOf numeric",
+        {"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 10}, {"exclusiveMaximum": 8}]},
+        [0, 7],
+        [8, 10, -1],
+    ),
+    (
+        "allOf strings",
+        {"allOf": [{"type": "string", "minLength": 2}, {"maxLength": 3}]},
+        ["ab", "abc"],
+        ["a", "abcd"],
+    ),
+    (
+        "not type",
+        {"not": {"type": ["string", "object", "array", "null"]}},
+        [1, 1.5, True],
+        ["a", None, [], {}],
+    ),
+    (
+        "not required",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "null"}, "b": {"type": "null"}},
+            "not": {"required": ["a"]},
+        },
+        [{}, {"b": None}],
+        [{"a": None}],
+    ),
+    (
+        "not empty",
+        {"type": "object", "properties": {"a": {"not": {}}, "b": {"type": "null"}}},
+        [{}, {"b": None}],
+        [{"a": 1}],
+    ),
+    (
+        "dependentRequired",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "null"}, "b": {"type": "null"}},
+            "dependentRequired": {"a": ["b"]},
+        },
+        [{}, {"b": None}, {"a": None, "b": None}],
+        [{"a": None}],
+    ),
+    (
+        "dependencies schema",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "dependencies": {"a": {"properties": {"b": {"minimum": 5}}, "required": ["b"]}},
+        },
+        [{}, {"b": 1}, {"a": 1, "b": 5}],
+        [{"a": 1}, {"a": 1, "b": 4}],
+    ),
+    ("if without then", {"type": "integer", "if": {"minimum": 3}}, [1, 5], ["a"]),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
+    check_hand_written(name, schema, valid, invalid)
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32))
+def test_samples_are_valid(
+    name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int
+) -> None:
+    check_samples(name, schema, seed)
+
+
+SPEC_CASES: list[Case] = [
+    # maskbench Github_easy---o89710: oneOf told apart by array lengths
+    (
+        "oneOf disjoint by item counts",
+        {
+            "type": "object",
+            "oneOf": [
+                {"properties": {"f": {"type": "array", "maxItems": 1}}, "required": ["f"]},
+                {"properties": {"f": {"type": "array", "minItems": 2}}, "required": ["f"]},
+            ],
+        },
+        [{"f": []}, {"f": [1, 2, 3]}],
+        [{}, {"f": 1}],
+    ),
+    (
+        "oneOf disjoint by lengths and ranges",
+        {
+            "oneOf": [
+                {"type": "string", "maxLength": 0},
+                {"type": "string", "minLength": 1},
+                {"type": "integer", "maximum": 0},
+                {"type": "number", "exclusiveMinimum": 0},
+            ]
+        },
+        ["", "ab", -3, 0, 1.5, 7],
+        [None, True],
+    ),
+    # maskbench Github_easy---o89710: properties in declaration order across allOf/oneOf
+    (
+        "oneOf branch properties come where declared",
+        {
+            "allOf": [
+                {"oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]}]},
+                {"properties": {"b": {"type": "integer"}}, "required": ["b"]},
+            ]
+        },
+        [{"a": 1, "b": 2}],
+        [{"a": "x", "b": 2}],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "valid", "invalid"), SPEC_CASES, ids=case_ids(SPEC_CASES)
+)
+def test_specification_mode_cases(
+    name: str, schema: Any, valid: list[Any], invalid: list[Any]
+) -> None:
+    check_specification_case(schema, valid, invalid)
+
+
+UNSUPPORTED: list[tuple[Any, str, str, str]] = [
+    ({"if": {"pattern": "^a"}, "then": {"minLength": 2}}, "if", "/", "generation"),
+    ({"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}, "oneOf", "/", "specification"),
+    (
+        {
+            "$defs": {"x": {"oneOf": [{"type": "string"}, {"type": "string", "pattern": "^a"}]}},
+            "$ref": "#/$defs/x",
+        },
+        "oneOf",
+        "/$defs/x",
+        "generation",
+    ),
+    ({"not": {"pattern": "a"}}, "not", "/not", "generation"),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer", "mode"),
+    UNSUPPORTED,
+    ids=[f"{u[1]}-{i}" for i, u in enumerate(UNSUPPORTED)],
+)
+def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str) -> None:
+    check_unsupported(schema, keyword, pointer, mode)
+
+
+# Decimal's schema as Pydantic before 2.14 writes it: the string branch has a lookahead.
+_LOOKAHEAD_MONEY = {
+    "type": "object",
+    "properties": {
+        "amount": {
+            "anyOf": [
+                {"type": "number"},
+                {"type": "string", "pattern": "^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$"},
+            ]
+        },
+        "currency": {"enum": ["EUR", "USD"], "type": "string"},
+    },
+    "required": ["amount", "currency"],
+}
+
+
+def test_decimal_drops_the_lookahead_branch_with_a_warning() -> None:
+    with pytest.warns(UserWarning, match="dropped a anyOf branch"):
+        regex = schema_to_regex(_LOOKAHEAD_MONEY, mode="specification")
+    assert fullmatch(regex, '{"amount":1.5,"currency":"EUR"}')
+    assert not fullmatch(regex, '{"amount":"1.5","currency":"EUR"}')
+
+
+def test_exponential_anyof_distribution_is_refused_not_run() -> None:
+    """allOf of 16 two-way anyOfs distributes into 65,536 conjunctions: refused."""
+    parts = [{"anyOf": [{"maxLength": 9}, {"maxLength": 8 + i}]} for i in range(16)]
+    with pytest.raises(UnsupportedSchemaError) as raised:
+        schema_to_regex({"type": "string", "allOf": parts}, mode="specification")
+    assert raised.value.keyword == "anyOf"
+    assert raised.value.pointer.startswith("/allOf/")
+    assert "sub-schemas" in str(raised.value)

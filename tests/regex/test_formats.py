@@ -1,0 +1,161 @@
+"""Tests for formcast.regex.formats: the string formats, in both modes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from regex_checks import (
+    Case,
+    case_ids,
+    check_hand_written,
+    check_samples,
+    check_specification_case,
+    check_unsupported,
+    fullmatch,
+)
+
+from formcast.errors import UnsupportedSchemaError
+from formcast.regex.translator import schema_to_regex
+
+CASES: list[Case] = [
+    (
+        "date",
+        {"type": "string", "format": "date"},
+        ["2024-02-29", "2023-12-31", "0001-01-01", "2000-02-29"],
+        ["2023-02-29", "2023-13-01", "1900-02-29", "2023-04-31", "20230101"],
+    ),
+    (
+        "time",
+        {"type": "string", "format": "time"},
+        ["12:30:00Z", "23:59:59.123+05:30"],
+        ["24:00:00Z", "12:30", "12:60:00Z"],
+    ),
+    (
+        "date-time",
+        {"type": "string", "format": "date-time"},
+        ["2024-01-01T00:00:00Z", "1999-12-31T23:59:59.5-08:00"],
+        ["2024-01-01 00:00:00Z", "2024-01-01T00:00:00"],
+    ),
+    (
+        "duration",
+        {"type": "string", "format": "duration"},
+        ["P1D", "PT1H30M", "P1Y2M3DT4H5M6S", "P2W"],
+        ["P", "PT", "1D", "P1H"],
+    ),
+    (
+        "uuid",
+        {"type": "string", "format": "uuid"},
+        ["123e4567-e89b-12d3-a456-426614174000"],
+        ["123e4567e89b12d3a456426614174000", "xyz"],
+    ),
+    (
+        "email",
+        {"type": "string", "format": "email"},
+        ["john.doe@example.com", "a+b@mail.co.uk"],
+        ["john", "a@b", "x@host.test"],
+    ),
+    (
+        "ipv4",
+        {"type": "string", "format": "ipv4"},
+        ["127.0.0.1", "255.255.255.255", "0.0.0.0"],
+        ["256.1.1.1", "01.1.1.1", "1.1.1"],
+    ),
+    (
+        "ipv6",
+        {"type": "string", "format": "ipv6"},
+        ["::1", "::", "fe80::1:2", "1:2:3:4:5:6:7:8", "1::"],
+        ["1:2:3", ":::", "12345::"],
+    ),
+    (
+        "hostname",
+        {"type": "string", "format": "hostname"},
+        ["example.com", "a-b.c"],
+        ["-ab.com", "a..b"],
+    ),
+    (
+        "uri",
+        {"type": "string", "format": "uri"},
+        ["https://example.com/a/b", "http://a.b.io:8080/"],
+        ["example.com", "ftp:/x"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
+    check_hand_written(name, schema, valid, invalid)
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32))
+def test_samples_are_valid(
+    name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int
+) -> None:
+    check_samples(name, schema, seed)
+
+
+SPEC_CASES: list[Case] = [
+    # maskbench Github_easy---o51165, o78130: any RFC 3986 URI
+    (
+        "uri is RFC 3986",
+        {"type": "string", "format": "uri"},
+        [
+            "file:///path/to/file1.js",
+            "https://example.com/upload/0123456789abcdef0123456789abcdef",
+            "urn:isbn:0451450523",
+            "mailto:a@b.c",
+            "http://[::1]:80/a?b=c#d",
+            "a:",
+        ],
+        ["/relative", "http://a b", "1a:b", "http://%zz", "", "é:x"],
+    ),
+    (
+        "uri-reference",
+        {"type": "string", "format": "uri-reference"},
+        ["/relative/path", "rel", "", "#frag", "?q", "http://x.y/z", "/a:b"],
+        ["a b", "1a:b", "%g0"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "valid", "invalid"), SPEC_CASES, ids=case_ids(SPEC_CASES)
+)
+def test_specification_mode_cases(
+    name: str, schema: Any, valid: list[Any], invalid: list[Any]
+) -> None:
+    check_specification_case(schema, valid, invalid)
+
+
+UNSUPPORTED: list[tuple[Any, str, str, str]] = [
+    ({"type": "string", "format": "date", "maxLength": 5}, "maxLength", "/", "generation"),
+    ({"type": "string", "format": "x-custom"}, "format", "/", "specification"),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer", "mode"),
+    UNSUPPORTED,
+    ids=[f"{u[1]}-{i}" for i, u in enumerate(UNSUPPORTED)],
+)
+def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str) -> None:
+    check_unsupported(schema, keyword, pointer, mode)
+
+
+def test_unknown_format_warns_in_generation_mode() -> None:
+    with pytest.warns(UserWarning, match="unknown format 'color'"):
+        regex = schema_to_regex({"type": "string", "format": "color"})
+    assert fullmatch(regex, '"anything"')
+
+
+def test_unknown_format_refused_in_specification_mode() -> None:
+    with pytest.raises(UnsupportedSchemaError) as info:
+        schema_to_regex(
+            {"type": "object", "properties": {"c": {"type": "string", "format": "color"}}},
+            mode="specification",
+        )
+    assert (info.value.keyword, info.value.pointer) == ("format", "/properties/c")

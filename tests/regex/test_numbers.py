@@ -1,0 +1,308 @@
+"""Tests for formcast.regex.numbers: integer and decimal ranges, float bounds, multipleOf."""
+
+from __future__ import annotations
+
+import decimal
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from regex_checks import (
+    Case,
+    assert_parses,
+    case_ids,
+    check_hand_written,
+    check_samples,
+    check_unsupported,
+    fullmatch,
+    sample,
+    validator_for,
+)
+
+from formcast.regex.numbers import int_range, number_range
+from formcast.regex.translator import schema_to_regex
+
+CASES: list[Case] = [
+    ("integer", {"type": "integer"}, [0, -1, 7, 1234567890123456789012], [1.5, "1", True, None]),
+    (
+        "number",
+        {"type": "number"},
+        [0, -1, 1.5, -0.25, 1e14, 3.0e-5, 1.5e99, 1e100],
+        ["1", True, None],
+    ),
+    (
+        "number as repr(float) writes it",
+        {"type": "number"},
+        [1e15, 9999999999999998.0, 1.5e300, 5e-324, 9.5e307, -2.5e-300],
+        ["x"],
+    ),
+    (
+        "number one-sided bound with exponents",
+        {"type": "number", "minimum": -273.15},
+        [-273.15, 0, 6.02e23, 1e-7, 1.5e300],
+        [-273.16, -1e20, -6.02e23],
+    ),
+    (
+        "number upper bound with exponents",
+        {"type": "number", "maximum": 0},
+        [0, -6.02e23, -1e-7],
+        [1e-7, 6.02e23],
+    ),
+    (
+        "number exclusive lower bound 0: no exponent",
+        {"type": "number", "exclusiveMinimum": 0},
+        [1.5, 0.001],
+        [0, -1.0],
+    ),
+    (
+        "number multipleOf integer",
+        {"type": "number", "multipleOf": 2},
+        [4.0, -6.0, 0.0, 10],
+        [3, 4.5],
+    ),
+    (
+        "int range 0..255",
+        {"type": "integer", "minimum": 0, "maximum": 255},
+        [0, 9, 10, 99, 100, 199, 200, 249, 250, 255],
+        [-1, 256, 1000, 300],
+    ),
+    (
+        "int range -20..-3",
+        {"type": "integer", "minimum": -20, "maximum": -3},
+        [-20, -19, -10, -3],
+        [-2, -21, 0, 3, -100],
+    ),
+    (
+        "int range -15..1234",
+        {"type": "integer", "minimum": -15, "maximum": 1234},
+        [-15, -1, 0, 5, 999, 1000, 1234],
+        [-16, 1235, 2000, -100],
+    ),
+    ("int >= 1", {"type": "integer", "minimum": 1}, [1, 2, 9, 10, 123456789], [0, -1]),
+    ("int <= 100", {"type": "integer", "maximum": 100}, [100, 0, -5, -99999], [101, 1000]),
+    (
+        "int exclusive",
+        {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10},
+        [1, 9],
+        [0, 10],
+    ),
+    (
+        "int fractional bounds",
+        {"type": "integer", "minimum": 1.5, "maximum": 4.5},
+        [2, 3, 4],
+        [1, 5],
+    ),
+    (
+        "int draft4 exclusive",
+        {
+            "type": "integer",
+            "minimum": 5,
+            "exclusiveMinimum": True,
+            "maximum": 8,
+            "exclusiveMaximum": True,
+        },
+        [6, 7],
+        [5, 8],
+    ),
+    ("int single value", {"type": "integer", "minimum": 42, "maximum": 42}, [42], [41, 43]),
+    (
+        "int big range",
+        {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+        [0, 2**63 - 1, -(2**63)],
+        [2**63, -(2**63) - 1],
+    ),
+    ("int32 format", {"type": "integer", "format": "int32"}, [0, 2**31 - 1, -(2**31)], [2**31]),
+    (
+        "int multipleOf 5",
+        {"type": "integer", "multipleOf": 5},
+        [0, 5, -5, 10, 125, -1000],
+        [1, 7, -3, 12],
+    ),
+    (
+        "int multipleOf 4 >= 0",
+        {"type": "integer", "multipleOf": 4, "minimum": 0},
+        [0, 4, 8, 100, 112],
+        [2, -4, 6, 102],
+    ),
+    (
+        "int multipleOf 7 small range",
+        {"type": "integer", "multipleOf": 7, "minimum": 0, "maximum": 100},
+        [0, 7, 98],
+        [1, 105, -7],
+    ),
+    ("number multipleOf 1", {"type": "number", "multipleOf": 1}, [1, 0, -3], [1.5]),
+    (
+        "number 0..1",
+        {"type": "number", "minimum": 0, "maximum": 1},
+        [0, 1, 0.5, 0.0, 1.0, 0.999],
+        [-0.1, 1.01, 2, -1],
+    ),
+    ("number > 0", {"type": "number", "exclusiveMinimum": 0}, [0.001, 1, 5.5, 1e-3], [0, -1, 0.0]),
+    (
+        "number 1.5..3.25",
+        {"type": "number", "minimum": 1.5, "maximum": 3.25},
+        [1.5, 2, 2.999, 3.25, 3.2],
+        [1.49, 3.26, 1, 4],
+    ),
+    (
+        "number -2.5..-0.5",
+        {"type": "number", "minimum": -2.5, "maximum": -0.5},
+        [-2.5, -1, -0.5, -0.75],
+        [-0.4, -3, 0],
+    ),
+    (
+        "number < 10 exclusive",
+        {"type": "number", "exclusiveMaximum": 10},
+        [9.99, -100, 0],
+        [10, 10.0, 11],
+    ),
+    (
+        "number -1..1",
+        {"type": "number", "minimum": -1, "maximum": 1},
+        [-1, -0.5, 0, 0.5, 1],
+        [-1.5, 1.5],
+    ),
+    (
+        "number 0.1 exclusive",
+        {"type": "number", "exclusiveMinimum": 0.1, "maximum": 0.3},
+        [0.2, 0.3, 0.10001],
+        [0.1, 0.31],
+    ),
+    (
+        "not const integer",
+        {"type": "integer", "minimum": 0, "maximum": 5, "not": {"const": 3}},
+        [0, 2, 4, 5],
+        [3, 6],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
+    check_hand_written(name, schema, valid, invalid)
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32))
+def test_samples_are_valid(
+    name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int
+) -> None:
+    check_samples(name, schema, seed)
+
+
+UNSUPPORTED: list[tuple[Any, str, str, str]] = [
+    ({"type": "number", "multipleOf": 0.01}, "multipleOf", "/", "generation"),
+    ({"type": "integer", "multipleOf": 3}, "multipleOf", "/", "generation"),
+    ({"type": "integer", "multipleOf": 2, "minimum": 10}, "multipleOf", "/", "generation"),
+    ({"type": "number", "not": {"const": 1.5}}, "not", "/", "generation"),
+    ({"type": "integer", "minimum": 5, "maximum": 4}, "minimum", "/", "generation"),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer", "mode"),
+    UNSUPPORTED,
+    ids=[f"{u[1]}-{i}" for i, u in enumerate(UNSUPPORTED)],
+)
+def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str) -> None:
+    check_unsupported(schema, keyword, pointer, mode)
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi"),
+    [
+        (0, 0),
+        (0, 9),
+        (0, 255),
+        (1, 100),
+        (-5, 5),
+        (-128, 127),
+        (17, 4321),
+        (-999, -10),
+        (0, None),
+        (1, None),
+        (37, None),
+        (None, 0),
+        (None, -7),
+        (None, 250),
+        (-40, None),
+        (None, None),
+        (99, 1001),
+        (10**17, 10**18 + 5),
+    ],
+)
+def test_int_range_exact(lo: int | None, hi: int | None) -> None:
+    regex = int_range(lo, hi)
+    assert regex is not None
+    assert_parses(regex)
+    probe = {0, 1, -1, 9, 10, 99, 100, 101, 999, 1000, 1001, 10**18, 10**18 + 5, 10**18 + 6}
+    for bound in (lo, hi):
+        if bound is not None:
+            probe |= {
+                bound - 11,
+                bound - 10,
+                bound - 2,
+                bound - 1,
+                bound,
+                bound + 1,
+                bound + 2,
+                bound + 10,
+            }
+    for value in sorted(probe) + list(range(-300, 300)):
+        inside = (lo is None or value >= lo) and (hi is None or value <= hi)
+        assert bool(fullmatch(regex, str(value))) is inside, value
+
+
+@given(st.integers(-(10**6), 10**6), st.integers(0, 10**5), st.integers(-(10**7), 10**7))
+@settings(max_examples=300, deadline=None)
+def test_int_range_property(lo: int, width: int, probe: int) -> None:
+    hi = lo + width
+    regex = int_range(lo, hi)
+    assert regex is not None
+    for value in (probe, lo, hi, lo - 1, hi + 1, (lo + hi) // 2):
+        assert bool(fullmatch(regex, str(value))) is (lo <= value <= hi)
+    assert not fullmatch(regex, "-0") and not fullmatch(regex, "007")
+
+
+@given(
+    st.one_of(st.none(), st.decimals(-1000, 1000, places=3)),
+    st.one_of(st.none(), st.decimals(-1000, 1000, places=3)),
+    st.decimals(-1100, 1100, places=4),
+)
+@settings(max_examples=400, deadline=None)
+def test_number_range_property(lo: Any, hi: Any, probe: Any) -> None:
+    regex = number_range(lo, hi)
+    if lo is not None and hi is not None and lo > hi:
+        assert regex is None
+        return
+    assert regex is not None
+    for value in [probe, *(b for b in (lo, hi) if b is not None)]:
+        text = format(value.normalize(), "f")
+        if text.startswith("-0") and value == 0:
+            continue
+        inside = (lo is None or value >= lo) and (hi is None or value <= hi)
+        assert bool(fullmatch(regex, text)) is inside, (text, lo, hi)
+
+
+@given(st.floats(-1e6, 1e6, allow_nan=False), st.booleans(), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_float_bounds_are_exact_after_parsing(bound: float, lower: bool, strict: bool) -> None:
+    keyword = (
+        ("exclusiveMinimum" if strict else "minimum")
+        if lower
+        else ("exclusiveMaximum" if strict else "maximum")
+    )
+    schema = {"type": "number", keyword: bound}
+    regex = schema_to_regex(schema)
+    validator = validator_for(schema)
+    rng = random.Random(int(bound * 1000))
+    for text in sample(regex, rng, 30, max_len=40):
+        assert validator.is_valid(json.loads(text)), (text, schema)
+    # the bound itself, written as Python writes it, is in or out as it should be
+    text = format(decimal.Decimal(repr(bound)), "f")
+    if not text.startswith("-0") and len(text.partition(".")[2]) <= 15:
+        assert bool(fullmatch(regex, text)) is (not strict), (text, schema)
