@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
     from formcast.guide import Cursor
     from formcast.index import TokenIndex
+    from formcast.limits import Limits
     from formcast.regex.translator import schema_to_regex
     from formcast.text import FromText
     from formcast.vocabulary import Vocabulary
@@ -52,6 +53,7 @@ _LAZY = {
     "clear_disk_cache": "formcast.cache",
     "save_to_disk_cache": "formcast.cache",
     "Regex": "formcast.constraint",
+    "Limits": "formcast.limits",
     "FormcastLogitsProcessor": "formcast.decoding",
     "LoopGuard": "formcast.decoding",
     "SamplingOptions": "formcast.decoding",
@@ -78,6 +80,7 @@ __all__ = [
     "FromText",
     "InvalidOptionError",
     "LazyAutomaton",
+    "Limits",
     "LoopGuard",
     "ModelLoadError",
     "NoTextValueError",

@@ -21,6 +21,7 @@ from formcast.automaton import LazyAutomaton
 from formcast.cache import CacheSetting
 from formcast.constraint import constraint_key, output_spec
 from formcast.index import TokenIndex
+from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.schema import Mode
 from formcast.text import FromText
 from formcast.vocabulary import Vocabulary
@@ -57,6 +58,7 @@ def compile(
     max_recursion_depth: int = 3,
     from_text: FromText | bool | None = None,
     cache: CacheSetting = None,
+    limits: Limits | None = None,
 ) -> TokenIndex:
     """Compile ``output`` for ``tokenizer`` into a :class:`TokenIndex`.
 
@@ -75,6 +77,9 @@ def compile(
             :class:`formcast.FromText` options, or a ``FromText``. Fields annotated with
             their own ``FromText`` keep theirs. An index with such values needs the
             request's text: ``index.cursor(text=...)``.
+        limits: the bounds on the work of this compile (:class:`formcast.limits.Limits`;
+            ``None``: the defaults). Raising one accepts larger schemas at a cost in
+            time and memory; indexes compiled with other limits are other cache entries.
         cache: the disk cache (:mod:`formcast.cache`): ``None`` follows
             ``$FORMCAST_DISK_CACHE`` (on by default), ``False`` neither reads nor writes
             it, ``True`` uses the default folder, a path uses that folder as the cache
@@ -101,6 +106,7 @@ def compile(
         "whitespace": whitespace,
         "max_recursion_depth": max_recursion_depth,
         "from_text": from_text,
+        "limits": DEFAULT_LIMITS if limits is None else limits,
     }
     source = constraint_key(output, **options)
     entry = ""
@@ -120,7 +126,7 @@ def compile(
     spec = output_spec(output, **options)
     index = _remembered(("regex", spec.key, fingerprint))
     if index is None:
-        automaton = LazyAutomaton(spec.regex)
+        automaton = LazyAutomaton(spec.regex, options["limits"])
         index = TokenIndex(automaton, vocabulary, description=_describe(output))
     if folder is not None:
         index.row(index.initial_state)  # so that a hit answers the first mask at once

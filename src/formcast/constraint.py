@@ -22,6 +22,7 @@ import pydantic
 from pydantic import BaseModel, TypeAdapter
 
 from formcast.errors import OutputValidationError, SchemaError
+from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.translator import schema_to_regex
 from formcast.schema import Mode, load_schema, pydantic_schema
 from formcast.text import FromText
@@ -106,6 +107,7 @@ def output_spec(
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
     from_text: FromText | bool | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> OutputSpec:
     """Read an output type. Cost: schema generation plus regex construction (~ms).
 
@@ -117,11 +119,25 @@ def output_spec(
                 "expected a JSON output type with from_text, found formcast.Regex: a regex "
                 "output cannot copy values from the text"
             )
-        return OutputSpec(output.pattern, None, str, False, f"regex:{output.pattern}")
-    options = {"mode": mode, "whitespace": whitespace, "max_recursion_depth": max_recursion_depth}
+        key = f"regex:{output.pattern}" + (f"|limits:{limits.key()}" if limits.key() else "")
+        return OutputSpec(output.pattern, None, str, False, key)
+    options: dict[str, Any] = {
+        "mode": mode,
+        "whitespace": whitespace,
+        "max_recursion_depth": max_recursion_depth,
+    }
+    if limits.key():
+        options["limits"] = limits.key()
     source, parse = _source(output)
     schema = load_schema(source)
-    regex = schema_to_regex(schema, **options, from_text=from_text)  # type: ignore[arg-type]
+    regex = schema_to_regex(
+        schema,
+        mode=mode,
+        whitespace=whitespace,
+        max_recursion_depth=max_recursion_depth,
+        from_text=from_text,
+        limits=limits,
+    )
     shown = schema if isinstance(schema, dict) else None
     return OutputSpec(regex, shown, parse, True, _key(regex, options))
 
@@ -143,6 +159,7 @@ def constraint_key(
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
     from_text: FromText | bool | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> str | None:
     """A canonical text of the constraint ``output_spec`` would build, without its regex.
 
@@ -160,7 +177,10 @@ def constraint_key(
     document: Any
     try:
         if isinstance(output, Regex):
-            return json.dumps({"regex": output.pattern}, ensure_ascii=False)
+            regex_key: dict[str, str] = {"regex": output.pattern}
+            if limits.key():
+                regex_key["limits"] = limits.key()
+            return json.dumps(regex_key, ensure_ascii=False)
         if isinstance(output, bool):
             document = output
         elif isinstance(output, str):
@@ -174,6 +194,8 @@ def constraint_key(
         else:
             document = pydantic_schema(_wrap(output))
         options = [mode, whitespace, max_recursion_depth, _from_text_key(from_text)]
+        if limits.key():
+            options.append(limits.key())
         return json.dumps(
             {"schema": document, "options": options},
             ensure_ascii=False,

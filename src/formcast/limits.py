@@ -62,13 +62,6 @@ class Limits:
     """Refusal: ``dependentRequired``/``dependentSchemas`` entries whose conditions are
     expanded into the 2**n combinations of present and absent names."""
 
-    max_set_sequences: int = 2_000
-    """Refusal-free bound: arrays listed for a Pydantic ``set`` of a finite enum (every
-    order of every subset); past it the set is an array without the no-repeat rule."""
-
-    max_set_subsets: int = 4_096
-    """Refusal-free bound: subsets considered for the listing above."""
-
     # -- ECMAScript patterns --------------------------------------------------------------
     max_pattern_nfa_states: int = 4_000
     """Refusal: character NFA states of a ``pattern`` crossed with length bounds."""

@@ -35,8 +35,6 @@ from formcast.regex.parts import (
 )
 from formcast.schema import ANNOTATION_KEYWORDS, join_pointer
 
-_MAX_CONDITIONAL_DEPENDENCIES = 6
-
 
 def _is_value_exclusion(schema: Any) -> bool:
     return (
@@ -109,13 +107,13 @@ def rewrite(t: Translation, flat: list[Part]) -> list[Part] | None:
                 Part(negated, join_pointer(pointer, "not"), True),
             ]
         elif any(k in schema for k in ("dependentRequired", "dependentSchemas", "dependencies")):
-            replaced = _rewrite_dependencies(flat, part)
+            replaced = _rewrite_dependencies(t, flat, part)
         if replaced is not None:
             return flat[:index] + replaced + flat[index + 1 :]
     return None
 
 
-def _rewrite_dependencies(flat: list[Part], part: Part) -> list[Part]:
+def _rewrite_dependencies(t: Translation, flat: list[Part], part: Part) -> list[Part]:
     """``part`` without its dependencies: those on names ``flat`` requires hold outright,
     the others become ``anyOf`` [trigger absent, trigger present and its consequence]."""
     schema = part.schema
@@ -149,12 +147,13 @@ def _rewrite_dependencies(flat: list[Part], part: Part) -> list[Part]:
                 out.append(consequence_part)
                 continue
             conditional.append((keyword, trigger, consequence, pointer))
-    if len(conditional) > _MAX_CONDITIONAL_DEPENDENCIES:
+    most = t.limits.max_conditional_dependencies
+    if len(conditional) > most:
         keyword, _, _, pointer = conditional[0]
         raise UnsupportedSchemaError(
             keyword,
             part.pointer,
-            f"more than {_MAX_CONDITIONAL_DEPENDENCIES} dependencies on optional properties",
+            f"more than {most} dependencies on optional properties",
         )
     for _keyword, trigger, consequence, pointer in conditional:
         branches = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from formcast.regex.dialect import SHARE_MIN_LENGTH
+from formcast.limits import Limits
 from formcast.regex.parts import Never, Part, Result
 from formcast.schema import Mode
 from formcast.text import FromText, TextSlot
@@ -30,6 +30,7 @@ class Translation(Protocol):
         sharing: regexes may become definitions; off while building a regex that
             Python's ``re`` must read.
         from_text: the options for plain string values copied from the text, if any.
+        limits: the bounds of the translation.
     """
 
     mode: Mode
@@ -40,6 +41,7 @@ class Translation(Protocol):
     plain_strings: bool
     sharing: bool
     from_text: FromText | None
+    limits: Limits
 
     def gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
         """Regex for a value satisfying every part; ``refs``: the references followed
@@ -58,10 +60,11 @@ class Translation(Protocol):
         self,
         regex: str,
         force: bool = False,
-        min_length: int = SHARE_MIN_LENGTH,
+        min_length: int | None = None,
         where: tuple[str, str] = ("$ref", ""),
     ) -> str:
-        """A call to a definition of ``regex`` where sharing applies, else ``regex``
+        """A call to a definition of ``regex`` where sharing applies, else ``regex``;
+        ``min_length`` defaults to ``limits.share_min_length``
         (:meth:`formcast.regex.references.Definitions.share`)."""
         ...
 

@@ -5,7 +5,8 @@ The text is the dialect described in :mod:`formcast.regex` (what
 written the calls out). This module holds everything that is about the text alone:
 
 * the size and shape constants (:data:`MAX_REGEX_LENGTH`, :data:`WHITESPACE_DEFAULT`,
-  :data:`ANY_VALUE_DEPTH`, :data:`SHARE_MIN_LENGTH`);
+  :data:`ANY_VALUE_DEPTH`, :data:`SHARE_MIN_LENGTH`; the size ones are the defaults of
+  :class:`formcast.limits.Limits`, which ``compile(limits=...)`` overrides);
 * literal escaping (:func:`escape_literal`), and ``group``/``alt``/``opt``/``repeat``/
   ``trie``, which combine regex texts so that the result concatenates and quantifies
   safely (``alt`` and ``trie`` return ``None`` for no alternative at all);
@@ -37,6 +38,7 @@ from formcast.charset import (
     minus,
     normalize,
 )
+from formcast.limits import DEFAULT_LIMITS
 
 __all__ = [
     "ANY_VALUE_DEPTH",
@@ -53,7 +55,7 @@ __all__ = [
     "inline_definitions",
 ]
 
-MAX_REGEX_LENGTH = 1_000_000
+MAX_REGEX_LENGTH = DEFAULT_LIMITS.max_regex_length
 """Largest regex :func:`schema_to_regex` returns (characters).
 
 Recursive schemas that would exceed it are unrolled fewer times (with a warning); other
@@ -63,7 +65,7 @@ schemas that exceed it are refused with :class:`UnsupportedSchemaError`.
 WHITESPACE_DEFAULT = 4
 """Whitespace characters allowed at each place when ``whitespace=True``."""
 
-ANY_VALUE_DEPTH = 12
+ANY_VALUE_DEPTH = DEFAULT_LIMITS.any_value_depth
 """Most nesting depth of arrays/objects accepted for an unconstrained value (``true``, ``{}``)
 in ``specification`` mode.
 
@@ -73,7 +75,7 @@ level below (see "Definitions" in :mod:`formcast.regex`), so the regex grows by 
 hundred characters per level, not fourfold. ``generation`` mode uses depth 1.
 """
 
-SHARE_MIN_LENGTH = 400
+SHARE_MIN_LENGTH = DEFAULT_LIMITS.share_min_length
 """Sub-schema regexes at least this long become definitions called by ``(?&name)``."""
 
 # ----------------------------------------------------------------------------- regex text

@@ -36,7 +36,6 @@ from formcast.regex.patterns import DfaTooLarge, PatternUnsupported, pattern_exc
 from formcast.schema import join_pointer
 
 # SHARE_MIN_LENGTH for the regexes written several times: optional members, extras
-_SHARE_REPEATED_MIN_LENGTH = 100
 # pairs of states a disjointness walk visits before it gives up (a few tenths of a second)
 _MAX_PRODUCT_STATES = 20_000
 
@@ -92,14 +91,18 @@ def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Res
             continue
         if not is_required:  # optional members are written O(log k) times each
             value = t.share(
-                value, min_length=_SHARE_REPEATED_MIN_LENGTH, where=("properties", pointer)
+                value,
+                min_length=t.limits.share_repeated_min_length,
+                where=("properties", pointer),
             )
         members.append((json_literal(name) + t.colon + value, is_required))
 
     extras = _extras(t, flat, names, name_parts, refs)
     if extras is not None:
         extras = t.share(  # written twice below
-            extras, min_length=_SHARE_REPEATED_MIN_LENGTH, where=("properties", pointer)
+            extras,
+            min_length=t.limits.share_repeated_min_length,
+            where=("properties", pointer),
         )
     n_required = sum(1 for _, r in members if r)
     n_optional = len(members) - n_required
@@ -328,7 +331,7 @@ def _pattern_members(
             declared = [name for name in names if re.fullmatch(key, json_dumps(name))]
             if declared:
                 try:
-                    key = pattern_except(pattern, declared)
+                    key = pattern_except(pattern, declared, t.limits)
                 except DfaTooLarge:
                     raise UnsupportedSchemaError(
                         "patternProperties",

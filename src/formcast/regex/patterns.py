@@ -18,8 +18,8 @@ Three tools, each exact or refusing:
   :func:`pattern_except` crosses with a trie of excluded names.
 
 Costs: parsing and emitting are linear in the pattern; the DFA and the elimination are
-capped (``_MAX_PATTERN_NFA``, ``_MAX_PATTERN_DFA``, :data:`MAX_ELIMINATED_STATES`,
-``_MAX_ELIMINATED_REGEX``) and report the cap with ``None`` or :class:`DfaTooLarge`.
+capped (the pattern limits of :class:`formcast.limits.Limits`) and report the cap with
+``None`` or :class:`DfaTooLarge`.
 The first pattern using ``\\D`` or ``[^\\d]`` builds a Unicode table (~0.1 s).
 """
 
@@ -47,6 +47,7 @@ from formcast.charset import (
     normalize,
     unicode_ranges,
 )
+from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.dialect import alt, encoded_set, group_alt, repeat
 
 
@@ -447,20 +448,18 @@ def _fit_length(items: list[_PNode], low: int, high: int | None) -> list[_PNode]
     return [*items[:index], _PRep(item.node, new_low, new_high), *items[index + 1 :]]
 
 
-_MAX_PATTERN_NFA = 4_000  # character NFA states of a pattern built for a length product
-_MAX_PATTERN_DFA = 400  # and its DFA states
-MAX_LENGTH_PRODUCT = 8_000  # (DFA state, length) pairs written as definitions
-
-
-def pattern_dfa(node: _PNode) -> tuple[list[list[tuple[Ranges, int]]], list[bool]] | None:
+def pattern_dfa(
+    node: _PNode, limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[list[tuple[Ranges, int]]], list[bool]] | None:
     """A DFA over characters for a parsed, anchor-free pattern: per state its moves
     (disjoint code point ranges -> state) and whether it accepts; state 0 starts.
-    ``None`` past :data:`_MAX_PATTERN_NFA` NFA or :data:`_MAX_PATTERN_DFA` DFA states."""
+    ``None`` past ``limits.max_pattern_nfa_states`` NFA or ``limits.max_pattern_dfa_states``
+    DFA states."""
     eps: list[list[int]] = [[]]
     moves: list[list[tuple[Ranges, int]]] = [[]]
 
     def fresh() -> int:
-        if len(eps) >= _MAX_PATTERN_NFA:
+        if len(eps) >= limits.max_pattern_nfa_states:
             raise OverflowError
         eps.append([])
         moves.append([])
@@ -532,7 +531,7 @@ def pattern_dfa(node: _PNode) -> tuple[list[list[tuple[Ranges, int]]], list[bool
         row = []
         for target, ranges in by_target.items():
             if target not in ids:
-                if len(order) >= _MAX_PATTERN_DFA:
+                if len(order) >= limits.max_pattern_dfa_states:
                     return None
                 ids[target] = len(order)
                 order.append(target)
@@ -541,22 +540,21 @@ def pattern_dfa(node: _PNode) -> tuple[list[list[tuple[Ranges, int]]], list[bool
     return dfa_moves, [final in members for members in order]
 
 
-MAX_ELIMINATED_STATES = 300  # DFA states turned back into a regex by state elimination
-_MAX_ELIMINATED_REGEX = 60_000  # characters of any regex built while eliminating
-
-
 class DfaTooLarge(Exception):
     """A DFA, or the regex state elimination builds from it, is past the size limits."""
 
 
 def dfa_regex(
-    moves: Sequence[Sequence[tuple[Ranges, int]]], accepting: Sequence[bool], plain: bool
+    moves: Sequence[Sequence[tuple[Ranges, int]]],
+    accepting: Sequence[bool],
+    plain: bool,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> str | None:
     """A regex for the JSON string contents spelling the words a character DFA accepts
     from state 0 (``None`` if none), by state elimination (fewest in x out edges first).
 
-    Raises DfaTooLarge past :data:`MAX_ELIMINATED_STATES` live states or
-    :data:`_MAX_ELIMINATED_REGEX` characters in any intermediate regex."""
+    Raises DfaTooLarge past ``limits.max_eliminated_states`` live states or
+    ``limits.max_eliminated_regex_length`` characters in any intermediate regex."""
     count = len(moves)
     reachable = {0}
     stack = [0]
@@ -576,7 +574,7 @@ def dfa_regex(
     live = reachable & productive
     if 0 not in live:
         return None
-    if len(live) > MAX_ELIMINATED_STATES:
+    if len(live) > limits.max_eliminated_states:
         raise DfaTooLarge
     first, last = -1, -2  # the added start and final states
     label: dict[tuple[int, int], str] = {(first, 0): ""}
@@ -610,7 +608,7 @@ def dfa_regex(
                 path = group_alt(head) + middle + group_alt(label[(k, b)])
                 key = (a, b)
                 joined = path if key not in label else (alt([label[key], path]) or "")
-                if len(joined) > _MAX_ELIMINATED_REGEX:
+                if len(joined) > limits.max_eliminated_regex_length:
                     raise DfaTooLarge
                 label[key] = joined
                 if a in out_of:
@@ -632,11 +630,13 @@ def pattern_union(pattern: str) -> _PNode:
     return _PAlt(tuple(_PSeq(tuple(a.items)) for a in alternatives))
 
 
-def pattern_except(pattern: str, excluded: Sequence[str]) -> str | None:
+def pattern_except(
+    pattern: str, excluded: Sequence[str], limits: Limits = DEFAULT_LIMITS
+) -> str | None:
     """Regex for the JSON string token (quotes included, plain spelling) of the names that
     match ``pattern`` and are none of ``excluded``: the pattern's DFA crossed with the trie
     of the excluded names. ``None`` if no name remains; raises DfaTooLarge."""
-    built = pattern_dfa(pattern_union(pattern))
+    built = pattern_dfa(pattern_union(pattern), limits)
     if built is None:
         raise DfaTooLarge
     moves, accepting = built
@@ -673,7 +673,7 @@ def pattern_except(pattern: str, excluded: Sequence[str]) -> str | None:
                 row.append((piece, ids[pair]))
         product_moves.append(row)
     final = [accepting[q] and node not in ends for q, node in order]
-    body = dfa_regex(product_moves, final, plain=True)
+    body = dfa_regex(product_moves, final, plain=True, limits=limits)
     return None if body is None else f'"{body}"'
 
 

@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 from formcast.errors import UnsupportedSchemaError
+from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.context import Translation
 from formcast.regex.dialect import (
     PLAIN,
@@ -37,8 +38,6 @@ from formcast.regex.formats import (
 )
 from formcast.regex.parts import Never, Part, Result, TooLarge
 from formcast.regex.patterns import (
-    MAX_ELIMINATED_STATES,
-    MAX_LENGTH_PRODUCT,
     DfaTooLarge,
     PatternUnsupported,
     dfa_regex,
@@ -200,15 +199,15 @@ def bounded_pattern(t: Translation, pattern: str, low: int, high: int | None) ->
     a length cannot simply be fitted to: the pattern's character DFA times a counter,
     one definition per live (state, characters read) pair, each calling the pairs one
     character on. ``None`` without ``high`` (the counter would loop) or past the size
-    limits (:data:`_MAX_PATTERN_DFA`, :data:`MAX_LENGTH_PRODUCT`, and the inlined
+    limits (``max_pattern_dfa_states``, ``max_length_product``, and the inlined
     length of the definitions, which doubles per character where the DFA branches into
     two live states that do not merge)."""
     if high is None:
-        return long_pattern(pattern, low, t.plain_strings)
+        return long_pattern(pattern, low, t.plain_strings, t.limits)
     if not t.sharing:
         return None
-    built = pattern_dfa(pattern_union(pattern))
-    if built is None or len(built[0]) * (high + 1) > MAX_LENGTH_PRODUCT:
+    built = pattern_dfa(pattern_union(pattern), t.limits)
+    if built is None or len(built[0]) * (high + 1) > t.limits.max_length_product:
         return None
     moves, accepting = built
     calls: dict[tuple[int, int], str] = {}  # live (state, read) -> its regex
@@ -233,13 +232,15 @@ def bounded_pattern(t: Translation, pattern: str, low: int, high: int | None) ->
     return calls.get((0, 0))
 
 
-def long_pattern(pattern: str, low: int, plain: bool) -> str | None:
+def long_pattern(
+    pattern: str, low: int, plain: bool, limits: Limits = DEFAULT_LIMITS
+) -> str | None:
     """String contents matching ``pattern`` with at least ``low`` characters: the
     pattern's DFA crossed with a counter that stops at ``low``, turned back into a
     regex by state elimination (``None`` past its size limits, or when no string
     matches: both are refused by the caller)."""
-    built = pattern_dfa(pattern_union(pattern))
-    if built is None or len(built[0]) * (low + 1) > MAX_ELIMINATED_STATES:
+    built = pattern_dfa(pattern_union(pattern), limits)
+    if built is None or len(built[0]) * (low + 1) > limits.max_eliminated_states:
         return None
     moves, accepting = built
     width = low + 1
@@ -250,6 +251,6 @@ def long_pattern(pattern: str, low: int, plain: bool) -> str | None:
     ]
     final = [accepting[q] and read >= low for q in range(len(moves)) for read in range(width)]
     try:
-        return dfa_regex(counted, final, plain)
+        return dfa_regex(counted, final, plain, limits)
     except DfaTooLarge:
         return None

@@ -2,7 +2,7 @@
 
 :func:`schema_to_regex` checks its options, loads the schema, and runs a translation:
 first with plain sub-schemas (concrete automaton states walk faster than calls), then,
-past ``_UNSHARED_LIMIT`` characters, with long sub-schemas as definitions, then with
+past ``Limits.unshared_regex_length`` characters, with long sub-schemas as definitions, then with
 recursion unrolled fewer times (with a warning) while the regex is still too large.
 
 One :class:`_Translator` serves one attempt. It flattens a conjunction (``$ref``,
@@ -23,14 +23,12 @@ from typing import Any
 import pydantic
 
 from formcast.errors import InvalidOptionError, UnsupportedSchemaError
+from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.arrays import array_regex
 from formcast.regex.combinators import disjunction, rewrite
 from formcast.regex.dialect import (
-    ANY_VALUE_DEPTH,
-    MAX_REGEX_LENGTH,
     NULL,
     NUMBER,
-    SHARE_MIN_LENGTH,
     STRING,
     WHITESPACE_DEFAULT,
     alt,
@@ -57,16 +55,11 @@ from formcast.text import FromText, TextSlot
 
 __all__ = ["schema_to_regex"]
 
-# Regexes are first built with definitions only for unconstrained values; past this length
-# they are built again with long sub-schema regexes as definitions too. Calls resolve states
-# slower than plain copies, so sharing waits until the plain regex grows too large.
-_UNSHARED_LIMIT = 200_000
-
-
-_MAX_SUBSCHEMAS = 12_000
-"""Most sub-schema translations one schema may take (nested ``anyOf``/``oneOf`` distribute
-over each other and over ``allOf``, which can grow exponentially); beyond it the schema is
-refused in a few seconds instead of running for minutes."""
+# The bounds of a translation are in formcast.limits.Limits: max_regex_length,
+# unshared_regex_length (regexes are first built with definitions only for unconstrained
+# values, and past it again with long sub-schemas as definitions: calls resolve states
+# slower than plain copies), max_subschemas (nested anyOf/oneOf distribute over each other
+# and over allOf, which can grow exponentially), any_value_depth, share_min_length.
 
 
 def _blamed_disjunction(parts: Sequence[Part]) -> tuple[str, str]:
@@ -106,15 +99,18 @@ class _Translator:
         any_depth: int = 1,
         share_long: bool = True,
         from_text: FromText | None = None,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         """``any_depth``: nesting of unconstrained values; ``share_long``: whether long
         sub-schema regexes become definitions (without it, regexes past
-        :data:`_UNSHARED_LIMIT` characters raise :class:`TooLarge`); ``from_text``:
+        ``limits.unshared_regex_length`` characters raise :class:`TooLarge`); ``from_text``:
         the options applied to every plain string value without its own keyword."""
         self.mode = mode
+        self.limits = limits
         self.from_text = from_text
         self.any_depth = any_depth
-        self.limit = MAX_REGEX_LENGTH if share_long else _UNSHARED_LIMIT
+        unshared = min(limits.unshared_regex_length, limits.max_regex_length)
+        self.limit = limits.max_regex_length if share_long else unshared
         self.ws = f"[ \\n\\t]{{0,{whitespace}}}" if whitespace else ""
         self.sep = f"{self.ws},{self.ws}"
         self.colon = f"{self.ws}:{self.ws}"
@@ -148,9 +144,11 @@ class _Translator:
         self,
         regex: str,
         force: bool = False,
-        min_length: int = SHARE_MIN_LENGTH,
+        min_length: int | None = None,
         where: tuple[str, str] = ("$ref", ""),
     ) -> str:
+        if min_length is None:
+            min_length = self.limits.share_min_length
         return self.definitions.share(regex, force, min_length, where)
 
     def valid(self, value: Any, parts: Sequence[Part]) -> bool:
@@ -177,10 +175,11 @@ class _Translator:
     def gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
         """Regex for a value satisfying every part (a conjunction)."""
         self.subschemas += 1
-        if self.subschemas > _MAX_SUBSCHEMAS:
+        if self.subschemas > self.limits.max_subschemas:
             raise TooLarge(
                 *_blamed_disjunction(parts),
-                f"the schema expands into more than {_MAX_SUBSCHEMAS} sub-schemas (anyOf/oneOf "
+                f"the schema expands into more than {self.limits.max_subschemas} sub-schemas "
+                "(anyOf/oneOf "
                 "distributed over each other and over allOf)",
                 final=True,
             )
@@ -190,7 +189,8 @@ class _Translator:
                 raise TooLarge(
                     _main_keyword(parts),
                     parts[0].pointer if parts else "",
-                    f"the regex would exceed MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+                    f"the regex would exceed max_regex_length={self.limits.max_regex_length} "
+                    "characters",
                 )
             where = (_main_keyword(parts), parts[0].pointer if parts else "")
             return self.share(result, where=where)
@@ -334,6 +334,7 @@ def schema_to_regex(
     whitespace: bool | int = False,
     max_recursion_depth: int = 3,
     from_text: FromText | bool | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> str:
     """Compile ``schema`` into a regex matching JSON texts that validate against it.
 
@@ -352,6 +353,7 @@ def schema_to_regex(
             a format, pattern or enum) from the request's text, with these options
             (``True``: the defaults of :class:`formcast.FromText`). Values with their
             own ``x-formcast-from-text`` keyword keep theirs.
+        limits: the bounds of the translation (:class:`formcast.limits.Limits`).
 
     Returns:
         A regex in the dialect described in :mod:`formcast.regex`. Values copied from the
@@ -391,10 +393,12 @@ def schema_to_regex(
     depth = max_recursion_depth
     result: Result = ""
     try:
-        any_depth = ANY_VALUE_DEPTH if mode == "specification" else 1
+        any_depth = limits.any_value_depth if mode == "specification" else 1
         share_long = False  # first try plain sub-schemas: concrete NFA states walk faster
         while True:
-            translator = _Translator(root, mode, spaces, depth, any_depth, share_long, text_default)
+            translator = _Translator(
+                root, mode, spaces, depth, any_depth, share_long, text_default, limits
+            )
             try:
                 result = translator.gen([Part(root, "")], ("",))
                 break
@@ -414,7 +418,7 @@ def schema_to_regex(
         warnings.warn(
             f"formcast: recursive references unrolled {depth} times instead of "
             f"max_recursion_depth={max_recursion_depth}, to keep the regex under "
-            f"MAX_REGEX_LENGTH={MAX_REGEX_LENGTH} characters",
+            f"max_regex_length={limits.max_regex_length} characters",
             UserWarning,
             stacklevel=2,
         )
