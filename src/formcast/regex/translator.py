@@ -62,7 +62,6 @@ __all__ = ["schema_to_regex"]
 # slower than plain copies, so sharing waits until the plain regex grows too large.
 _UNSHARED_LIMIT = 200_000
 
-
 _MAX_SUBSCHEMAS = 12_000
 """Most sub-schema translations one schema may take (nested ``anyOf``/``oneOf`` distribute
 over each other and over ``allOf``, which can grow exponentially); beyond it the schema is
