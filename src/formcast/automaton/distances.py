@@ -17,6 +17,7 @@ nesting depth).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from heapq import heappop, heappush
 from typing import Any, NamedTuple
@@ -49,8 +50,8 @@ class ScopeDistances(NamedTuple):
 class DistanceTables:
     """The distance tables of one :class:`Nfa`, built per byte-cost table on first use.
 
-    Not locked: two threads asking for a new cost table at once may both search, and
-    one result is kept (the tables are equal)."""
+    Holds no lock: concurrent first calls for one cost table may each run the search
+    (their tables are equal; one is kept)."""
 
     def __init__(self, nfa: Nfa, tree: BlockTree) -> None:
         self._nfa = nfa
@@ -72,8 +73,8 @@ class DistanceTables:
         tables = self._kept.get(key)
         if tables is None:
             tables = self._scope_tables(weights)
-            if len(self._kept) >= _TABLES_KEPT:
-                self._kept.pop(next(k for k in self._kept if k is not None), None)
+            if len(self._kept) >= _TABLES_KEPT:  # drop the oldest table of a cost table
+                self._kept.pop(next(k for k in list(self._kept) if k is not None), None)
             self._kept[key] = tables
         return min(self._distance_in(tables, -1, member) for member in members)
 
@@ -83,6 +84,7 @@ class DistanceTables:
         A state inside copy ``j`` of a child block is as far as its template state is
         from the template's end, plus the way out from the end of copy ``j``.
         """
+        bases, blocks = self._tree.bases, self._nfa.blocks
         total = 0
         while True:
             table = tables[scope]
@@ -91,8 +93,8 @@ class DistanceTables:
             found = table.skeleton.get(state)
             if found is not None:
                 return min(total + found, UNREACHABLE)
-            index = self._tree.index_of(state)
-            block = self._nfa.blocks[index]
+            index = bisect_right(bases, state) - 1
+            block = blocks[index]
             j, template = block.locate(state)
             after = self._copy_end_distance(table, block, tables[index].length, j)
             if after >= UNREACHABLE:

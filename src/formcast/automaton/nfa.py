@@ -293,10 +293,6 @@ class BlockTree:
             children.append(by_template[key])
         return cls(bases, children, direct(VIRTUAL_BASE, VIRTUAL_LIMIT))
 
-    def index_of(self, state: int) -> int:
-        """The index of the block whose copies hold the virtual ``state``."""
-        return bisect_right(self.bases, state) - 1
-
 
 def csr(keys: npt.NDArray[np.integer[Any]], count: int) -> tuple[npt.NDArray[np.intp], list[int]]:
     """A stable order of ``keys`` and the offsets of each key's block (length count+1)."""
