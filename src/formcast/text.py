@@ -374,8 +374,10 @@ def _string_lines(chars: str, options: FromText) -> _Lines:
             continue
         forms = [spelled]
         if not options.case_sensitive:
-            for other in (char.lower(), char.upper(), char.casefold()):
-                if len(other) == 1 and other != char:
+            folded = char.casefold()
+            for other in (char.lower(), char.upper(), folded):
+                # only true case variants: equal once case-folded (not "I" for "ı")
+                if len(other) == 1 and other != char and other.casefold() == folded:
                     extra = _json_spelling(other)
                     if extra is not None and extra not in forms:
                         forms.append(extra)
