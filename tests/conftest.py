@@ -82,6 +82,18 @@ def tiny_extractor(tiny_model: Any, tokenizer: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
+def tiny_model_dir(
+    tiny_model: Any, tokenizer: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The tiny model and the SmolLM2 tokenizer saved as a transformers folder, for code
+    that loads a model by path in another process (the command line, Ray actors)."""
+    folder = tmp_path_factory.mktemp("tiny-model")
+    tiny_model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def default_extractor() -> Any:
     from formcast import get_default_extractor
 
