@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -36,6 +36,9 @@ from formcast.rows import (
     error_columns,
     extract_columns,
 )
+
+if TYPE_CHECKING:  # imported when a model loads: `formcast --help` needs no torch
+    from formcast.extractor import Extractor
 
 __all__ = ["InputRow", "load_output_type", "main", "read_rows"]
 
@@ -165,32 +168,23 @@ def extract(
     done = _done_ids(output_path, id_field)
     rows = (r for r in read_rows(input_path, text_field, id_field) if _key(r.id) not in done)
     job = _Job(output, model, device, dtype, batch_size, options, fail_fast)
-    total = _count_rows(input_path)
-    bar = _progress(None if total is None else max(total - len(done), 0), progress)
     tally = _Tally()
     try:
-        with _open_output(output_path) as sink:
-            if use_ray:
-                written = _run_ray(job, rows, concurrency, num_gpus)
-            else:
-                written = _run_here(job, rows)
-            for row, fields in written:
-                if fields[ERROR] is not None and fail_fast:
-                    # not written: once the input is fixed, a new run picks the row up
-                    raise click.ClickException(
-                        f"stopped at {row.where} (--fail-fast): {fields[ERROR]}"
-                    )
-                _write(sink, fields)
-                bar.update(1)
-                tally.rows += 1
-                if fields[ERROR] is not None:
-                    tally.error(row, fields[ERROR], bar)
+        if use_ray:
+            written = _run_ray(job, rows, concurrency, num_gpus)
+        else:  # the model loads before the progress bar starts, so that it shows rows/s
+            written = _run_here(job, _load_extractor(job), rows)
+        total = _count_rows(input_path)
+        bar = _progress(None if total is None else max(total - len(done), 0), progress)
+        try:
+            with _open_output(output_path) as sink:
+                _write_rows(written, sink, bar, tally, fail_fast)
+        finally:
+            bar.close()
     except UserError as error:
         raise click.ClickException(str(error)) from error
     except FormcastError as error:  # the model could not be loaded, say
         raise click.ClickException(f"{type(error).__name__}: {error}") from error
-    finally:
-        bar.close()
     skipped = f", skipped {len(done)} already there" if done else ""
     click.echo(
         f"formcast: wrote {tally.rows} rows to {output_path} ({tally.errors} with an error)"
@@ -389,16 +383,22 @@ class _Job:
     fail_fast: bool
 
 
-def _run_here(job: _Job, rows: Iterable[InputRow]) -> Iterator[tuple[InputRow, dict[str, Any]]]:
-    """Extract in this process, a chunk of rows at a time; yields in input order."""
+def _load_extractor(job: _Job) -> Extractor:
+    """The job's model, with the output type and the options checked (before any row)."""
     from formcast.extractor import Extractor
 
     if job.model is None:
         extractor = Extractor.default(device=job.device, dtype=job.dtype)
     else:
         extractor = Extractor.from_pretrained(job.model, device=job.device, dtype=job.dtype)
-    # The output type and the options are checked before the first row is read.
     list(extractor.extract_many(job.output, [], progress=False, **job.options))
+    return extractor
+
+
+def _run_here(
+    job: _Job, extractor: Extractor, rows: Iterable[InputRow]
+) -> Iterator[tuple[InputRow, dict[str, Any]]]:
+    """Extract in this process, a chunk of rows at a time; yields in input order."""
     for chunk in _chunks(rows, job.batch_size * BATCHES_PER_CHUNK, job.fail_fast):
         texts = [row.text for row in chunk]
         columns = extract_columns(
@@ -498,6 +498,24 @@ class _open_output:
     def __exit__(self, *exc: object) -> None:
         if self._handle is not None:
             self._handle.close()
+
+
+def _write_rows(
+    written: Iterable[tuple[InputRow, dict[str, Any]]],
+    sink: IO[str],
+    bar: Any,
+    tally: _Tally,
+    fail_fast: bool,
+) -> None:
+    for row, fields in written:
+        if fields[ERROR] is not None and fail_fast:
+            # not written: once the input is fixed, a new run picks the row up
+            raise click.ClickException(f"stopped at {row.where} (--fail-fast): {fields[ERROR]}")
+        _write(sink, fields)
+        bar.update(1)
+        tally.rows += 1
+        if fields[ERROR] is not None:
+            tally.error(row, fields[ERROR], bar)
 
 
 def _write(sink: IO[str], fields: dict[str, Any]) -> None:

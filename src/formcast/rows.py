@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
 from formcast.errors import ExtractionRuntimeError, InvalidOptionError, UserError
-from formcast.extractor import ExtractionResult, Extractor
+
+if TYPE_CHECKING:  # not at run time: the command line starts without torch
+    from formcast.extractor import ExtractionResult, Extractor
 
 __all__ = [
     "ERROR",
