@@ -99,15 +99,18 @@ def test_bad_rows_become_error_rows_that_say_where(tiny_model_dir: Path, tmp_pat
         json.dumps(["not", "an", "object"]),
         json.dumps({"text": "two limes"}),
     )
+    with open(source, "ab") as handle:
+        handle.write(b'{"text": "caf\xe9 latte"}\n')  # Latin-1, not UTF-8
     out = tmp_path / "out.jsonl"
 
     result = run(*extract_args(tiny_model_dir, source, out))
 
     assert result.exit_code == 0, result.output
     rows = read_rows(out)
-    assert [r["id"] for r in rows] == [1, 2, 3, 5, 6, 7, 8]  # line numbers: no id field
+    assert [r["id"] for r in rows] == [1, 2, 3, 5, 6, 7, 8, 9]  # line numbers: no id field
     errors = [r["error"] for r in rows]
-    assert errors[0] is None and errors[-1] is None
+    assert errors[0] is None and errors[-2] is None
+    assert errors[-1].startswith("InvalidRowError: line 9: expected UTF-8 text, found bytes")
     assert errors[1].startswith("InvalidRowError: line 2: expected a JSON object, found malformed")
     assert (
         errors[2]
@@ -119,7 +122,7 @@ def test_bad_rows_become_error_rows_that_say_where(tiny_model_dir: Path, tmp_pat
     assert errors[5] == "InvalidRowError: line 7: expected a JSON object, found a JSON list"
     assert all(rows[i]["value"] is None for i in range(1, 6))
     assert "formcast: line 6: EmptyInputError" in result.stderr  # reported with its place
-    assert "(5 with an error)" in result.stderr
+    assert "(6 with an error)" in result.stderr
 
 
 def test_fail_fast_stops_at_the_first_bad_row(tiny_model_dir: Path, tmp_path: Path) -> None:

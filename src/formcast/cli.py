@@ -17,6 +17,7 @@ interrupted run resumes where it stopped. ``--ray`` runs the same job through
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import sys
@@ -254,7 +255,8 @@ def read_rows(source: str, text_field: str, id_field: str) -> Iterator[InputRow]
         click.BadParameter: ``source`` does not exist, or is a folder without .txt files.
     """
     if source == "-":
-        yield from _json_rows(sys.stdin, text_field, id_field)
+        lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+        yield from _json_rows(lines, text_field, id_field)
         return
     path = Path(source)
     if path.is_dir():
@@ -279,8 +281,13 @@ def _json_rows(lines: Iterable[str], text_field: str, id_field: str) -> Iterator
 def _json_row(number: int, line: str, text_field: str, id_field: str) -> InputRow:
     where = f"line {number}"
     try:
+        line.encode("utf-8")  # bytes that are not UTF-8 were read as lone surrogates
+    except UnicodeEncodeError as error:
+        problem = f"{where}: expected UTF-8 text, found bytes that are not ({error.reason})"
+        return InputRow(where, number, {id_field: number}, InvalidRowError(problem))
+    try:
         row = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except json.JSONDecodeError as error:
         problem = f"{where}: expected a JSON object, found malformed JSON ({error})"
         return InputRow(where, number, {id_field: number}, InvalidRowError(problem))
     if not isinstance(row, dict):

@@ -92,9 +92,10 @@ def extract(
 
     Args:
         dataset: the rows; every column is kept in the result.
-        output: the output type, as for :func:`formcast.extract`. A class must be
-            importable by the actors (defined in a module, not in ``__main__`` of a
-            script that the cluster does not have).
+        output: the output type, as for :func:`formcast.extract`. A class from a module
+            must be importable by the actors (on a cluster: installed on every node, or
+            shipped with ``ray job submit --working-dir``); one defined in a script or a
+            notebook travels by value, and so does a JSON Schema.
         text_column: the column holding the text to extract from.
         model: a transformers checkpoint folder or model id that every actor can load;
             ``None`` for the default model (SmolLM2-135M-Instruct, which each node
@@ -155,7 +156,7 @@ def extract(
 
 @dataclass(frozen=True)
 class _Job:
-    """What every actor needs, pickled once by Ray with the actor's constructor."""
+    """What every actor needs: its constructor's one argument."""
 
     output: Any
     # The TokenIndex compiled on the driver, pickled by us (Ray would hand its numpy
