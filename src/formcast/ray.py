@@ -30,6 +30,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import Unpack
+
 try:
     import pyarrow as pa
     import ray.data
@@ -43,6 +45,7 @@ from formcast.compiler import adopt
 from formcast.compiler import compile as compile_index
 from formcast.errors import InvalidOptionError, InvalidRowError, ModelLoadError
 from formcast.extractor import Extractor
+from formcast.options import ExtractOptions
 from formcast.rows import (
     ERROR,
     FINISH_REASON,
@@ -81,7 +84,7 @@ def extract(
     num_cpus: float = 1,
     device: str | None = None,
     dtype: str | None = None,
-    **options: Any,
+    **options: Unpack[ExtractOptions],
 ) -> ray.data.Dataset:
     """Extract a value of type ``output`` from the ``text_column`` of every row.
 
@@ -130,7 +133,9 @@ def extract(
     _check_arguments(text_column, batch_size, rows_per_call, num_gpus, num_cpus)
     compute = _actor_pool(concurrency)
     _check_known_columns(dataset, text_column)
-    compile_options = {k: options[k] for k in _COMPILE_OPTIONS if options.get(k) is not None}
+    compile_options: dict[str, Any] = {
+        k: v for k, v in options.items() if k in _COMPILE_OPTIONS and v is not None
+    }
     index = compile_index(output, _load_tokenizer(model), **compile_options)
     job = _Job(
         output=output,
@@ -141,7 +146,7 @@ def extract(
         text_column=text_column,
         batch_size=batch_size,
         compile_options=compile_options,
-        options=options,
+        options=dict(options),
     )
     return dataset.map_batches(
         _ExtractBatch,
@@ -170,7 +175,7 @@ class _Job:
     text_column: str
     batch_size: int
     compile_options: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # checked as ExtractOptions
 
 
 class _ExtractBatch:

@@ -30,11 +30,13 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
+from typing_extensions import Unpack
 
 from formcast.errors import ExtractionRuntimeError, InvalidOptionError, UserError
 
 if TYPE_CHECKING:  # not at run time: the command line starts without torch
     from formcast.extractor import ExtractionResult, Extractor
+    from formcast.options import ExtractOptions
 
 __all__ = [
     "ERROR",
@@ -109,7 +111,7 @@ def extract_columns(
     texts: Sequence[str | Exception],
     *,
     batch_size: int = 8,
-    **options: Any,
+    **options: Unpack[ExtractOptions],
 ) -> list[dict[str, Any]]:
     """The output columns of each text, in order.
 
@@ -157,7 +159,7 @@ def extract_columns(
 
 
 def _extract_alone(
-    extractor: Extractor, output: Any, text: str, options: dict[str, Any]
+    extractor: Extractor, output: Any, text: str, options: ExtractOptions
 ) -> dict[str, Any]:
     try:
         (result,) = extractor.extract_many(output, [text], batch_size=1, progress=False, **options)
