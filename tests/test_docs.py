@@ -1,9 +1,14 @@
-"""The documentation is executable: every ```python block in README.md and docs/*.md runs.
+"""The documentation is executable: every ```python block in README.md and docs/*.md runs,
+and so does every command-line block (```bash with a line that starts with ``formcast``).
 
 Each file's blocks run in order in one namespace per file, so a later block can use what
-an earlier one defined (as a reader would). A block preceded by ``<!-- no-test -->`` (or
-``<!-- no-test: reason -->``) is skipped; keep those rare and only for code that cannot
-run here (a GPU ``device_map``, a download). The examples/ scripts run as subprocesses.
+an earlier one defined (as a reader would), in a fresh working folder that is also
+importable. A block with a title (```python title="models.py"```, ```json
+title="receipts.jsonl"```) is a file the reader saves: it is written to that folder, not
+run. A command-line block runs in bash there, with ``formcast`` being this tree's
+command. A block preceded by ``<!-- no-test -->`` (or ``<!-- no-test: reason -->``) is
+skipped; keep those rare and only for code that cannot run here (a GPU ``device_map``, a
+download, a cluster). The examples/ scripts run as subprocesses.
 
 Most snippets use the real default model (SmolLM2-135M-Instruct), hence ``slow``.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,6 +33,8 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 _FENCE = re.compile(r"^```(?P<info>[^`]*)$")
 _NO_TEST = re.compile(r"^<!--\s*no-test\s*(?::\s*(?P<reason>.*?))?\s*-->$")
+_TITLE = re.compile(r'\btitle="(?P<title>[^"]+)"')
+_COMMAND = re.compile(r"^\s*formcast\s", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ class Block:
     language: str
     code: str
     skip: str | None  # reason, when marked no-test
+    title: str | None = None  # the file name of a block the reader saves as a file
 
     @property
     def where(self) -> str:
@@ -62,13 +71,35 @@ def read_blocks(path: Path) -> list[Block]:
             end += 1
         if end == len(lines):
             raise AssertionError(f"{path.relative_to(ROOT)}:{i + 1}: unclosed code fence")
-        blocks.append(Block(path, start + 1, language, "\n".join(lines[start:end]), skip))
+        title = _TITLE.search(opening["info"])
+        code = "\n".join(lines[start:end])
+        blocks.append(
+            Block(path, start + 1, language, code, skip, None if title is None else title["title"])
+        )
         i = end + 1
     return blocks
 
 
+def _is_python(block: Block) -> bool:
+    return block.language in ("python", "py")
+
+
+def _is_command(block: Block) -> bool:
+    """A shell block that runs the ``formcast`` command line."""
+    return block.language in ("bash", "sh", "console") and bool(_COMMAND.search(block.code))
+
+
 def python_blocks(path: Path) -> list[Block]:
-    return [b for b in read_blocks(path) if b.language in ("python", "py")]
+    return [b for b in read_blocks(path) if _is_python(b)]
+
+
+def command_blocks(path: Path) -> list[Block]:
+    return [b for b in read_blocks(path) if _is_command(b)]
+
+
+def runnable_blocks(path: Path) -> list[Block]:
+    """Python and command-line blocks, and the files they read, in document order."""
+    return [b for b in read_blocks(path) if b.title is not None or _is_python(b) or _is_command(b)]
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -86,6 +117,7 @@ def test_every_doc_file_is_found() -> None:
         "docs/getting-started.md",
         "docs/guide.md",
         "docs/low-level.md",
+        "docs/pipelines.md",
         "docs/reference.md",
     } <= names
 
@@ -97,10 +129,11 @@ def test_python_blocks_compile(path: Path) -> None:
 
 
 def test_skipped_blocks_are_rare_and_explained() -> None:
-    skipped = [b for p in DOC_FILES for b in python_blocks(p) if b.skip is not None]
+    blocks = [b for p in DOC_FILES for b in python_blocks(p) + command_blocks(p)]
+    skipped = [b for b in blocks if b.skip is not None]
     total = sum(len(python_blocks(p)) for p in DOC_FILES)
     assert total >= 20
-    assert len(skipped) <= 2, [b.where for b in skipped]
+    assert len(skipped) <= 3, [b.where for b in skipped]
     for block in skipped:
         # The prose right after a skipped block must say why it is not run.
         text = block.path.read_text(encoding="utf-8")
@@ -137,35 +170,86 @@ def test_readme_setup_is_two_commands_matching_ci() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
-    [p for p in DOC_FILES if python_blocks(p)],
-    ids=_ids([p for p in DOC_FILES if python_blocks(p)]),
+    [p for p in DOC_FILES if runnable_blocks(p)],
+    ids=_ids([p for p in DOC_FILES if runnable_blocks(p)]),
 )
-def test_python_blocks_run(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doc_blocks_run(
+    path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = path.read_text(encoding="utf-8")
+    if "formcast.ray" in text or "--ray" in text:
+        request.getfixturevalue("ray_cluster")  # the session's one cluster, before a snippet
+    monkeypatch.chdir(tmp_path)  # the reader's working folder: files land there ...
+    monkeypatch.syspath_prepend(str(tmp_path))  # ... and its modules import
+    modules_before = set(sys.modules)
     namespace: dict[str, Any] = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
     skipped: list[str] = []
     try:
-        for block in python_blocks(path):
+        for block in runnable_blocks(path):
             if block.skip is not None:
                 skipped.append(f"{block.where} ({block.skip})")
-                continue
-            # Pad so that tracebacks point at the Markdown line of the failing statement.
-            # dont_inherit: run as a reader would, without this file's __future__ imports
-            # (postponed annotations would leave a nested model's field unresolved).
-            code = compile(
-                "\n" * (block.line - 1) + block.code, str(path), "exec", dont_inherit=True
-            )
-            try:
-                exec(code, namespace)
-            except Exception as error:
-                raise AssertionError(
-                    f"the snippet at {block.where} failed: {type(error).__name__}: {error}"
-                ) from error
+            elif block.title is not None:
+                (tmp_path / block.title).write_text(block.code + "\n", encoding="utf-8")
+            elif _is_python(block):
+                _run_python(block, namespace)
+            else:
+                _run_commands(block, tmp_path)
     finally:
         namespace.clear()
+        for name in set(sys.modules) - modules_before:
+            module_file = getattr(sys.modules[name], "__file__", None) or ""
+            if module_file.startswith(str(tmp_path)):
+                del sys.modules[name]  # the next file's models.py is another module
         gc.collect()
     if skipped:
         with capsys.disabled():
             print(f"\n[test_docs] not run: {'; '.join(skipped)}")
+
+
+def _run_python(block: Block, namespace: dict[str, Any]) -> None:
+    # Pad so that tracebacks point at the Markdown line of the failing statement.
+    # dont_inherit: run as a reader would, without this file's __future__ imports
+    # (postponed annotations would leave a nested model's field unresolved).
+    code = compile("\n" * (block.line - 1) + block.code, str(block.path), "exec", dont_inherit=True)
+    try:
+        exec(code, namespace)
+    except Exception as error:
+        raise AssertionError(
+            f"the snippet at {block.where} failed: {type(error).__name__}: {error}"
+        ) from error
+
+
+def _run_commands(block: Block, folder: Path) -> None:
+    """Run a command-line block in bash, with ``formcast`` being this tree's command (the
+    installed script may belong to another checkout)."""
+    shims = folder / ".bin"
+    shims.mkdir(exist_ok=True)
+    shim = shims / "formcast"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m formcast "$@"\n')
+    shim.chmod(0o755)
+    python_path = [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+    env = {
+        **os.environ,
+        "PATH": f"{shims}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join(p for p in python_path if p),
+    }
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.code],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise AssertionError(
+            f"the commands at {block.where} exited {done.returncode}:\n{done.stderr[-3000:]}"
+        )
 
 
 # ------------------------------------------------------------------ the example scripts

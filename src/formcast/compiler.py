@@ -8,6 +8,8 @@ This is the low-level entry point::
 Compiled indexes are memoised in-process by (constraint, options, vocabulary fingerprint),
 so compiling the same type twice for the same tokenizer is a dictionary lookup, and on disk
 (:mod:`formcast.cache`), so that another process skips the regex and the automaton too.
+An index compiled in one process and shipped to another (pickled) is handed to
+:func:`adopt` there, so that ``compile`` returns it instead of compiling again.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from formcast import cache as disk_cache
 from formcast.automaton import LazyAutomaton
 from formcast.cache import CacheSetting
 from formcast.constraint import constraint_key, output_spec
+from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.schema import Mode
 from formcast.text import FromText
 from formcast.vocabulary import Vocabulary
 
-__all__ = ["clear_memory_cache", "compile", "vocabulary_of"]
+__all__ = ["adopt", "clear_memory_cache", "compile", "vocabulary_of"]
 
 _INDEX_CACHE_SIZE = 128  # keys; an index has up to two (its source and its regex)
 _index_cache: OrderedDict[tuple[str, str, str], TokenIndex] = OrderedDict()
@@ -135,6 +138,52 @@ def compile(
     if source is not None:
         _remember(("source", source, fingerprint), index)
     return index
+
+
+def adopt(
+    index: TokenIndex,
+    output: Any,
+    tokenizer: Any,
+    *,
+    mode: Mode = "generation",
+    whitespace: bool | int = False,
+    max_recursion_depth: int = 3,
+    from_text: FromText | bool | None = None,
+) -> None:
+    """Make :func:`compile` return ``index`` for ``output`` in this process.
+
+    For an index compiled in another process and shipped here (pickled: a Ray actor, a
+    worker of a process pool), so that this process does not compile it again. Later
+    calls of ``compile(output, tokenizer, ...)`` with the same options, and so every
+    extraction of ``output`` by an :class:`~formcast.Extractor` over ``tokenizer``, get
+    ``index`` from the in-process cache. The caller vouches that ``index`` was compiled
+    from ``output`` with these options; only the tokenizer is checked.
+
+    Cost: the constraint's key (``model_json_schema()`` and one ``json.dumps``); for an
+    output with no exact key (a mapping holding values that are not plain JSON), the
+    regex is built as well, but neither the automaton nor the index.
+
+    Raises:
+        InvalidOptionError: ``index`` was compiled for another vocabulary.
+    """
+    vocabulary = vocabulary_of(tokenizer)
+    fingerprint = vocabulary.fingerprint
+    if index.vocabulary.fingerprint != fingerprint:
+        raise InvalidOptionError(
+            f"expected an index compiled for this tokenizer (vocabulary {fingerprint[:12]}), "
+            f"found one compiled for vocabulary {index.vocabulary.fingerprint[:12]}"
+        )
+    options: dict[str, Any] = {
+        "mode": mode,
+        "whitespace": whitespace,
+        "max_recursion_depth": max_recursion_depth,
+        "from_text": from_text,
+    }
+    source = constraint_key(output, **options)
+    if source is not None:
+        _remember(("source", source, fingerprint), index)
+    else:
+        _remember(("regex", output_spec(output, **options).key, fingerprint), index)
 
 
 def clear_memory_cache() -> None:

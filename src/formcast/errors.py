@@ -8,7 +8,8 @@ FormcastError                      base of everything below
 │   ├── InvalidOptionError         an option out of range (max_new_tokens too small, ...)
 │   ├── TokenNotAllowedError       Cursor.advance with a token the constraint forbids
 │   ├── EmptyInputError            an empty or blank text to extract from
-│   └── NoTextValueError           the text holds no value a FromText field must take
+│   ├── NoTextValueError           the text holds no value a FromText field must take
+│   └── InvalidRowError            a row of a pipeline's input cannot be read
 └── ExtractionRuntimeError         the model or the runtime failed
     ├── ModelLoadError             weights or tokenizer could not be loaded
     ├── ContextLengthError         the prompt does not fit the model's context window
@@ -33,6 +34,7 @@ __all__ = [
     "ExtractionRuntimeError",
     "FormcastError",
     "InvalidOptionError",
+    "InvalidRowError",
     "ModelLoadError",
     "NoTextValueError",
     "OutputValidationError",
@@ -104,6 +106,15 @@ class NoTextValueError(UserError):
     def __init__(self, pointers: tuple[str, ...], message: str) -> None:
         self.pointers = pointers
         super().__init__(message)
+
+
+class InvalidRowError(UserError):
+    """A row of a pipeline's input cannot be read: a malformed JSON line, a row without
+    its text field (or whose text is not a string), a file that cannot be read as UTF-8.
+
+    The command line and :mod:`formcast.ray` record it in the row's ``error`` column
+    rather than raising it, so one bad row never stops a job.
+    """
 
 
 class ExtractionRuntimeError(FormcastError, RuntimeError):
