@@ -164,34 +164,9 @@ level therefore re-exports the leaf names only, not ``schema_to_regex``.
 
 from __future__ import annotations
 
-from formcast.regex.dialect import (
-    ANY_VALUE_DEPTH,
-    BOOLEAN,
-    INTEGER,
-    MAX_REGEX_LENGTH,
-    NULL,
-    NUMBER,
-    SHARE_MIN_LENGTH,
-    STRING,
-    STRING_CHAR,
-    WHITESPACE_DEFAULT,
-    escape_literal,
-    inline_definitions,
-)
+from formcast.regex import dialect
+from formcast.regex.dialect import *  # noqa: F403 (the leaf names: dialect.__all__)
 from formcast.regex.formats import PYDANTIC_FORMS
 
-__all__ = [
-    "ANY_VALUE_DEPTH",
-    "BOOLEAN",
-    "INTEGER",
-    "MAX_REGEX_LENGTH",
-    "NULL",
-    "NUMBER",
-    "PYDANTIC_FORMS",
-    "SHARE_MIN_LENGTH",
-    "STRING",
-    "STRING_CHAR",
-    "WHITESPACE_DEFAULT",
-    "escape_literal",
-    "inline_definitions",
-]
+__all__ = ["PYDANTIC_FORMS", "dialect"]
+__all__ += dialect.__all__

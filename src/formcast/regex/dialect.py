@@ -28,16 +28,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from formcast.charset import (
-    JSON_SPECIAL,
-    Ranges,
-    complement,
-    contains,
-    from_chars,
-    intersect,
-    minus,
-    normalize,
-)
+from formcast import charset
+from formcast.charset import Ranges
 from formcast.limits import DEFAULT_LIMITS
 
 __all__ = [
@@ -280,12 +272,12 @@ _SURROGATES = ((0xD800, 0xDFFF),)
 
 def char_class(ranges: Ranges) -> str | None:
     """A character class matching exactly ``ranges`` (surrogates excluded), or ``None``."""
-    positive = minus(normalize(ranges), _SURROGATES)
+    positive = charset.minus(charset.normalize(ranges), _SURROGATES)
     if not positive:
         return None
     if len(positive) == 1 and positive[0][0] == positive[0][1]:
         return lit_char(chr(positive[0][0]))
-    negative = minus(complement(positive), _SURROGATES)
+    negative = charset.minus(charset.complement(positive), _SURROGATES)
 
     def body(rs: Ranges) -> str:
         parts = []
@@ -321,11 +313,11 @@ def encoded_set(ranges: Ranges, plain: bool) -> str | None:
     controls. ``plain`` drops the characters that need escaping.
     """
     alts = []
-    plain_part = char_class(minus(ranges, JSON_SPECIAL))
+    plain_part = char_class(charset.minus(ranges, charset.JSON_SPECIAL))
     if plain_part is not None:
         alts.append(plain_part)
     if not plain:
-        special = intersect(ranges, JSON_SPECIAL)
+        special = charset.intersect(ranges, charset.JSON_SPECIAL)
         for lo, hi in special:
             for code in range(lo, hi + 1):
                 alts.append(_json_char_escape(code))
@@ -387,7 +379,7 @@ def json_literal(value: Any) -> str:
     return escape_literal(json_dumps(value))
 
 
-PLAIN = minus(complement(JSON_SPECIAL), _SURROGATES)
+PLAIN = charset.minus(charset.complement(charset.JSON_SPECIAL), _SURROGATES)
 """The characters a JSON string holds unescaped (surrogates excluded)."""
 
 
@@ -401,7 +393,7 @@ def except_words(alphabet: Ranges, words: Iterable[str], low: int, high: int | N
 @functools.lru_cache(maxsize=1024)
 def _class_without(alphabet: Ranges, excluded: str) -> str | None:
     """``char_class`` of ``alphabet`` minus the characters of ``excluded`` (memoised)."""
-    return char_class(minus(alphabet, from_chars(excluded)))
+    return char_class(charset.minus(alphabet, charset.from_chars(excluded)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -410,7 +402,7 @@ def _except_cached(
 ) -> str | None:
     tree: dict[str, Any] = {}
     for word in words:
-        if not all(contains(alphabet, ord(c)) for c in word):
+        if not all(charset.contains(alphabet, ord(c)) for c in word):
             continue
         if high is not None and len(word) > high:
             continue
