@@ -8,7 +8,8 @@ title="receipts.jsonl"```) is a file the reader saves: it is written to that fol
 run. A command-line block runs in bash there, with ``formcast`` being this tree's
 command. A block preceded by ``<!-- no-test -->`` (or ``<!-- no-test: reason -->``) is
 skipped; keep those rare and only for code that cannot run here (a GPU ``device_map``, a
-download, a cluster). The examples/ scripts run as subprocesses.
+download, a cluster). Blocks that run Ray are skipped, and listed as not run, where the
+``ray`` extra is not installed. The examples/ scripts run as subprocesses.
 
 Most snippets use the real default model (SmolLM2-135M-Instruct), hence ``slow``.
 """
@@ -16,6 +17,7 @@ Most snippets use the real default model (SmolLM2-135M-Instruct), hence ``slow``
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import re
 import shlex
@@ -180,8 +182,8 @@ def test_doc_blocks_run(
     request: pytest.FixtureRequest,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    text = path.read_text(encoding="utf-8")
-    if "formcast.ray" in text or "--ray" in text:
+    blocks = runnable_blocks(path)
+    if RAY_INSTALLED and any(_needs_ray(b) and b.skip is None for b in blocks):
         request.getfixturevalue("ray_cluster")  # the session's one cluster, before a snippet
     monkeypatch.chdir(tmp_path)  # the reader's working folder: files land there ...
     monkeypatch.syspath_prepend(str(tmp_path))  # ... and its modules import
@@ -189,9 +191,11 @@ def test_doc_blocks_run(
     namespace: dict[str, Any] = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
     skipped: list[str] = []
     try:
-        for block in runnable_blocks(path):
+        for block in blocks:
             if block.skip is not None:
                 skipped.append(f"{block.where} ({block.skip})")
+            elif _needs_ray(block) and not RAY_INSTALLED:
+                skipped.append(f'{block.where} (ray is not installed: pip install "formcast[ray]")')
             elif block.title is not None:
                 (tmp_path / block.title).write_text(block.code + "\n", encoding="utf-8")
             elif _is_python(block):
@@ -208,6 +212,14 @@ def test_doc_blocks_run(
     if skipped:
         with capsys.disabled():
             print(f"\n[test_docs] not run: {'; '.join(skipped)}")
+
+
+RAY_INSTALLED = importlib.util.find_spec("ray") is not None
+
+
+def _needs_ray(block: Block) -> bool:
+    """Whether a block runs Ray (skipped, and said so, where the extra is not installed)."""
+    return block.title is None and ("formcast.ray" in block.code or "--ray" in block.code)
 
 
 def _run_python(block: Block, namespace: dict[str, Any]) -> None:
