@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Annotated, Any
+from types import SimpleNamespace
+from typing import Annotated, Any, Literal
 
 import pytest
 import torch
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, field_validator
 
 from formcast import FromText
 from formcast import batching as batching_module
@@ -30,6 +31,7 @@ from formcast.decoding import (
     generate,
 )
 from formcast.errors import InvalidOptionError
+from formcast.extractor import Extractor
 from formcast.index import TokenIndex
 from formcast.kvcache import RowCache, SharedPrefix, common_prefix_length
 from formcast.vocabulary import Vocabulary
@@ -116,10 +118,6 @@ def test_a_row_joins_while_the_others_run(tokenizer: Any, vocabulary: Vocabulary
 def test_rows_with_different_constraints_and_texts_share_a_batch(
     tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
 ) -> None:
-    class Copied(BaseModel):
-        company: Annotated[str, FromText()]
-        total: Annotated[float, FromText()]
-
     copied = compile_index(Copied, vocabulary)
     receipt, name = _index(vocabulary, RECEIPT), _index(vocabulary, NAME)
     texts = ["SHOP ONE 01/02/2020 TOTAL 3.50", "SHOP TWO TOTAL 7", "a name", "receipt"]
@@ -357,3 +355,192 @@ def test_row_cache_keeps_each_rows_tokens_in_order() -> None:
     rows.hide_from(0, 1)
     rows.compact()
     assert _visible(rows) == [[1], [4, 5]] and rows.width == 2 and rows.first == [1, 0]
+
+
+# ------------------------------------------------------------------ extract_many
+
+ASSISTANT = "<|im_start|>assistant\n"
+
+
+class Event(BaseModel):
+    date: str
+    city: str
+
+    @field_validator("date")
+    @classmethod
+    def day_month_year(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9]{2}/[0-9]{2}/[0-9]{4}", value):
+            raise ValueError("expected a date written dd/mm/yyyy")
+        return value
+
+
+class Copied(BaseModel):
+    company: Annotated[str, FromText()]
+    total: Annotated[float, FromText()]
+
+
+def _scripted_extractor(tokenizer: Any, targets: Any) -> tuple[Extractor, ScriptedModel]:
+    model = ScriptedModel(following(tokenizer, targets, ASSISTANT))
+    return Extractor(model, tokenizer, max_new_tokens=60), model
+
+
+def _event_targets(prompt: str) -> list[str]:
+    """Long cities for texts that say "long", a rejected ISO date first for "iso"."""
+    city = "Saint-Remy-de-Provence" if "long" in prompt else "Oslo"
+    dmy = DMY.replace("Paris", city)
+    return [ISO, dmy] if "iso" in prompt else [dmy]
+
+
+@pytest.mark.parametrize("batching", ["static", "continuous"])
+@pytest.mark.parametrize("share_prefix", [False, True])
+def test_extract_many_equals_one_text_at_a_time(
+    batching: Literal["static", "continuous"], share_prefix: bool, tiny_extractor: Extractor
+) -> None:
+    class Item(BaseModel):
+        name: str = Field(max_length=12)
+        quantity: int = Field(ge=0, le=99)
+
+    texts = ["two pears", "a much longer text about several apples and one lemon", "x", "42"]
+    alone = [tiny_extractor.run(Item, t, share_prefix=False).raw_text for t in texts]
+    results = list(
+        tiny_extractor.extract_many(
+            Item, texts, batch_size=2, batching=batching, share_prefix=share_prefix, progress=False
+        )
+    )
+    assert [r.raw_text for r in results] == alone
+    assert [r.index for r in results] == [0, 1, 2, 3] and all(r.ok for r in results)
+
+
+def test_completion_order_gives_each_result_its_index(tokenizer: Any) -> None:
+    extractor, _ = _scripted_extractor(tokenizer, _event_targets)
+    texts = ["long one", "short", "long two", "brief", "iso long", "tiny"]
+    stream = extractor.extract_many(Event, texts, batch_size=3, order="completion", progress=False)
+    results = list(stream)
+    order = [r.index for r in results]
+    assert sorted(order) == list(range(6)) and order != list(range(6))
+    by_index = {r.index: r for r in results}
+    for i, text in enumerate(texts):
+        assert by_index[i].raw_text == extractor.run(Event, text).raw_text
+    assert by_index[4].attempts == 1 and by_index[4].history[0].field_rollbacks == 1
+    in_order = list(extractor.extract_many(Event, texts, batch_size=3, progress=False))
+    assert [r.index for r in in_order] == list(range(6))
+    assert [r.raw_text for r in in_order] == [by_index[i].raw_text for i in range(6)]
+
+
+def test_extract_many_reads_one_text_per_free_row(tokenizer: Any) -> None:
+    extractor, model = _scripted_extractor(tokenizer, _event_targets)
+    consumed: list[int] = []
+
+    def texts() -> Iterator[str]:
+        for i in range(9):
+            consumed.append(i)
+            yield f"text {i}" + (" long" if i % 3 == 0 else "")
+
+    stream = extractor.extract_many(
+        Event, texts(), batch_size=3, order="completion", progress=False
+    )
+    assert consumed == []  # nothing is read before the first result is asked for
+    for k, result in enumerate(stream, start=1):
+        assert result.ok
+        assert len(consumed) <= 3 + k - 1  # a text is read only when a row is free
+    assert consumed == list(range(9))
+    assert max(rows for rows, _ in model.calls) <= 3  # the KV cache never holds more
+
+
+def test_bad_items_become_their_own_results(tokenizer: Any) -> None:
+    extractor, model = _scripted_extractor(tokenizer, ['{"company":"SHOP","total":7}'])
+    model.config = SimpleNamespace(max_position_embeddings=1024)  # type: ignore[assignment]
+    texts: list[Any] = [
+        "SHOP TOTAL 7",
+        "",
+        "no number in this one",
+        "SHOP TOTAL 7 " * 500,
+        42,
+        "SHOP paid 7 in total",
+    ]
+    results = list(extractor.extract_many(Copied, texts, batch_size=2, progress=False))
+    assert [r.index for r in results] == list(range(6))
+    assert [type(r.error).__name__ if r.error else None for r in results] == [
+        None,
+        "EmptyInputError",
+        "NoTextValueError",
+        "ContextLengthError",
+        "InvalidOptionError",
+        None,
+    ]
+    assert results[0].value == results[5].value == Copied(company="SHOP", total=7)
+
+
+def test_retried_items_join_the_running_batch(tokenizer: Any) -> None:
+    """A text whose output the validators reject goes back to the queue with the
+    feedback in its prompt, and runs beside the texts read after it."""
+    retried_at: list[int] = []  # model calls at which the retried prompt was scored
+
+    def targets(prompt: str) -> list[str]:
+        if "previous answer was rejected" in prompt:
+            retried_at.append(len(model.calls))
+            return [DMY]
+        if "rejected" in prompt:
+            return ['{"date":"2018","city":"Oslo"}']
+        return [DMY.replace("Paris", "Lima " * 8)]  # long enough to run beside the retry
+
+    extractor, model = _scripted_extractor(tokenizer, targets)
+    texts = ["to be rejected", "b", "c", "d"]
+    results = list(
+        extractor.extract_many(Event, texts, batch_size=2, progress=False, max_field_retries=0)
+    )
+    assert [r.ok for r in results] == [True] * 4
+    assert [r.attempts for r in results] == [2, 1, 1, 1]
+    assert "dd/mm/yyyy" in str(results[0].history[0].error)
+    assert retried_at and any(rows == 2 for rows, _ in model.calls[retried_at[0] :])
+
+
+def test_prefix_is_kept_per_extractor_and_computed_once(tokenizer: Any) -> None:
+    extractor, model = _scripted_extractor(tokenizer, _event_targets)
+    first = list(extractor.extract_many(Event, ["a", "b"], batch_size=2, progress=False))
+    second = list(extractor.extract_many(Event, ["c"], progress=False))
+    assert all(r.ok for r in first + second)
+    assert len(extractor._prefixes) == 1
+    (prefix,) = extractor._prefixes.values()
+    assert prefix.computed
+    prefix_calls = [call for call in model.calls if call == (1, len(prefix))]
+    assert len(prefix_calls) == 1
+    plain = list(extractor.extract_many(Event, ["a"], share_prefix=False, progress=False))
+    assert plain[0].raw_text == first[0].raw_text
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [("order", "random"), ("batching", "dynamic"), ("share_prefix", "yes"), ("batch_size", 0)],
+)
+def test_bad_batching_options_are_rejected(
+    keyword: str, value: Any, tiny_extractor: Extractor
+) -> None:
+    def never_read() -> Iterator[str]:
+        raise AssertionError("items must not be read when the call is wrong")
+        yield ""
+
+    with pytest.raises(InvalidOptionError, match=keyword):
+        tiny_extractor.extract_many(Event, never_read(), **{keyword: value})
+
+
+@pytest.mark.slow
+def test_shared_prefix_on_the_default_model(default_extractor: Extractor, sroie_dir: Any) -> None:
+    from pathlib import Path
+
+    class Receipt(BaseModel):
+        company: str
+        date: str
+        total: float
+
+    texts = [(Path(sroie_dir) / f"{n:03d}.txt").read_text() for n in range(3)]
+    options: dict[str, Any] = {"max_new_tokens": 64, "progress": False, "batch_size": 2}
+    shared = list(default_extractor.extract_many(Receipt, texts, **options))
+    plain = list(default_extractor.extract_many(Receipt, texts, share_prefix=False, **options))
+    alone = [
+        default_extractor.run(Receipt, t, max_new_tokens=64, share_prefix=False) for t in texts
+    ]
+    assert (
+        [r.raw_text for r in shared] == [r.raw_text for r in plain] == [r.raw_text for r in alone]
+    )
+    assert all(r.ok for r in shared)

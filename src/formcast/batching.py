@@ -31,6 +31,7 @@ torch is imported here; :mod:`formcast.decoding` builds on this module.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +56,7 @@ from formcast.jsonscan import Member
 from formcast.kvcache import RowCache, SharedPrefix, upload
 from formcast.steering import FieldSteer, RowText
 
-__all__ = ["BatchDecoder", "Finished", "RowRequest", "row_seed"]
+__all__ = ["BatchDecoder", "Finished", "RowRequest", "check_budget", "compiled", "row_seed"]
 
 #: A prefill group may hold this share of padding tokens at most (rows of similar
 #: prompt lengths are prefilled together; padding costs as much as a real token).
@@ -142,6 +143,7 @@ class BatchDecoder:
         prefix: the prompt prefix whose KV is computed once and copied into each row
             whose prompt starts with (some of) its token ids; None to prefill whole
             prompts.
+        compile: run the forward passes through ``torch.compile`` (see :func:`compiled`).
 
     Memory: the KV cache holds at most ``capacity`` rows; its width is the longest row's
     tokens plus the hidden columns (left padding, a row's padding in steps where another
@@ -160,6 +162,7 @@ class BatchDecoder:
         pad_token_id: int = 0,
         loop_guard: LoopGuard | None = None,
         prefix: SharedPrefix | None = None,
+        compile: bool = False,
     ) -> None:
         if capacity < 1:
             raise InvalidOptionError(f"expected capacity >= 1, found {capacity}")
@@ -173,6 +176,7 @@ class BatchDecoder:
         self.pad_token_id = pad_token_id
         self.loop_guard = loop_guard
         self.prefix = prefix
+        self._run_model = compiled(model) if compile else model
         self.device = model_device(model)
         self._running: list[_Row] = []
         self._cache = RowCache.empty_rows(0, self.device)
@@ -203,7 +207,7 @@ class BatchDecoder:
         """
         if not request.prompt:
             raise InvalidOptionError("expected a prompt of at least one token, found none")
-        _check_budget(request.cursor, self.max_new_tokens)
+        check_budget(request.cursor, self.max_new_tokens)
         row = self._new_row(request)
         _jump_forward(row, self.forced_tokenizer, self.max_new_tokens)
         if _is_done(row, self.max_new_tokens):
@@ -308,7 +312,7 @@ class BatchDecoder:
             input_ids[i, width - len(row.pending) :] = torch.tensor(row.pending)
             row.pending = []
         attention, positions = cache.feed(lengths)
-        out = self.model(
+        out = self._run_model(
             input_ids=upload(input_ids, self.device),
             attention_mask=attention,
             position_ids=upload(positions, self.device),
@@ -416,6 +420,26 @@ class BatchDecoder:
             row.text.push(token)
 
 
+_compiled: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def compiled(model: Any) -> Any:
+    """``torch.compile(model, dynamic=True)``, made once per model and kept while the model
+    lives, so every decoder over it shares the compiled graphs.
+
+    Shapes change at every step (rows, new columns, cache width), hence ``dynamic=True``.
+    Cost: the first forward passes compile (minutes on a CPU); measured on the 2-core
+    CPU of ``benchmarks/README.md`` it did not pay back, so it is off by default. It is
+    meant for GPUs, where a compiled graph saves most of the per-kernel launch overhead
+    that dominates decoding with a small model.
+    """
+    found = _compiled.get(model)
+    if found is None:
+        found = torch.compile(model, dynamic=True)
+        _compiled[model] = found
+    return found
+
+
 def _similar_lengths(rows: list[_Row]) -> Iterator[list[_Row]]:
     """Rows sorted by pending length, cut into runs whose padding stays within
     ``PREFILL_PADDING`` of their tokens."""
@@ -432,7 +456,9 @@ def _similar_lengths(rows: list[_Row]) -> Iterator[list[_Row]]:
         yield part
 
 
-def _check_budget(cursor: Cursor, max_new_tokens: int) -> None:
+def check_budget(cursor: Cursor, max_new_tokens: int) -> None:
+    """Raise :class:`InvalidOptionError` when no complete output can be reached from the
+    cursor within ``max_new_tokens`` tokens."""
     needed = cursor.min_tokens_to_accept()
     if needed >= UNREACHABLE:
         raise InvalidOptionError(
