@@ -205,17 +205,17 @@ class BatchDecoder:
             InvalidOptionError: no free slot, an empty prompt, or a budget smaller than the
                 fewest tokens a complete output of the row's constraint needs.
         """
+        if self.free_slots < 1:
+            raise InvalidOptionError(f"expected a free slot, found all {self.capacity} taken")
         if not request.prompt:
             raise InvalidOptionError("expected a prompt of at least one token, found none")
         check_budget(request.cursor, self.max_new_tokens)
         row = self._new_row(request)
         _jump_forward(row, self.forced_tokenizer, self.max_new_tokens)
         if _is_done(row, self.max_new_tokens):
-            self._done.append(row)
-            return
-        if self.free_slots < 1:
-            raise InvalidOptionError(f"expected a free slot, found all {self.capacity} taken")
-        self._waiting.append(row)
+            self._done.append(row)  # needs no forward pass, hence no slot
+        else:
+            self._waiting.append(row)
 
     def step(self) -> list[Finished]:
         """Prefill the rows that joined, run one forward pass for the others, choose one

@@ -254,7 +254,7 @@ class RowCache:
 
     def keep_rows(self, keep: Sequence[int]) -> None:
         """Keep only the rows ``keep`` (in that order), then trim leading columns."""
-        index = torch.tensor(list(keep), dtype=torch.long, device=self.device)
+        index = upload(torch.tensor(list(keep), dtype=torch.long), self.device)
         for layer in _layers(self.cache):
             layer.batch_select_indices(index)
         self.attention = self.attention.index_select(0, index)
