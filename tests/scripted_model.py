@@ -1,11 +1,14 @@
 """A deterministic stand-in for a causal language model, for tests of the decoding loop.
 
-:class:`ScriptedModel` takes the ``forward`` arguments ``generate`` passes (input ids,
-a 2-D attention mask, position ids, its own cache) and returns logits computed by a
-Python function of the tokens each row can *see*: the cached and new tokens whose
-attention-mask column is 1. It checks on every call that the mask covers every cached
-column and that the position ids of the new tokens continue the visible sequence, so a
-decoding loop that hides or numbers a row's tokens wrongly fails loudly.
+:class:`ScriptedModel` takes the ``forward`` arguments the decoding loop passes (input
+ids, a 2-D attention mask, position ids, a transformers ``Cache``) and returns logits
+computed by a Python function of the tokens each row can *see*: the cached and new
+tokens whose attention-mask column is 1. Like a real model it stores its "keys" in the
+cache it is given (``cache.update``): the token ids themselves, one column per fed token,
+so it sees exactly what the loop's cache holds after rows joined, left, were compacted
+or rolled back. It checks on every call that the mask covers every cached column and
+that the position ids of the new tokens continue the visible sequence, so a decoding
+loop that hides or numbers a row's tokens wrongly fails loudly.
 
 :func:`following` builds such a function from target texts: after a marker (the end of
 the prompt), the model prefers the next token of the first target the text written so
@@ -24,16 +27,6 @@ import torch
 Scores = Callable[[list[int]], dict[int, float]]
 
 
-class ScriptedCache:
-    """The tokens in each cache column of each row (pads included)."""
-
-    def __init__(self, rows: list[list[int]]) -> None:
-        self.rows = rows
-
-    def batch_select_indices(self, index: torch.Tensor) -> None:
-        self.rows = [self.rows[i] for i in index.tolist()]
-
-
 class ScriptedModel(torch.nn.Module):
     def __init__(self, scores: Scores, width: int = 49_216) -> None:
         super().__init__()
@@ -41,34 +34,37 @@ class ScriptedModel(torch.nn.Module):
         self.width = width
         self.anchor = torch.nn.Parameter(torch.zeros(1))  # gives the module a device
         self.seen: list[list[int]] = []  # the visible tokens of each row, last call
+        self.calls: list[tuple[int, int]] = []  # (rows, new columns) of each call
 
     def forward(
         self,
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         position_ids: torch.Tensor,
-        past_key_values: ScriptedCache | None = None,
+        past_key_values: Any,
         **_: Any,
     ) -> SimpleNamespace:
         batch, new = input_ids.shape
-        cache = past_key_values or ScriptedCache([[] for _ in range(batch)])
+        self.calls.append((batch, new))
+        keys = input_ids.to(torch.float64)[:, None, :, None]
+        cached, _ = past_key_values.update(keys, keys, 0)
+        columns = cached[:, 0, :, 0].to(torch.long)
+        assert attention_mask.shape == columns.shape, "the mask must cover every cached column"
         logits = torch.full((batch, 1, self.width), -10.0)
         self.seen = []
         for i in range(batch):
-            before = cache.rows[i]
             mask = attention_mask[i].tolist()
-            assert len(mask) == len(before) + new, "the mask must cover every cached column"
-            visible = [t for t, m in zip(before, mask, strict=False) if m]
-            tokens = input_ids[i].tolist()
-            for j, (token, shown) in enumerate(zip(tokens, mask[len(before) :], strict=True)):
-                if shown:
+            tokens = columns[i].tolist()
+            old = len(tokens) - new
+            visible = [t for t, m in zip(tokens[:old], mask[:old], strict=True) if m]
+            for j in range(new):
+                if mask[old + j]:
                     assert position_ids[i, j].item() == len(visible), "positions must continue"
-                    visible.append(token)
-            cache.rows[i] = before + tokens
+                    visible.append(tokens[old + j])
             self.seen.append(visible)
             for token, score in self.scores(visible).items():
                 logits[i, 0, token] = score
-        return SimpleNamespace(logits=logits, past_key_values=cache)
+        return SimpleNamespace(logits=logits, past_key_values=past_key_values)
 
 
 def following(

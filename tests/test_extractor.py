@@ -144,8 +144,11 @@ def test_extract_many_is_lazy(tiny_extractor: Extractor) -> None:
             consumed.append(text)
             yield text
 
-    stream = tiny_extractor.extract_many(Item, texts(), batch_size=2, progress=False)
-    first = next(stream)
+    stream = tiny_extractor.extract_many(
+        Item, texts(), batch_size=2, order="completion", progress=False
+    )
+    assert consumed == []
+    first = next(stream)  # one text per row; none read ahead of a free row
     assert first.ok and consumed == ["a", "b"]
 
 

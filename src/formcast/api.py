@@ -19,6 +19,7 @@ from formcast.constraint import Regex
 from formcast.decorator import Decorator
 from formcast.extractor import ExtractionResult, Extractor
 from formcast.options import ExtractOptions
+from formcast.scheduler import Batching, Order
 
 __all__ = ["extract", "extract_many", "function", "get_default_extractor"]
 
@@ -82,6 +83,8 @@ def extract_many(
     model: ModelChoice = None,
     batch_size: int = 8,
     progress: bool = True,
+    order: Order = "input",
+    batching: Batching = "continuous",
     **options: Unpack[ExtractOptions],
 ) -> Iterator[ExtractionResult[T]]: ...
 @overload
@@ -92,6 +95,8 @@ def extract_many(
     model: ModelChoice = None,
     batch_size: int = 8,
     progress: bool = True,
+    order: Order = "input",
+    batching: Batching = "continuous",
     **options: Unpack[ExtractOptions],
 ) -> Iterator[ExtractionResult[str]]: ...
 @overload
@@ -102,6 +107,8 @@ def extract_many(
     model: ModelChoice = None,
     batch_size: int = 8,
     progress: bool = True,
+    order: Order = "input",
+    batching: Batching = "continuous",
     **options: Unpack[ExtractOptions],
 ) -> Iterator[ExtractionResult[Any]]: ...
 
@@ -113,11 +120,20 @@ def extract_many(
     model: ModelChoice = None,
     batch_size: int = 8,
     progress: bool = True,
+    order: Order = "input",
+    batching: Batching = "continuous",
     **options: Unpack[ExtractOptions],
 ) -> Iterator[ExtractionResult[Any]]:
-    """Batched extraction, results in input order; see :meth:`Extractor.extract_many`."""
+    """Extraction with continuous batching, results in input order (or as they end);
+    see :meth:`Extractor.extract_many`."""
     return _resolve(model).extract_many(
-        output, texts, batch_size=batch_size, progress=progress, **options
+        output,
+        texts,
+        batch_size=batch_size,
+        progress=progress,
+        order=order,
+        batching=batching,
+        **options,
     )
 
 

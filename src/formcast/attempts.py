@@ -1,15 +1,16 @@
-"""Attempts: generating for a batch of prepared items, again for those whose output the
-validators rejected, and the record of every attempt.
+"""Attempts: what one generation of an item gave, whether the item gets another, and the
+record of every attempt.
 
 The extractor prepares each item (its prompt, and its cursor when the output copies from
-the text) as a :class:`Request`; :func:`run_attempts` drives the generations within the
-call's :class:`~formcast.options.Plan` and :func:`to_result` turns an item's attempts into
-its :class:`~formcast.results.ExtractionResult`.
+the text) as a :class:`Request`; :mod:`formcast.scheduler` runs it, reads each
+generation with :func:`outcome`, asks :func:`next_attempt` whether the validators'
+rejection earns it another attempt within the call's :class:`~formcast.options.Plan`, and
+:func:`to_result` turns its attempts into its :class:`~formcast.results.ExtractionResult`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,9 @@ from formcast.steering import feedback_message, field_checker
 __all__ = [
     "Outcome",
     "Request",
-    "run_attempts",
+    "generated_tokens",
+    "next_attempt",
+    "outcome",
     "steering_for",
     "to_result",
 ]
@@ -49,57 +52,20 @@ class Outcome:
     error: FormcastError | None
 
 
-#: Generates once for a batch of requests: ``(requests, attempt number, tokens each item
-#: has generated so far by position)`` -> the generation of each item, by position.
-GenerateBatch = Callable[[list[Request], int, Mapping[int, int]], dict[int, Generation]]
 #: The request of an item's next attempt, given the feedback on its rejected output.
 Reprompt = Callable[[Request, str], Request]
 
 
-def run_attempts(
-    ready: list[Request],
-    plan: Plan,
-    generate_batch: GenerateBatch,
-    parse: Callable[[str], Any],
-    reprompt: Reprompt,
-) -> dict[int, list[Outcome]]:
-    """Generate for every item; again, as one smaller batch, for the items whose output
-    the validators rejected, while their limits allow. Returns each item's attempts, by
-    position, in order."""
-    outcomes: dict[int, list[Outcome]] = {r.position: [] for r in ready}
-    batch = ready
-    for attempt in range(plan.max_attempts):
-        if not batch:
-            break
-        spent = {r.position: generated_tokens(outcomes[r.position]) for r in batch}
-        generations = generate_batch(batch, attempt, spent)
-        retry = []
-        for request in batch:
-            history = outcomes[request.position]
-            history.append(_outcome(generations[request.position], parse))
-            again = _next_attempt(request, history, plan, reprompt)
-            if again is not None:
-                retry.append(again)
-        batch = retry
-    return outcomes
-
-
-def steering_for(
-    requests: Sequence[Request], spec: OutputView, plan: Plan, spent: Mapping[int, int]
-) -> list[FieldSteering | None]:
-    """Per request, how its fields' values are checked as they are written: by the output
-    model's own validators, within the retries and tokens the plan leaves it (None: not
-    checked, the output is not a model or field retries are off)."""
+def steering_for(spec: OutputView, plan: Plan, spent: int) -> FieldSteering | None:
+    """How an item's field values are checked as they are written: by the output model's
+    own validators, within the retries and the tokens the plan leaves it after ``spent``
+    generated tokens (None: not checked, the output is not a model or field retries are
+    off)."""
     if spec.model is None or plan.max_field_retries <= 0:
-        return [None] * len(requests)
-    return [
-        FieldSteering(
-            field_checker(spec.model),
-            plan.max_field_retries,
-            plan.max_total_tokens - spent[r.position],
-        )
-        for r in requests
-    ]
+        return None
+    return FieldSteering(
+        field_checker(spec.model), plan.max_field_retries, plan.max_total_tokens - spent
+    )
 
 
 def generated_tokens(history: list[Outcome]) -> int:
@@ -107,8 +73,11 @@ def generated_tokens(history: list[Outcome]) -> int:
     return sum(o.generation.generated_tokens for o in history)
 
 
-def to_result(history: list[Outcome], compile_seconds: float) -> ExtractionResult[Any]:
-    """The result of an item: its final attempt, with the record of every attempt."""
+def to_result(
+    history: list[Outcome], compile_seconds: float, index: int = 0
+) -> ExtractionResult[Any]:
+    """The result of the item at ``index``: its final attempt, with the record of every
+    attempt."""
     final = history[-1]
     generation = final.generation
     attempts = tuple(_attempt(o) for o in history)
@@ -127,10 +96,11 @@ def to_result(history: list[Outcome], compile_seconds: float) -> ExtractionResul
         len(history),
         attempts,
         generated_tokens(history),
+        index,
     )
 
 
-def _next_attempt(
+def next_attempt(
     request: Request, history: list[Outcome], plan: Plan, reprompt: Reprompt
 ) -> Request | None:
     """The request of the item's next attempt, or None when it is done or out of limits."""
@@ -143,7 +113,8 @@ def _next_attempt(
     return again if again.error is None else None
 
 
-def _outcome(generation: Generation, parse: Callable[[str], Any]) -> Outcome:
+def outcome(generation: Generation, parse: Callable[[str], Any]) -> Outcome:
+    """One generation read as the output type (its value, or the parse's error)."""
     try:
         return Outcome(generation, parse(generation.text), None)
     except FormcastError as e:

@@ -25,16 +25,18 @@ import os
 import threading
 import time
 import typing
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ParamSpec, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from formcast.attempts import Request, run_attempts, steering_for, to_result
+from formcast.attempts import Request
+from formcast.batching import BatchDecoder, check_budget
 from formcast.compiler import compile as compile_index
 from formcast.compiler import vocabulary_of
-from formcast.constraint import OutputView, Regex, output_view
-from formcast.decoding import ForcedTokenizer, Generation, generate
+from formcast.constraint import Regex, output_view
+from formcast.decoding import ForcedTokenizer
 from formcast.decorator import Decorator, decorator_of, model_backed
 from formcast.errors import (
     ContextLengthError,
@@ -44,8 +46,9 @@ from formcast.errors import (
 )
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
+from formcast.kvcache import SharedPrefix, common_prefix_length
 from formcast.models import load_default_model, load_pretrained
-from formcast.options import ExtractOptions, Plan, check_options, read_plan
+from formcast.options import ExtractOptions, check_options, read_plan
 from formcast.prompts import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_SYSTEM,
@@ -57,6 +60,7 @@ from formcast.prompts import (
     with_feedback,
 )
 from formcast.results import Attempt, ExtractionResult
+from formcast.scheduler import Batching, Order, Scheduler
 from formcast.schema import Mode
 from formcast.text import FromText
 
@@ -77,6 +81,9 @@ T = TypeVar("T")
 P = ParamSpec("P")
 R = TypeVar("R")
 
+#: Shared prompt prefixes (their KV) an extractor keeps, least recently used dropped.
+MAX_SHARED_PREFIXES = 8
+
 
 class Extractor:
     """A model, its tokenizer, a prompt template and a cache of compiled constraints.
@@ -92,6 +99,9 @@ class Extractor:
         jump_forward: append forced text without sampling (faster; on by default).
         mode: default schema mode, ``"generation"`` or ``"specification"``.
         whitespace: default whitespace policy (False: compact JSON).
+        compile: run the model's forward passes through ``torch.compile`` (off by
+            default: on a CPU the compilation, minutes long, did not pay back; see
+            :func:`formcast.batching.compiled`).
     """
 
     def __init__(
@@ -104,6 +114,7 @@ class Extractor:
         jump_forward: bool = True,
         mode: Mode = "generation",
         whitespace: bool | int = False,
+        compile: bool = False,
     ) -> None:
         if max_new_tokens < 1:
             raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
@@ -114,9 +125,12 @@ class Extractor:
         self.jump_forward = jump_forward
         self.mode: Mode = mode
         self.whitespace = whitespace
+        self.compile_model = compile
         self.vocabulary = vocabulary_of(tokenizer)
         self._forced_tokenizer = ForcedTokenizer(tokenizer, self.vocabulary)
         self._lock = threading.Lock()
+        self._prefix_lock = threading.Lock()
+        self._prefixes: OrderedDict[tuple[int, ...], SharedPrefix] = OrderedDict()
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -228,8 +242,9 @@ class Extractor:
         limits allowed) is returned in ``error``; ``attempts`` and ``history`` record the
         attempts.
         """
-        results = self._run_batch(output, [text], options, raise_item_errors=True)
-        return results[0]
+        check_options(options)
+        scheduler = self._scheduler(output, options, 1, raise_item_errors=True)
+        return next(scheduler.results([text], "input", "continuous"))
 
     @overload
     def extract_many(
@@ -239,6 +254,8 @@ class Extractor:
         *,
         batch_size: int = 8,
         progress: bool = True,
+        order: Order = "input",
+        batching: Batching = "continuous",
         **options: Unpack[ExtractOptions],
     ) -> Iterator[ExtractionResult[T]]: ...
     @overload
@@ -249,6 +266,8 @@ class Extractor:
         *,
         batch_size: int = 8,
         progress: bool = True,
+        order: Order = "input",
+        batching: Batching = "continuous",
         **options: Unpack[ExtractOptions],
     ) -> Iterator[ExtractionResult[str]]: ...
     @overload
@@ -259,6 +278,8 @@ class Extractor:
         *,
         batch_size: int = 8,
         progress: bool = True,
+        order: Order = "input",
+        batching: Batching = "continuous",
         **options: Unpack[ExtractOptions],
     ) -> Iterator[ExtractionResult[Any]]: ...
 
@@ -269,45 +290,63 @@ class Extractor:
         *,
         batch_size: int = 8,
         progress: bool = True,
+        order: Order = "input",
+        batching: Batching = "continuous",
         **options: Unpack[ExtractOptions],
     ) -> Iterator[ExtractionResult[Any]]:
-        """Extract from many texts with batched decoding; yields results in input order.
+        """Extract from many texts, ``batch_size`` rows decoding together.
 
-        ``texts`` may be any iterable (read lazily, ``batch_size`` at a time), so a data
-        pipeline can stream through it. Rows of a batch share each forward pass. An item
-        that fails (empty text, too long, rejected by validators) gets a result with
-        ``error`` set; the others are unaffected. An item whose output the validators
-        reject is tried again on its own terms (its own attempts and token limit); the
-        items of a batch that need another attempt form a new, smaller batch. Errors
-        about the call itself (bad schema or options) are raised before any item is read.
+        With ``batching="continuous"`` (the default), a text joins the running batch as
+        soon as another text's output ends, so short outputs never wait for long ones;
+        ``"static"`` runs ``batch_size`` texts until all of them have ended, then the
+        next ones. Greedy outputs are the same either way, and the same as one text at a
+        time (up to float noise in exact ties).
+
+        ``texts`` may be any iterable, read lazily: one text each time a row is free, so
+        at most ``batch_size`` texts are in the KV cache at once. Results come back in
+        input order (``order="input"``, the default; a result that ends early waits for
+        those before it), or as they end (``order="completion"``); ``result.index`` is
+        the text's position in ``texts`` either way.
+
+        An item that fails (empty text, too long for the context, no value for a
+        ``FromText`` field, rejected by validators) gets a result with ``error`` set; the
+        others are unaffected. An item whose output the validators reject is tried again
+        on its own terms (its own attempts and token limit): it joins the batch again with
+        the feedback in its prompt. Errors about the call itself (bad schema or options,
+        a budget too small for any output) are raised before any item is read.
+
+        The ``share_prefix`` option (on by default) computes the keys and values of the
+        prompt's leading tokens that every text shares (system message, instructions,
+        field list) once, and copies them into each row instead of prefilling them
+        again; the extractor keeps them for later calls with the same output type and
+        instructions.
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidOptionError(f"expected batch_size to be an int >= 1, found {batch_size!r}")
+        if order not in ("input", "completion"):
+            raise InvalidOptionError(f"expected order='input' or 'completion', found {order!r}")
+        if batching not in ("continuous", "static"):
+            raise InvalidOptionError(
+                f"expected batching='continuous' or 'static', found {batching!r}"
+            )
         check_options(options)
-        read_plan(options, self.max_new_tokens)
-        self._compile_for(output, options)  # fail fast on a bad schema, before any item
-        return self._stream(output, texts, batch_size, progress, options)
+        # fails fast on a bad schema or budget, before any item is read
+        scheduler = self._scheduler(output, options, batch_size, raise_item_errors=False)
+        return self._stream(scheduler, texts, progress, order, batching)
 
     def _stream(
         self,
-        output: Any,
+        scheduler: Scheduler,
         texts: Iterable[str],
-        batch_size: int,
         progress: bool,
-        options: ExtractOptions,
+        order: Order,
+        batching: Batching,
     ) -> Iterator[ExtractionResult[Any]]:
         bar = _progress_bar(texts, progress)
         try:
-            batch: list[str] = []
-            for text in texts:
-                batch.append(text)
-                if len(batch) == batch_size:
-                    yield from self._run_batch(output, batch, options, raise_item_errors=False)
-                    bar.update(len(batch))
-                    batch = []
-            if batch:
-                yield from self._run_batch(output, batch, options, raise_item_errors=False)
-                bar.update(len(batch))
+            for result in scheduler.results(texts, order, batching):
+                bar.update(1)
+                yield result
         finally:
             bar.close()
 
@@ -343,80 +382,82 @@ class Extractor:
             from_text=options.get("from_text"),
         )
 
-    def _run_batch(
+    def _scheduler(
         self,
         output: Any,
-        texts: list[str],
         options: ExtractOptions,
+        batch_size: int,
         *,
         raise_item_errors: bool,
-    ) -> list[ExtractionResult[Any]]:
-        check_options(options)
+    ) -> Scheduler:
+        """The call's constraint, options, prompt parts and decoder, read and checked
+        before any text is read.
+
+        Raises:
+            SchemaError, InvalidOptionError: a bad output type or options, including a
+                budget too small for any output of a constraint that copies nothing.
+        """
         plan = read_plan(options, self.max_new_tokens, self.jump_forward)
         started = time.perf_counter()
         index = self._compile_for(output, options)
         compile_seconds = time.perf_counter() - started
+        if not index.text_slots:  # with FromText, the fewest tokens depend on the text
+            check_budget(Cursor(index), plan.budget)
         spec = output_view(output)
-        budget = plan.budget
         instructions = plan.instructions or (
             DEFAULT_INSTRUCTIONS
             if spec.is_json
             else REGEX_INSTRUCTIONS.format(pattern=spec.pattern)
         )
-        requests = [
-            self._prepare(i, text, spec.json_schema, instructions, budget, index)
-            for i, text in enumerate(texts)
+        schema = spec.json_schema
+        decoder = BatchDecoder(
+            self.model,
+            capacity=batch_size,
+            max_new_tokens=plan.budget,
+            forced_tokenizer=self._forced_tokenizer if plan.jump_forward else None,
+            sampling=plan.sampling,
+            pad_token_id=_pad_id(self.tokenizer),
+            loop_guard=plan.loop_guard,
+            prefix=self._shared_prefix(schema, instructions) if plan.share_prefix else None,
+            compile=self.compile_model,
+        )
+
+        def prepare(position: int, text: str, feedback: str | None) -> Request:
+            return self._prepare(position, text, schema, instructions, plan.budget, index, feedback)
+
+        return Scheduler(
+            decoder,
+            index=index,
+            spec=spec,
+            plan=plan,
+            prepare=prepare,
+            compile_seconds=compile_seconds,
+            lock=self._lock,
+            raise_item_errors=raise_item_errors,
+        )
+
+    def _shared_prefix(
+        self, schema: dict[str, Any] | None, instructions: str
+    ) -> SharedPrefix | None:
+        """The prefix every prompt of these instructions and schema starts with, as token
+        ids: the common ids of the prompts of two different texts. Kept per extractor
+        (the last :data:`MAX_SHARED_PREFIXES`), so its KV is computed once."""
+        probes = [
+            self._encode(
+                self.prompt_template.render(text=probe, schema=schema, instructions=instructions)
+            )
+            for probe in ("0", "1")
         ]
-        if raise_item_errors:
-            for request in requests:
-                if request.error is not None:
-                    raise request.error
-
-        def reprompt(request: Request, feedback: str) -> Request:
-            text = texts[request.position]
-            return self._prepare(
-                request.position, text, spec.json_schema, instructions, budget, index, feedback
-            )
-
-        def generate_batch(
-            batch: list[Request], attempt: int, spent: Mapping[int, int]
-        ) -> dict[int, Generation]:
-            return self._generate(batch, index, plan, attempt, spec, spent)
-
-        ready = [r for r in requests if r.error is None]
-        outcomes = run_attempts(ready, plan, generate_batch, spec.parse, reprompt)
-        results: list[ExtractionResult[Any]] = []
-        for request in requests:
-            if request.error is not None:
-                results.append(ExtractionResult(None, request.error))
-                continue
-            results.append(to_result(outcomes[request.position], compile_seconds))
-        return results
-
-    def _generate(
-        self,
-        ready: list[Request],
-        index: TokenIndex,
-        plan: Plan,
-        attempt: int,
-        spec: OutputView,
-        spent: Mapping[int, int],
-    ) -> dict[int, Generation]:
-        """One generation for every request of ``ready``, as one batch."""
-        steering = steering_for(ready, spec, plan, spent)
-        with self._lock:
-            outputs = generate(
-                self.model,
-                [r.prompt for r in ready],
-                [r.cursor or Cursor(index) for r in ready],
-                max_new_tokens=plan.budget,
-                forced_tokenizer=self._forced_tokenizer if plan.jump_forward else None,
-                sampling=plan.sampling_for(attempt),
-                pad_token_id=_pad_id(self.tokenizer),
-                loop_guard=plan.loop_guard,
-                steering=steering,
-            )
-        return {r.position: g for r, g in zip(ready, outputs, strict=True)}
+        length = common_prefix_length(*probes)
+        if length == 0:
+            return None
+        key = tuple(probes[0][:length])
+        with self._prefix_lock:
+            prefix = self._prefixes.pop(key, None) or SharedPrefix(key)
+            self._prefixes[key] = prefix
+            while len(self._prefixes) > MAX_SHARED_PREFIXES:
+                self._prefixes.popitem(last=False)
+        return prefix
 
     def _prepare(
         self,

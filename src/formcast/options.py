@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
+from formcast.batching import row_seed
 from formcast.decoding import LoopGuard, SamplingOptions
 from formcast.errors import InvalidOptionError
 from formcast.schema import Mode
@@ -44,6 +45,7 @@ class ExtractOptions(TypedDict, total=False):
     max_attempts: int
     max_total_tokens: int
     max_field_retries: int
+    share_prefix: bool
 
 
 #: The names of :class:`ExtractOptions`, for the run-time check.
@@ -62,13 +64,14 @@ class Plan:
     max_total_tokens: int
     max_field_retries: int
     instructions: str | None  # None: the default instruction for the output type
+    share_prefix: bool
 
-    def sampling_for(self, attempt: int) -> SamplingOptions:
-        """A new seed for each attempt, so a retry with sampling draws anew."""
+    def seed_for(self, position: int, attempt: int) -> int | None:
+        """The sampling seed of one attempt at one text: its own stream, so a text's
+        samples do not depend on the texts it shares a batch with, and a retry draws
+        anew (None without a seed)."""
         seed = self.sampling.seed
-        if seed is None or attempt == 0:
-            return self.sampling
-        return SamplingOptions(self.sampling.temperature, self.sampling.top_p, seed + attempt)
+        return None if seed is None else row_seed(seed, position, attempt)
 
 
 def check_options(options: Mapping[str, object]) -> None:
@@ -113,6 +116,7 @@ def read_plan(
         max_total_tokens=total,
         max_field_retries=_count_option(options, "max_field_retries", 2, minimum=0),
         instructions=_instructions(options.get("instructions")),
+        share_prefix=_bool_option(options, "share_prefix", True),
     )
 
 

@@ -51,12 +51,16 @@ class ExtractionResult(Generic[T]):
             budget ran out; the output is still complete and valid).
         prompt_tokens, completion_tokens, forced_tokens: token counts; forced tokens were
             appended by jump-forward without sampling and are part of completion_tokens.
-        seconds: wall time of this item's generation (shared batch time for batches).
+        seconds: wall time of the final attempt's generation, from the moment its row
+            joined the batch to its end (the rows of a batch share each forward pass).
         compile_seconds: time spent compiling the constraint (0 on a cache hit).
         attempts: generations made (more than 1 when the output's validators rejected
             an output and a new attempt was made; 0 when the item failed before any).
         history: one :class:`Attempt` per generation, in order.
         generated_tokens: tokens generated over every attempt, rolled-back ones included.
+        index: the text's position in the input of ``extract_many`` (0 for ``run`` and
+            ``extract``), so results taken in completion order can be matched to their
+            texts.
 
     The fields before ``attempts`` describe the final attempt.
     """
@@ -73,6 +77,7 @@ class ExtractionResult(Generic[T]):
     attempts: int = 0
     history: tuple[Attempt, ...] = ()
     generated_tokens: int = 0
+    index: int = 0
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,538 @@
+"""Continuous batching: the masked decoding loop over rows that come and go.
+
+A :class:`BatchDecoder` runs up to ``capacity`` rows at once. :meth:`~BatchDecoder.add`
+queues a row (its prompt, its own cursor, its own steering); each
+:meth:`~BatchDecoder.step` prefills the rows that joined, runs one forward pass for the
+others, chooses one token per row and returns the rows that finished, whose places the
+caller may fill at once. So a short output never waits for a long one, and the batch
+stays full while there is work. Greedy outputs are those of each row decoded alone (up
+to float noise in exact ties): each row sees only its own tokens, at its own positions
+(:mod:`formcast.kvcache`).
+
+Per row, as in :func:`formcast.decoding.generate`: the constraint's mask (budget-safe
+near the end), jump-forward of forced bytes, the loop guard, field-level steering with
+rollback. Rows may use different constraints, texts (``FromText``) and output types.
+
+With a :class:`~formcast.kvcache.SharedPrefix`, the leading tokens a prompt shares with
+it (compared id by id) are not prefilled: their keys and values, computed once, are
+copied into the row.
+
+Device work: the masks of the automaton states are cached on the model's device (one
+boolean tensor per state and width); a step uploads the input ids, the new mask columns
+and position ids without waiting (pinned memory on a GPU), launches the forward passes,
+and only then builds the rows' masks on the host side (first visits of a state compute
+its row of the index), so on a GPU that work overlaps the forward pass. Reading the
+chosen token ids is the only synchronisation of a step; rollbacks and compactions add
+none. On the CPU all of this runs in order and costs nothing extra.
+
+torch is imported here; :mod:`formcast.decoding` builds on this module.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from formcast.errors import ExtractionRuntimeError, InvalidOptionError
+from formcast.generation import (
+    FieldSteering,
+    ForcedTokenizer,
+    Generation,
+    LoopGuard,
+    SamplingOptions,
+    allowed_mask,
+    budget_restricts,
+    model_device,
+)
+from formcast.guide import Cursor
+from formcast.index import UNREACHABLE
+from formcast.jsonscan import Member
+from formcast.kvcache import RowCache, SharedPrefix, upload
+from formcast.steering import FieldSteer, RowText
+
+__all__ = ["BatchDecoder", "Finished", "RowRequest", "check_budget", "compiled", "row_seed"]
+
+#: A prefill group may hold this share of padding tokens at most (rows of similar
+#: prompt lengths are prefilled together; padding costs as much as a real token).
+PREFILL_PADDING = 0.25
+#: Hidden columns (padding, rolled-back tokens) that make the cache compact itself,
+#: at least; and as a share of its width.
+COMPACT_MIN_COLUMNS = 64
+COMPACT_SHARE = 0.33
+
+
+@dataclass(frozen=True)
+class RowRequest:
+    """One sequence to decode.
+
+    Attributes:
+        key: the caller's handle, returned with the row's :class:`Generation`.
+        prompt: the prompt's token ids (chat template applied), at least one.
+        cursor: a fresh cursor of the row's own constraint; advanced in place (a
+            steered row that rolls back continues on a replayed copy).
+        steering: field-level validation with rollback for this row, or None.
+        seed: the row's sampling seed (with a temperature): a row's samples then
+            depend on its seed alone, not on the rows it shares the batch with.
+    """
+
+    key: Any
+    prompt: Sequence[int]
+    cursor: Cursor
+    steering: FieldSteering | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A row that ended: its request's key and what it generated."""
+
+    key: Any
+    generation: Generation
+
+
+def row_seed(seed: int, *parts: int) -> int:
+    """A seed for one row, derived from a call's ``seed`` and the row's place (its index,
+    its attempt): equal inputs give equal seeds, different places different streams."""
+    value = seed & 0xFFFFFFFFFFFFFFFF
+    for part in parts:
+        value = (value * 0x100000001B3 ^ (part & 0xFFFFFFFF)) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+@dataclass
+class _Row:
+    """Bookkeeping of one sequence."""
+
+    key: Any
+    cursor: Cursor
+    pending: list[int]  # tokens to feed in the next forward pass
+    prompt_length: int
+    generation: Generation
+    started: float
+    rng: torch.Generator | None = None
+    budget_bound: bool = False  # the budget removed a choice at some step
+    text: RowText | None = None  # the emitted bytes read as JSON (guard or steering)
+    steer: FieldSteer | None = None
+    limit: int | None = None  # FieldSteering.max_generated_tokens
+    start: Cursor | None = None  # the cursor before any output token (for replays)
+    start_token: int = 0  # the prompt's last token (fed again on a rollback to the start)
+    forced: list[bool] = field(default_factory=list)  # per output token (with text only)
+    closed: list[Member] = field(default_factory=list)  # members closed, not yet judged
+
+
+class BatchDecoder:
+    """Constrained decoding of up to ``capacity`` rows at once, rows joining as others end.
+
+    Args:
+        model: a transformers causal LM (``forward`` takes ``input_ids``,
+            ``attention_mask``, ``position_ids``, ``past_key_values`` and returns
+            ``logits``); it must use the ``past_key_values`` it is given.
+        capacity: rows in the KV cache at most (the batch size).
+        max_new_tokens: generation budget per row, forced tokens included.
+        forced_tokenizer: enables jump-forward when given.
+        sampling: greedy by default; with a temperature, each row samples with its own
+            generator (``RowRequest.seed``).
+        pad_token_id: any valid id; pad positions are masked out.
+        loop_guard: the loop guard of every row (off when None).
+        prefix: the prompt prefix whose KV is computed once and copied into each row
+            whose prompt starts with (some of) its token ids; None to prefill whole
+            prompts.
+        compile: run the forward passes through ``torch.compile`` (see :func:`compiled`).
+
+    Memory: the KV cache holds at most ``capacity`` rows; its width is the longest row's
+    tokens plus the hidden columns (left padding, a row's padding in steps where another
+    row is fed forced tokens, rolled-back tokens), compacted away when they exceed a
+    third of it. One decoder serves one thread.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        capacity: int,
+        max_new_tokens: int,
+        forced_tokenizer: ForcedTokenizer | None = None,
+        sampling: SamplingOptions | None = None,
+        pad_token_id: int = 0,
+        loop_guard: LoopGuard | None = None,
+        prefix: SharedPrefix | None = None,
+        compile: bool = False,
+    ) -> None:
+        if capacity < 1:
+            raise InvalidOptionError(f"expected capacity >= 1, found {capacity}")
+        if max_new_tokens < 1:
+            raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
+        self.model = model
+        self.capacity = capacity
+        self.max_new_tokens = max_new_tokens
+        self.forced_tokenizer = forced_tokenizer
+        self.sampling = sampling or SamplingOptions()
+        self.pad_token_id = pad_token_id
+        self.loop_guard = loop_guard
+        self.prefix = prefix
+        self._run_model = compiled(model) if compile else model
+        self.device = model_device(model)
+        self._running: list[_Row] = []
+        self._cache = RowCache.empty_rows(0, self.device)
+        self._waiting: list[_Row] = []  # added, not yet prefilled
+        self._done: list[_Row] = []  # ended before any forward pass
+
+    # -- the caller's side ---------------------------------------------------------------
+    @property
+    def rows(self) -> int:
+        """Rows running or waiting for their prefill."""
+        return len(self._running) + len(self._waiting)
+
+    @property
+    def free_slots(self) -> int:
+        return self.capacity - self.rows
+
+    @property
+    def busy(self) -> bool:
+        """Whether :meth:`step` has work (rows to run or results to return)."""
+        return bool(self._running or self._waiting or self._done)
+
+    def add(self, request: RowRequest) -> None:
+        """Queue a row; it is prefilled by the next :meth:`step`.
+
+        Raises:
+            InvalidOptionError: no free slot, an empty prompt, or a budget smaller than the
+                fewest tokens a complete output of the row's constraint needs.
+        """
+        if self.free_slots < 1:
+            raise InvalidOptionError(f"expected a free slot, found all {self.capacity} taken")
+        if not request.prompt:
+            raise InvalidOptionError("expected a prompt of at least one token, found none")
+        check_budget(request.cursor, self.max_new_tokens)
+        row = self._new_row(request)
+        _jump_forward(row, self.forced_tokenizer, self.max_new_tokens)
+        if _is_done(row, self.max_new_tokens):
+            self._done.append(row)  # needs no forward pass, hence no slot
+        else:
+            self._waiting.append(row)
+
+    def step(self) -> list[Finished]:
+        """Prefill the rows that joined, run one forward pass for the others, choose one
+        token per row; return the rows that ended (their slots are free again)."""
+        with torch.inference_mode():
+            ended = self._done
+            self._done = []
+            if self._running or self._waiting:
+                ended.extend(self._decode_step())
+        return [Finished(row.key, _finish(row)) for row in ended]
+
+    def run(self, requests: Iterable[RowRequest]) -> Iterator[Finished]:
+        """Decode every request, keeping the batch full; yields rows as they end
+        (completion order). ``requests`` is read lazily, one item per free slot."""
+        source = iter(requests)
+        exhausted = False
+        while True:
+            while not exhausted and self.free_slots > 0:
+                request = next(source, None)
+                if request is None:
+                    exhausted = True
+                else:
+                    self.add(request)
+            if not self.busy:
+                return
+            yield from self.step()
+
+    # -- one step ------------------------------------------------------------------------
+    def _decode_step(self) -> list[_Row]:
+        # Launch every forward pass before any host-side mask work (GPU overlap).
+        logits = []
+        if self._running:
+            logits.append(self._forward(self._cache, self._running))
+        joined = self._waiting
+        self._waiting = []
+        for rows, cache in self._prefill_groups(joined):
+            logits.append(self._forward(cache, rows))
+            self._cache.append(cache)
+            self._running.extend(rows)
+        scores = torch.cat(logits) if len(logits) > 1 else logits[0]
+        width = scores.shape[-1]
+        masks = [self._row_mask(row, width) for row in self._running]
+        chosen = self._choose(scores, torch.stack(masks))  # the step's one synchronisation
+        ended: list[_Row] = []
+        keep: list[int] = []
+        for i, (row, token) in enumerate(zip(self._running, chosen, strict=True)):
+            _accept(row, token, self.forced_tokenizer, self.max_new_tokens)
+            self._steer(row, i)
+            if _is_done(row, self.max_new_tokens):
+                ended.append(row)
+            else:
+                keep.append(i)
+        if ended:
+            self._running = [self._running[i] for i in keep]
+            self._cache.keep_rows(keep)
+        waste = self._cache.waste()
+        if waste > max(COMPACT_MIN_COLUMNS, COMPACT_SHARE * self._cache.width):
+            self._cache.compact()
+        return ended
+
+    def _prefill_groups(self, rows: list[_Row]) -> Iterator[tuple[list[_Row], RowCache]]:
+        """The joining rows in groups prefilled together, each with its cache: rows that
+        share as many prefix tokens, of similar lengths (padding within
+        ``PREFILL_PADDING``)."""
+        by_shared: dict[int, list[_Row]] = {}
+        for row in rows:
+            shared = self._shared_length(row)
+            row.pending = row.pending[shared:]
+            by_shared.setdefault(shared, []).append(row)
+        for shared, group in sorted(by_shared.items()):
+            group.sort(key=lambda r: len(r.pending))
+            for part in _similar_lengths(group):
+                if shared:
+                    assert self.prefix is not None
+                    yield part, self.prefix.rows(len(part), shared, self.device)
+                else:
+                    yield part, RowCache.empty_rows(len(part), self.device)
+
+    def _shared_length(self, row: _Row) -> int:
+        if self.prefix is None:
+            return 0
+        prompt = row.pending[: row.prompt_length]
+        shared = self.prefix.usable_length(prompt)
+        if shared > 0:
+            self.prefix.compute(self.model, self.device)
+        return shared
+
+    def _forward(self, cache: RowCache, rows: list[_Row]) -> torch.Tensor:
+        """Feed every row's pending tokens, left-padded to one width; the last logits."""
+        lengths = [len(r.pending) for r in rows]
+        width = max(lengths)
+        input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+        for i, row in enumerate(rows):
+            input_ids[i, width - len(row.pending) :] = torch.tensor(row.pending)
+            row.pending = []
+        attention, positions = cache.feed(lengths)
+        out = self._run_model(
+            input_ids=upload(input_ids, self.device),
+            attention_mask=attention,
+            position_ids=upload(positions, self.device),
+            past_key_values=cache.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out.logits[:, -1, :]  # type: ignore[no-any-return]
+
+    def _row_mask(self, row: _Row, width: int) -> torch.Tensor:
+        """The row's allowed tokens on the device: the constraint's (budget-safe) mask,
+        less the loop guard's and the field steering's bans unless they would leave
+        nothing allowed. Decided on the host (no synchronisation)."""
+        tokens_left = self.max_new_tokens - row.generation.completion_tokens
+        restricted = budget_restricts(row.cursor, tokens_left)
+        row.budget_bound |= restricted
+        mask = allowed_mask(row.cursor, width, self.device, tokens_left)
+        if row.text is None:
+            return mask
+        looping = row.text.loop_bans()
+        banned = looping + (row.steer.bans(row.text) if row.steer is not None else [])
+        if not banned:
+            return mask
+        allowed = row.cursor.allowed_token_ids(tokens_left if restricted else None)
+        hit = np.intersect1d(np.asarray(banned, dtype=np.int64), allowed)
+        if hit.size == 0 or hit.size == allowed.size:
+            return mask  # nothing to remove, or validity first: keep the last allowed
+        if looping and np.isin(np.asarray(looping), allowed).any():
+            row.generation.guard_bans += 1
+        trimmed = mask.clone()
+        trimmed[upload(torch.from_numpy(hit.astype(np.int64)), self.device)] = False
+        return trimmed
+
+    def _choose(self, logits: torch.Tensor, allowed: torch.Tensor) -> list[int]:
+        """One token id per running row from the masked logits (host ints)."""
+        masked = logits.masked_fill(~allowed, float("-inf"))
+        options = self.sampling
+        if options.temperature == 0:
+            return [int(t) for t in masked.argmax(dim=-1).tolist()]
+        probs = torch.softmax(masked.float() / options.temperature, dim=-1)
+        if options.top_p < 1.0:
+            sorted_probs, order = probs.sort(dim=-1, descending=True)
+            drop = sorted_probs.cumsum(dim=-1) - sorted_probs > options.top_p
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs.masked_fill(drop, 0))
+        picks = [
+            torch.multinomial(probs[i], 1, generator=row.rng) for i, row in enumerate(self._running)
+        ]
+        return [int(t) for t in torch.cat(picks).tolist()]
+
+    # -- rows ----------------------------------------------------------------------------
+    def _new_row(self, request: RowRequest) -> _Row:
+        prompt = [int(t) for t in request.prompt]
+        generation = Generation(prompt_tokens=len(prompt))
+        started = time.perf_counter()
+        row = _Row(request.key, request.cursor, prompt, len(prompt), generation, started)
+        if request.seed is not None and self.sampling.temperature > 0:
+            row.rng = torch.Generator(device=self.device).manual_seed(request.seed)
+        guard, steering = self.loop_guard, request.steering
+        if guard is not None or steering is not None:
+            rule = None if guard is None else (guard.ngram, guard.max_repeats)
+            row.text = RowText(request.cursor.index.vocabulary.token_bytes, rule)
+        if steering is not None:
+            row.steer = FieldSteer(steering.check, steering.max_retries)
+            row.limit = steering.max_generated_tokens
+            row.start = request.cursor.copy()
+            row.start_token = prompt[-1]
+        return row
+
+    def _steer(self, row: _Row, i: int) -> None:
+        """Judge the top-level values the last tokens closed; roll back to the first one
+        rejected (when its field has retries left and the token limit allows)."""
+        closed, row.closed = row.closed, []
+        if row.steer is None or row.text is None:
+            return
+        for member in closed:
+            keep = row.steer.judge(member, row.text)
+            if keep is None:
+                continue
+            spent = row.generation.generated_tokens + self.max_new_tokens - keep
+            if row.limit is not None and spent > row.limit:
+                continue
+            row.steer.rolled_back(member, row.text, row.generation.token_ids)
+            self._rollback(row, i, keep)
+            return
+
+    def _rollback(self, row: _Row, i: int, keep: int) -> None:
+        """Forget all but the first ``keep`` output tokens of running row ``i``.
+
+        The last kept token (or the prompt's last) is fed again, at its own position, so
+        the next logits are those after it; its old cache column and those of every
+        forgotten token are hidden by the row's attention mask."""
+        generation = row.generation
+        refeed = generation.prompt_tokens + keep - 1
+        self._cache.hide_from(i, refeed)
+        assert row.start is not None and row.text is not None
+        row.pending = [generation.token_ids[keep - 1] if keep else row.start_token]
+        del generation.token_ids[keep:]
+        del row.forced[keep:]
+        generation.forced_tokens = sum(row.forced)
+        generation.rollbacks += 1
+        row.cursor = row.start.copy()
+        row.text = row.text.fresh()
+        for token in generation.token_ids:
+            row.cursor.advance(token)
+            row.text.push(token)
+
+
+_compiled: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def compiled(model: Any) -> Any:
+    """``torch.compile(model, dynamic=True)``, made once per model and kept while the model
+    lives, so every decoder over it shares the compiled graphs.
+
+    Shapes change at every step (rows, new columns, cache width), hence ``dynamic=True``.
+    Cost: the first forward passes compile (minutes on a CPU); measured on the 2-core
+    CPU of ``benchmarks/README.md`` it did not pay back, so it is off by default. It is
+    meant for GPUs, where a compiled graph saves most of the per-kernel launch overhead
+    that dominates decoding with a small model.
+    """
+    found = _compiled.get(model)
+    if found is None:
+        found = torch.compile(model, dynamic=True)
+        _compiled[model] = found
+    return found
+
+
+def _similar_lengths(rows: list[_Row]) -> Iterator[list[_Row]]:
+    """Rows sorted by pending length, cut into runs whose padding stays within
+    ``PREFILL_PADDING`` of their tokens."""
+    part: list[_Row] = []
+    tokens = 0
+    for row in rows:
+        length = len(row.pending)
+        if part and length * (len(part) + 1) > (1 + PREFILL_PADDING) * (tokens + length):
+            yield part
+            part, tokens = [], 0
+        part.append(row)
+        tokens += length
+    if part:
+        yield part
+
+
+def check_budget(cursor: Cursor, max_new_tokens: int) -> None:
+    """Raise :class:`InvalidOptionError` when no complete output can be reached from the
+    cursor within ``max_new_tokens`` tokens."""
+    needed = cursor.min_tokens_to_accept()
+    if needed >= UNREACHABLE:
+        raise InvalidOptionError(
+            f"expected a constraint this vocabulary can complete, found "
+            f"{cursor.index.description[:80]!r}, whose every completion needs bytes that "
+            "no single token carries"
+        )
+    if needed > max_new_tokens:
+        raise InvalidOptionError(
+            f"expected max_new_tokens >= {needed} (the fewest tokens a complete output of "
+            f"{cursor.index.description[:80]!r} needs), found max_new_tokens={max_new_tokens}"
+        )
+
+
+def _jump_forward(row: _Row, forced_tokenizer: ForcedTokenizer | None, budget: int) -> None:
+    """Queue the tokens of the bytes the constraint forces, without sampling them.
+
+    The last token of the forced text is left to the model (token healing): what follows
+    may merge with it (after ``","date":"`` the model may write the token ``"0``), and a
+    token boundary forced there pushes the model off the tokenization it was trained on.
+    The constraint still allows only tokens that start with the forced bytes."""
+    if forced_tokenizer is None:
+        return
+    forced = forced_tokenizer(row.cursor.forced_bytes())[:-1]
+    tokens_left = budget - row.generation.completion_tokens
+    if not forced or len(forced) > tokens_left:
+        return
+    for token in forced:
+        row.cursor.advance(token)
+    row.pending.extend(forced)
+    _emit(row, forced, forced=True)
+    row.generation.forced_tokens += len(forced)
+
+
+def _accept(row: _Row, token: int, forced: ForcedTokenizer | None, budget: int) -> None:
+    row.cursor.advance(token)
+    if row.cursor.is_finished:  # EOS: not part of the output text
+        return
+    _emit(row, [token], forced=False)
+    row.pending = [token]
+    _jump_forward(row, forced, budget)
+
+
+def _emit(row: _Row, tokens: list[int], *, forced: bool) -> None:
+    """Append output tokens; read them as JSON when the row tracks its text."""
+    row.generation.token_ids.extend(tokens)
+    row.generation.generated_tokens += len(tokens)
+    if row.text is not None:
+        row.forced.extend([forced] * len(tokens))
+        for token in tokens:
+            row.closed.extend(row.text.push(token))
+
+
+def _is_done(row: _Row, budget: int) -> bool:
+    cursor = row.cursor
+    if cursor.is_finished:
+        return True
+    if row.generation.completion_tokens >= budget:
+        return True
+    # Accepting with nothing that could follow: the output is complete without EOS.
+    return cursor.is_accepting() and cursor.index.row(cursor.state)[0].size == 0
+
+
+def _finish(row: _Row) -> Generation:
+    generation = row.generation
+    cursor = row.cursor
+    closed = cursor.is_finished or cursor.index.row(cursor.state)[0].size == 0
+    generation.finish_reason = "stop" if closed and not row.budget_bound else "length"
+    vocabulary = cursor.index.vocabulary
+    generation.text_bytes = b"".join(vocabulary.token_bytes[t] for t in generation.token_ids)
+    generation.seconds = time.perf_counter() - row.started
+    if not cursor.is_finished and not cursor.is_accepting():
+        raise ExtractionRuntimeError(
+            "expected generation to end in an accepting state (the budget guarantees it), "
+            f"found state {cursor.state} after {generation.completion_tokens} tokens"
+        )
+    return generation

@@ -1,0 +1,189 @@
+"""One call's texts through a :class:`~formcast.batching.BatchDecoder`.
+
+:class:`Scheduler` reads a call's texts one per free row of the decoder, prepares each
+(its prompt, its cursor), gives it its own field steering and sampling seed, reads each
+generation as the output type, puts a text whose output the validators rejected back in
+the queue with the feedback in its prompt (ahead of the texts not read yet), and yields
+every text's :class:`~formcast.results.ExtractionResult` in input order or as it ends.
+
+* ``batching="continuous"``: a text joins as soon as a row is free;
+  ``"static"``: the decoder is filled only when every row has ended.
+* ``order="input"``: a result that ends before an earlier text's waits for it;
+  ``"completion"``: each result as it ends (``result.index`` names its text).
+* A text that cannot run (empty, too long for the context, no value for a ``FromText``
+  field, a budget too small for its values) becomes its own error result, or raises when
+  the scheduler serves a single call that raises item errors (``run``/``extract``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from formcast.attempts import (
+    Outcome,
+    Request,
+    generated_tokens,
+    next_attempt,
+    outcome,
+    steering_for,
+    to_result,
+)
+from formcast.batching import BatchDecoder, Finished, RowRequest
+from formcast.constraint import OutputView
+from formcast.errors import FormcastError, InvalidOptionError
+from formcast.guide import Cursor
+from formcast.index import TokenIndex
+from formcast.options import Plan
+from formcast.results import ExtractionResult
+
+__all__ = ["Batching", "Order", "Prepare", "Scheduler"]
+
+#: The order ``extract_many`` yields results in.
+Order = Literal["input", "completion"]
+#: How ``extract_many`` fills its batch: a text joins as soon as a row is free
+#: (``"continuous"``), or a new batch starts when every row of the last one has ended
+#: (``"static"``).
+Batching = Literal["continuous", "static"]
+#: Prepares one attempt at a text: ``(position, text, feedback or None) -> Request``.
+Prepare = Callable[[int, str, str | None], Request]
+
+
+@dataclass
+class _Item:
+    """A text in the decoder: its current attempt's request and the attempts so far."""
+
+    text: str
+    request: Request
+    history: list[Outcome] = field(default_factory=list)
+
+
+class Scheduler:
+    """The scheduling of one call's texts (see the module docstring).
+
+    Args:
+        decoder: an idle decoder; its capacity is the batch size.
+        index: the call's compiled constraint (each text's cursor comes from
+            ``prepare`` when the constraint copies from the text).
+        spec: the output type, read by its ``parse``.
+        plan: the call's options.
+        prepare: makes a text's request (its prompt, its bound cursor, or its error).
+        compile_seconds: recorded in every result.
+        lock: held around each decoder step (one model, one forward pass at a time).
+        raise_item_errors: raise a text's error instead of returning it as a result.
+    """
+
+    def __init__(
+        self,
+        decoder: BatchDecoder,
+        *,
+        index: TokenIndex,
+        spec: OutputView,
+        plan: Plan,
+        prepare: Prepare,
+        compile_seconds: float,
+        lock: threading.Lock,
+        raise_item_errors: bool,
+    ) -> None:
+        self.decoder = decoder
+        self.index = index
+        self.spec = spec
+        self.plan = plan
+        self.prepare = prepare
+        self.compile_seconds = compile_seconds
+        self.lock = lock
+        self.raise_item_errors = raise_item_errors
+        self._retries: deque[_Item] = deque()
+        self._exhausted = False  # every text has been read
+
+    def results(
+        self, texts: Iterable[str], order: Order, batching: Batching
+    ) -> Iterator[ExtractionResult[Any]]:
+        """Every text's result, in ``order``; a text is read only when a row is free."""
+        decoder = self.decoder
+        source = enumerate(texts)
+        waiting: dict[int, ExtractionResult[Any]] = {}  # ended before an earlier text
+        next_index = 0
+        while True:
+            done = self._fill(source, batching)
+            if decoder.busy:
+                with self.lock:
+                    finished = decoder.step()
+                for row in finished:
+                    result = self._finish(row)
+                    if result is not None:
+                        done.append(result)
+            if order == "completion":
+                yield from done
+            else:
+                for result in done:
+                    waiting[result.index] = result
+                while next_index in waiting:
+                    yield waiting.pop(next_index)
+                    next_index += 1
+            if self._exhausted and not self._retries and not decoder.busy:
+                return
+
+    def _fill(
+        self, source: Iterator[tuple[int, str]], batching: Batching
+    ) -> list[ExtractionResult[Any]]:
+        """Fill the free rows, retries first, then new texts; the texts that failed
+        before running."""
+        decoder = self.decoder
+        failures: list[ExtractionResult[Any]] = []
+        if batching == "static" and decoder.rows:
+            return failures
+        while decoder.free_slots > 0:
+            if self._retries:
+                self._add(self._retries.popleft())
+                continue
+            taken = None if self._exhausted else next(source, None)
+            if taken is None:
+                self._exhausted = True
+                break
+            failed = self._admit(*taken)
+            if failed is not None:
+                failures.append(failed)
+        return failures
+
+    def _admit(self, position: int, text: str) -> ExtractionResult[Any] | None:
+        """Queue a new text; its error result when it cannot run."""
+        request = self.prepare(position, text, None)
+        if request.error is not None:
+            return self._failed(position, request.error)
+        try:
+            self._add(_Item(text, request))
+        except InvalidOptionError as error:  # a budget too small for this text's values
+            return self._failed(position, error)
+        return None
+
+    def _add(self, item: _Item) -> None:
+        """Queue the item's next attempt, with its own steering and seed."""
+        request = item.request
+        steering = steering_for(self.spec, self.plan, generated_tokens(item.history))
+        seed = self.plan.seed_for(request.position, len(item.history))
+        cursor = request.cursor or Cursor(self.index)
+        self.decoder.add(RowRequest(item, request.prompt, cursor, steering, seed))
+
+    def _finish(self, row: Finished) -> ExtractionResult[Any] | None:
+        """The item's result, or None when it goes back to the queue for a new attempt."""
+        item: _Item = row.key
+        item.history.append(outcome(row.generation, self.spec.parse))
+
+        def reprompt(request: Request, feedback: str) -> Request:
+            return self.prepare(request.position, item.text, feedback)
+
+        again = next_attempt(item.request, item.history, self.plan, reprompt)
+        if again is not None:
+            item.request = again
+            self._retries.append(item)
+            return None
+        return to_result(item.history, self.compile_seconds, item.request.position)
+
+    def _failed(self, position: int, error: FormcastError) -> ExtractionResult[Any]:
+        if self.raise_item_errors:
+            raise error
+        return ExtractionResult(None, error, index=position)
