@@ -50,6 +50,11 @@ def module_functions() -> None:
             assert_type(attempt.finish_reason, Literal["stop", "length"])
     phones = formcast.extract_many(Regex(r"[0-9]+"), iter(["555"]), loop_guard=False)
     assert_type(phones, Iterator[ExtractionResult[str]])
+    streamed = formcast.extract_many(
+        Receipt, ["a"], order="completion", batching="static", share_prefix=False
+    )
+    for done in streamed:
+        assert_type(done.index, int)
 
 
 def decorators() -> None:
@@ -74,6 +79,10 @@ def extractor_methods(extractor: Extractor) -> None:
     assert_type(extractor.run(Regex(r"[0-9]+"), "text"), ExtractionResult[str])
     assert_type(
         extractor.extract_many(Receipt, ["text"], max_attempts=1),
+        Iterator[ExtractionResult[Receipt]],
+    )
+    assert_type(
+        extractor.extract_many(Receipt, ["text"], order="completion", batching="continuous"),
         Iterator[ExtractionResult[Receipt]],
     )
 
