@@ -274,6 +274,7 @@ def test_the_extractor_sends_the_rendered_prompt(
         return encode(messages)
 
     monkeypatch.setattr(extractor, "_encode", record)
+
     def prompts_of(text: str) -> list[str]:  # the prompts of this text (not prefix probes)
         return [m[-1]["content"] for m in sent if m[-1]["content"].rstrip().endswith(text)]
 
