@@ -17,6 +17,7 @@ from formcast.errors import (
     EmptyInputError,
     ExtractionRuntimeError,
     FormcastError,
+    GrammarError,
     InvalidOptionError,
     InvalidRowError,
     ModelLoadError,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from formcast.constraint import Regex
     from formcast.decoding import FormcastLogitsProcessor, LoopGuard, SamplingOptions
     from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
+    from formcast.grammar import Grammar
     from formcast.guide import Cursor
     from formcast.index import TokenIndex
     from formcast.limits import Limits
@@ -54,6 +56,7 @@ _LAZY = {
     "clear_disk_cache": "formcast.cache",
     "save_to_disk_cache": "formcast.cache",
     "Regex": "formcast.constraint",
+    "Grammar": "formcast.grammar",
     "Limits": "formcast.limits",
     "FormcastLogitsProcessor": "formcast.decoding",
     "LoopGuard": "formcast.decoding",
@@ -79,6 +82,8 @@ __all__ = [
     "FormcastError",
     "FormcastLogitsProcessor",
     "FromText",
+    "Grammar",
+    "GrammarError",
     "InvalidOptionError",
     "InvalidRowError",
     "LazyAutomaton",

@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from formcast.constraint import Regex
+from formcast.constraint import Grammar, Regex
 from formcast.decorator import Decorator
 from formcast.extractor import ExtractionResult, Extractor
 from formcast.options import ExtractOptions
@@ -60,7 +60,11 @@ def extract(
 ) -> T: ...
 @overload
 def extract(
-    output: Regex, text: str, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+    output: Regex | Grammar,
+    text: str,
+    *,
+    model: ModelChoice = None,
+    **options: Unpack[ExtractOptions],
 ) -> str: ...
 @overload
 def extract(
@@ -89,7 +93,7 @@ def extract_many(
 ) -> Iterator[ExtractionResult[T]]: ...
 @overload
 def extract_many(
-    output: Regex,
+    output: Regex | Grammar,
     texts: Iterable[str],
     *,
     model: ModelChoice = None,

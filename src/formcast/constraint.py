@@ -2,7 +2,9 @@
 
 An *output type* is what a user asks for: a Pydantic model class, any type pydantic can
 validate (``int``, ``list[Item]``, ``Literal["a", "b"]``, an ``Enum``, ``date``,
-``Optional[...]``), a JSON Schema (dict or JSON string), or a :class:`Regex`.
+``Optional[...]``), a JSON Schema (dict or JSON string), a :class:`Regex` or a
+:class:`~formcast.grammar.Grammar` (also as ``Annotated[str, Regex(...)]`` or
+``Annotated[str, Grammar(...)]``, a function's return annotation).
 :func:`output_spec` reads it once into an :class:`OutputSpec`: the regex that constrains
 generation, the JSON Schema shown in the prompt, and the parser that turns the generated
 text back into a value.
@@ -14,40 +16,26 @@ Types that are not Pydantic models are wrapped in a one-field object
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 from pydantic import BaseModel, TypeAdapter
 
 from formcast.errors import OutputValidationError, SchemaError
+from formcast.grammar import Grammar
 from formcast.limits import DEFAULT_LIMITS, Limits
+from formcast.pattern import Regex
 from formcast.regex.translator import schema_to_regex
 from formcast.schema import Mode, load_schema, pydantic_schema
 from formcast.text import FromText
 
-__all__ = ["OutputSpec", "Regex", "constraint_key", "output_spec"]
+__all__ = ["Grammar", "OutputSpec", "Regex", "constraint_key", "output_spec"]
 
 #: Name of the field that wraps non-object output types (see ``_wrap``).
 RESULT_FIELD = "result"
-
-
-@dataclass(frozen=True)
-class Regex:
-    """Constrain the output to a regular expression (Python ``re`` syntax, full match).
-
-    The result of an extraction with a ``Regex`` output type is the matched ``str``.
-
-    >>> Regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}").pattern
-    '[0-9]{4}-[0-9]{2}-[0-9]{2}'
-    """
-
-    pattern: str
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.pattern, str) or not self.pattern:
-            raise SchemaError(f"expected a non-empty regex string, found {self.pattern!r}")
 
 
 @dataclass(frozen=True)
@@ -78,6 +66,7 @@ class OutputView:
         parse: raw generated text -> value; raises :class:`OutputValidationError`.
         is_json: whether the output is JSON text.
         pattern: the pattern of a :class:`Regex` output, else None.
+        grammar: the :class:`~formcast.grammar.Grammar` of a grammar output, else None.
         model: the Pydantic model that validates the output (the output type itself, or
             the ``{"result": ...}`` wrapper of a non-model type), else None.
     """
@@ -87,13 +76,17 @@ class OutputView:
     is_json: bool
     pattern: str | None = None
     model: type[BaseModel] | None = None
+    grammar: Grammar | None = None
 
 
 def output_view(output: Any) -> OutputView:
     """Read an output type without building its regex (a compiled index may come from a
     cache). Cost: schema generation and the metaschema check (~ms)."""
+    output = text_constraint(output)
     if isinstance(output, Regex):
         return OutputView(None, str, False, output.pattern)
+    if isinstance(output, Grammar):
+        return OutputView(None, str, False, grammar=output)
     source, parse = _source(output)
     schema = load_schema(source)
     model = source if isinstance(source, type) and issubclass(source, BaseModel) else None
@@ -112,15 +105,22 @@ def output_spec(
     """Read an output type. Cost: schema generation plus regex construction (~ms).
 
     ``from_text`` copies every plain string value from the request's text (see
-    :func:`formcast.regex.translator.schema_to_regex`); it is refused for a :class:`Regex`."""
+    :func:`formcast.regex.translator.schema_to_regex`); it is refused for a :class:`Regex`
+    and a :class:`~formcast.grammar.Grammar`. For a grammar, ``mode`` and ``whitespace``
+    apply to the JSON Schemas and models it embeds."""
+    output = text_constraint(output)
+    if isinstance(output, Regex | Grammar) and from_text:
+        raise SchemaError(
+            f"expected a JSON output type with from_text, found formcast."
+            f"{type(output).__name__}: its output cannot copy values from the text"
+        )
     if isinstance(output, Regex):
-        if from_text:
-            raise SchemaError(
-                "expected a JSON output type with from_text, found formcast.Regex: a regex "
-                "output cannot copy values from the text"
-            )
         key = f"regex:{output.pattern}" + (f"|limits:{limits.key()}" if limits.key() else "")
         return OutputSpec(output.pattern, None, str, False, key)
+    if isinstance(output, Grammar):
+        regex = output.regex(mode=mode, whitespace=whitespace, limits=limits)
+        key = f"regex:{regex}" + (f"|limits:{limits.key()}" if limits.key() else "")
+        return OutputSpec(regex, None, str, False, key)
     options: dict[str, Any] = {
         "mode": mode,
         "whitespace": whitespace,
@@ -176,6 +176,19 @@ def constraint_key(
     """
     document: Any
     try:
+        output = text_constraint(output)
+        if isinstance(output, Grammar):
+            described = output.key()
+            if described is None:
+                return None
+            grammar_options = [mode, whitespace, _from_text_key(from_text)]
+            if limits.key():
+                grammar_options.append(limits.key())
+            return json.dumps(
+                {**described, "options": grammar_options},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
         if isinstance(output, Regex):
             regex_key: dict[str, str] = {"regex": output.pattern}
             if limits.key():
@@ -204,6 +217,28 @@ def constraint_key(
         )
     except Exception:  # the regex path reports what is wrong with the output
         return None
+
+
+def text_constraint(output: Any) -> Any:
+    """``Annotated[str, Regex(...)]`` or ``Annotated[str, Grammar(...)]`` as its
+    :class:`Regex` or :class:`~formcast.grammar.Grammar`; any other output unchanged.
+
+    Raises:
+        SchemaError: ``Annotated`` holds a Regex or Grammar on a type other than ``str``,
+            or more than one of them.
+    """
+    if typing.get_origin(output) is not Annotated:
+        return output
+    base, *metadata = typing.get_args(output)
+    found = [item for item in metadata if isinstance(item, Regex | Grammar)]
+    if not found:
+        return output
+    if base is not str or len(found) > 1:
+        raise SchemaError(
+            "expected Annotated[str, formcast.Regex(...)] or Annotated[str, "
+            f"formcast.Grammar(...)] (one constraint on str), found {output!r}"
+        )
+    return found[0]
 
 
 def _from_text_key(from_text: FromText | bool | None) -> Any:

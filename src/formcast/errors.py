@@ -4,7 +4,8 @@
 FormcastError                      base of everything below
 ├── UserError                      the caller made a mistake; fix the call
 │   ├── SchemaError                not a Pydantic class, not valid JSON Schema, bad regex
-│   │   └── UnsupportedSchemaError a valid schema keyword formcast cannot enforce
+│   │   ├── UnsupportedSchemaError a valid schema keyword formcast cannot enforce
+│   │   └── GrammarError           a GBNF or Lark grammar formcast cannot read or enforce
 │   ├── InvalidOptionError         an option out of range (max_new_tokens too small, ...)
 │   ├── TokenNotAllowedError       Cursor.advance with a token the constraint forbids
 │   ├── EmptyInputError            an empty or blank text to extract from
@@ -33,6 +34,7 @@ __all__ = [
     "EmptyInputError",
     "ExtractionRuntimeError",
     "FormcastError",
+    "GrammarError",
     "InvalidOptionError",
     "InvalidRowError",
     "ModelLoadError",
@@ -79,6 +81,26 @@ class UnsupportedSchemaError(SchemaError):
         self.reason = reason
         detail = f": {reason}" if reason else ""
         super().__init__(f"unsupported schema keyword {keyword!r} at {self.pointer}{detail}")
+
+
+class GrammarError(SchemaError):
+    """A grammar (:class:`formcast.Grammar`) that formcast cannot read or enforce exactly:
+    a syntax error, an undefined rule, a missing start rule, left recursion that cannot
+    be rewritten, a rule that can never finish, or a feature refused by name.
+
+    Attributes:
+        line: 1-based line of the grammar text where the problem is (0: not tied to
+            one place, e.g. a start rule that does not exist).
+        column: 1-based column on that line (0 likewise).
+        detail: the message without the position.
+    """
+
+    def __init__(self, detail: str, line: int = 0, column: int = 0) -> None:
+        self.line = line
+        self.column = column
+        self.detail = detail
+        where = f"line {line}, column {column}: " if line else ""
+        super().__init__(f"grammar error: {where}{detail}")
 
 
 class InvalidOptionError(UserError):

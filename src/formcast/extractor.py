@@ -35,7 +35,7 @@ from formcast.attempts import Request
 from formcast.batching import BatchDecoder, check_budget
 from formcast.compiler import compile as compile_index
 from formcast.compiler import vocabulary_of
-from formcast.constraint import Regex, output_view
+from formcast.constraint import Grammar, OutputView, Regex, output_view
 from formcast.decoding import ForcedTokenizer
 from formcast.decorator import Decorator, decorator_of, model_backed
 from formcast.errors import (
@@ -57,6 +57,7 @@ from formcast.prompts import (
     PromptTemplate,
     describe_fields,
     describe_instructions,
+    grammar_instructions,
     with_feedback,
 )
 from formcast.results import Attempt, ExtractionResult
@@ -193,7 +194,9 @@ class Extractor:
     @overload
     def extract(self, output: type[T], text: str, **options: Unpack[ExtractOptions]) -> T: ...
     @overload
-    def extract(self, output: Regex, text: str, **options: Unpack[ExtractOptions]) -> str: ...
+    def extract(
+        self, output: Regex | Grammar, text: str, **options: Unpack[ExtractOptions]
+    ) -> str: ...
     @overload
     def extract(self, output: Any, text: str, **options: Unpack[ExtractOptions]) -> Any: ...
 
@@ -225,7 +228,7 @@ class Extractor:
     ) -> ExtractionResult[T]: ...
     @overload
     def run(
-        self, output: Regex, text: str, **options: Unpack[ExtractOptions]
+        self, output: Regex | Grammar, text: str, **options: Unpack[ExtractOptions]
     ) -> ExtractionResult[str]: ...
     @overload
     def run(
@@ -261,7 +264,7 @@ class Extractor:
     @overload
     def extract_many(
         self,
-        output: Regex,
+        output: Regex | Grammar,
         texts: Iterable[str],
         *,
         batch_size: int = 8,
@@ -404,11 +407,7 @@ class Extractor:
         if not index.text_slots:  # with FromText, the fewest tokens depend on the text
             check_budget(Cursor(index), plan.budget)
         spec = output_view(output)
-        instructions = plan.instructions or (
-            DEFAULT_INSTRUCTIONS
-            if spec.is_json
-            else REGEX_INSTRUCTIONS.format(pattern=spec.pattern)
-        )
+        instructions = plan.instructions or _instructions(spec)
         schema = spec.json_schema
         decoder = BatchDecoder(
             self.model,
@@ -504,6 +503,17 @@ class Extractor:
             return list(tokenizer.encode(rendered, add_special_tokens=False))
         plain = "\n\n".join(m["content"] for m in messages) + "\n\n"
         return list(tokenizer.encode(plain))
+
+
+def _instructions(spec: OutputView) -> str:
+    """The default instructions of an output type: extract fields, or follow the regex or
+    the grammar."""
+    if spec.is_json:
+        return DEFAULT_INSTRUCTIONS
+    if spec.grammar is not None:
+        grammar = spec.grammar
+        return grammar_instructions(grammar.text, grammar.syntax, grammar.start)
+    return REGEX_INSTRUCTIONS.format(pattern=spec.pattern)
 
 
 def _pad_id(tokenizer: Any) -> int:

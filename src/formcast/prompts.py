@@ -16,10 +16,12 @@ __all__ = [
     "DEFAULT_INSTRUCTIONS",
     "DEFAULT_SYSTEM",
     "DEFAULT_USER",
+    "GRAMMAR_INSTRUCTIONS",
     "REGEX_INSTRUCTIONS",
     "PromptTemplate",
     "describe_fields",
     "describe_instructions",
+    "grammar_instructions",
     "with_feedback",
 ]
 
@@ -30,6 +32,31 @@ DEFAULT_SYSTEM = (
 DEFAULT_USER = "{instructions}\n\nFields:\n{fields}\n\nText:\n{text}"
 DEFAULT_INSTRUCTIONS = "Extract the following fields from the text."
 REGEX_INSTRUCTIONS = "Answer with text matching the regular expression {pattern}."
+GRAMMAR_INSTRUCTIONS = (
+    "Answer with text that follows this {syntax} grammar, from its rule {start}:\n{grammar}"
+)
+#: The grammar shown in the prompt is cut after this many characters (comments and blank
+#: lines are dropped first), so that a large grammar does not crowd out the text.
+MAX_GRAMMAR_SHOWN = 1500
+_GRAMMAR_NAMES = {"gbnf": "GBNF", "lark": "Lark"}
+
+
+def grammar_instructions(text: str, syntax: str, start: str) -> str:
+    """The instructions for a grammar output: :data:`GRAMMAR_INSTRUCTIONS` with the
+    grammar's lines, without comment-only and blank lines, cut after
+    :data:`MAX_GRAMMAR_SHOWN` characters."""
+    lines = [
+        line.rstrip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith(("#", "//"))
+    ]
+    shown = "\n".join(lines)
+    if len(shown) > MAX_GRAMMAR_SHOWN:
+        rest = len(shown) - MAX_GRAMMAR_SHOWN
+        shown = f"{shown[:MAX_GRAMMAR_SHOWN]}\n... ({rest} more characters)"
+    return GRAMMAR_INSTRUCTIONS.format(
+        syntax=_GRAMMAR_NAMES.get(syntax, syntax), start=start, grammar=shown
+    )
 
 
 @dataclass(frozen=True)

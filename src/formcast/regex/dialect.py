@@ -124,6 +124,39 @@ def _split_definitions(regex: str) -> tuple[dict[str, str], str]:
     raise ValueError("unterminated (?(DEFINE)...)")
 
 
+def split_definitions(regex: str) -> tuple[dict[str, str], str]:
+    """``({name: body}, main)`` of a regex that may open with ``(?(DEFINE)...)``, the
+    bodies in the order defined.
+
+    Raises ValueError when the ``(?(DEFINE)`` group is not closed."""
+    return _split_definitions(regex)
+
+
+def rename_definitions(regex: str, prefix: str) -> str:
+    """``regex`` (a body or a main part) with every call ``(?&name)`` and named group
+    ``(?P<name>`` renamed ``prefix + name``: to merge definitions from several regexes
+    into one without clashes."""
+    if "(?&" not in regex and "(?P<" not in regex:
+        return regex
+    pieces = []
+    for match in _TOKEN.finditer(regex):
+        if match.group(1):
+            pieces.append(f"(?&{prefix}{match.group(1)})")
+        elif match.group(2):
+            pieces.append(f"(?P<{prefix}{match.group(2)}>")
+        else:
+            pieces.append(match.group())
+    return "".join(pieces)
+
+
+def with_definitions(definitions: Sequence[tuple[str, str]], main: str) -> str:
+    """``(?(DEFINE)(?P<name>body)...)main``, or ``main`` alone without definitions."""
+    if not definitions:
+        return main
+    bodies = "".join(f"(?P<{name}>{body})" for name, body in definitions)
+    return f"{_DEFINE}{bodies}){main}"
+
+
 def inline_definitions(regex: str, max_length: int = MAX_REGEX_LENGTH) -> str:
     """``regex`` with every ``(?&name)`` call replaced by its definition, and the leading
     ``(?(DEFINE)...)`` dropped: a plain regex for ``re`` and other engines.

@@ -1,0 +1,296 @@
+"""Checks and rewrites between parsing and emission, the same for both dialects.
+
+:func:`check_rules` takes the parsed rules and the names the caller embeds, and returns
+the rules reachable from the start, with:
+
+* references to embedded names replaced by :class:`Embedded` nodes, every other
+  reference checked to name a defined rule, and the start rule checked to exist;
+* **direct left recursion** rewritten: ``a ::= a x | a y | b | c`` becomes
+  ``a ::= (b | c) (x | y)*`` (the same language); left recursion that remains
+  (through another rule, or after a prefix that may be empty) is refused, naming the
+  cycle's rules and the positions of its references;
+* every reachable rule checked to derive at least one string (a productivity fixpoint):
+  a rule that can never finish makes the language empty, or is a mistake.
+
+Cost: linear in the grammar per fixpoint round (rounds: at most the number of rules).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from formcast import charset
+from formcast.errors import GrammarError
+from formcast.grammar.embed import embedded_may_be_empty
+from formcast.grammar.nodes import (
+    CharClass,
+    Choice,
+    Embedded,
+    Literal,
+    Node,
+    RegexTerminal,
+    Repeat,
+    Rule,
+    RuleRef,
+    RuleSet,
+    Seq,
+    Where,
+    children,
+    references,
+)
+
+__all__ = ["check_rules"]
+
+_SURROGATES = ((0xD800, 0xDFFF),)
+
+
+def check_rules(ruleset: RuleSet, embedded: Mapping[str, Any]) -> RuleSet:
+    """The rules of ``ruleset`` reachable from its start, checked and rewritten (see the
+    module docstring). ``embedded`` maps rule names to the hashable sources of
+    :class:`Embedded` nodes.
+
+    Raises:
+        GrammarError: a name both defined and embedded, a missing start rule, an
+            undefined rule, left recursion that cannot be rewritten, or a rule that can
+            never finish.
+    """
+    rules = _resolve(ruleset, embedded)
+    rules = {name: _without_direct_left_recursion(rule) for name, rule in rules.items()}
+    reachable = _reachable(rules, ruleset.start)
+    rules = {name: rules[name] for name in rules if name in reachable}
+    _refuse_left_recursion(rules)
+    _refuse_unproductive(rules)
+    return RuleSet(rules, ruleset.start)
+
+
+# ----------------------------------------------------------------------------- names
+
+
+def _resolve(ruleset: RuleSet, embedded: Mapping[str, Any]) -> dict[str, Rule]:
+    rules = dict(ruleset.rules)
+    for name in embedded:
+        if name in rules:
+            where = rules[name].where
+            raise GrammarError(
+                f"expected rule {name!r} either defined in the grammar or given in rules=, "
+                "found both",
+                where.line,
+                where.column,
+            )
+    start = ruleset.start
+    if start not in rules and start not in embedded:
+        defined = ", ".join(repr(name) for name in rules) or "none"
+        raise GrammarError(f"expected a start rule named {start!r}, found rules {defined}")
+    resolved = {
+        name: Rule(name, _embed(rule.body, embedded), rule.where) for name, rule in rules.items()
+    }
+    if start not in resolved:
+        resolved[start] = Rule(start, Embedded(Where(0, 0), start, embedded[start]), Where(0, 0))
+    for rule in resolved.values():
+        for ref in references(rule.body):
+            if ref.name not in resolved:
+                raise GrammarError(
+                    f"expected a definition of rule {ref.name!r} (used in rule "
+                    f"{rule.name!r}), found none",
+                    ref.where.line,
+                    ref.where.column,
+                )
+    return resolved
+
+
+def _embed(node: Node, embedded: Mapping[str, Any]) -> Node:
+    """``node`` with references to embedded names replaced by :class:`Embedded` nodes."""
+    if isinstance(node, RuleRef) and node.name in embedded:
+        return Embedded(node.where, node.name, embedded[node.name])
+    if isinstance(node, Seq):
+        return Seq(node.where, tuple(_embed(item, embedded) for item in node.items))
+    if isinstance(node, Choice):
+        return Choice(node.where, tuple(_embed(alt, embedded) for alt in node.alternatives))
+    if isinstance(node, Repeat):
+        return Repeat(node.where, _embed(node.item, embedded), node.low, node.high)
+    return node
+
+
+def _reachable(rules: Mapping[str, Rule], start: str) -> set[str]:
+    seen = {start}
+    stack = [start]
+    while stack:
+        for ref in references(rules[stack.pop()].body):
+            if ref.name not in seen:
+                seen.add(ref.name)
+                stack.append(ref.name)
+    return seen
+
+
+# ----------------------------------------------------------------------------- left recursion
+
+
+def _alternatives(node: Node) -> tuple[Node, ...]:
+    return node.alternatives if isinstance(node, Choice) else (node,)
+
+
+def _left_tail(node: Node, name: str) -> Node | None:
+    """What follows a leading reference to ``name`` in alternative ``node``, or None
+    when ``node`` does not start with one."""
+    if isinstance(node, RuleRef) and node.name == name:
+        return Seq(node.where, ())
+    if isinstance(node, Seq) and node.items:
+        first = node.items[0]
+        if isinstance(first, RuleRef) and first.name == name:
+            rest = node.items[1:]
+            return rest[0] if len(rest) == 1 else Seq(node.where, rest)
+    return None
+
+
+def _without_direct_left_recursion(rule: Rule) -> Rule:
+    """``a ::= a x | b`` as ``a ::= b x*``; other rules unchanged."""
+    tails: list[Node] = []
+    bases: list[Node] = []
+    for option in _alternatives(rule.body):
+        tail = _left_tail(option, rule.name)
+        if tail is None:
+            bases.append(option)
+        else:
+            tails.append(tail)
+    if not tails:
+        return rule
+    where = rule.body.where
+    if not bases:
+        raise GrammarError(
+            f"expected rule {rule.name!r} to have an alternative that does not start with "
+            f"{rule.name!r} itself, found none: it can never finish",
+            where.line,
+            where.column,
+        )
+    base = bases[0] if len(bases) == 1 else Choice(where, tuple(bases))
+    tail = tails[0] if len(tails) == 1 else Choice(where, tuple(tails))
+    return Rule(rule.name, Seq(where, (base, Repeat(where, tail, 0, None))), rule.where)
+
+
+def _nullable_rules(rules: Mapping[str, Rule]) -> set[str]:
+    """The rules that derive the empty string (least fixpoint)."""
+    nullable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, rule in rules.items():
+            if name not in nullable and _nullable(rule.body, nullable):
+                nullable.add(name)
+                changed = True
+    return nullable
+
+
+def _nullable(node: Node, nullable: set[str]) -> bool:
+    if isinstance(node, Literal):
+        return not node.text
+    if isinstance(node, CharClass):
+        return False
+    if isinstance(node, RuleRef):
+        return node.name in nullable
+    if isinstance(node, RegexTerminal):
+        return _regex_may_be_empty(node.pattern)
+    if isinstance(node, Embedded):
+        return embedded_may_be_empty(node.source)
+    if isinstance(node, Seq):
+        return all(_nullable(item, nullable) for item in node.items)
+    if isinstance(node, Choice):
+        return any(_nullable(alt, nullable) for alt in node.alternatives)
+    return node.low == 0 or _nullable(node.item, nullable)
+
+
+def _regex_may_be_empty(pattern: str) -> bool:
+    try:
+        return re.fullmatch(pattern, "") is not None
+    except re.error:
+        return True
+
+
+def _leftmost(node: Node, nullable: set[str]) -> Iterable[RuleRef]:
+    """References that can stand first in a string ``node`` derives."""
+    if isinstance(node, RuleRef):
+        yield node
+    elif isinstance(node, Seq):
+        for item in node.items:
+            yield from _leftmost(item, nullable)
+            if not _nullable(item, nullable):
+                break
+    elif isinstance(node, Choice) or (isinstance(node, Repeat) and node.high != 0):
+        for child in children(node):
+            yield from _leftmost(child, nullable)
+
+
+def _refuse_left_recursion(rules: Mapping[str, Rule]) -> None:
+    nullable = _nullable_rules(rules)
+    edges = {name: list(_leftmost(rule.body, nullable)) for name, rule in rules.items()}
+    for name in rules:
+        cycle = _cycle_from(name, edges)
+        if cycle:
+            first = cycle[0]
+            path = " -> ".join(f"{ref.name} ({ref.where})" for ref in cycle)
+            raise GrammarError(
+                f"expected no left recursion other than a rule starting with itself "
+                f"(a ::= a x | y), found the cycle {name} -> {path}: it cannot be rewritten",
+                first.where.line,
+                first.where.column,
+            )
+
+
+def _cycle_from(name: str, edges: Mapping[str, list[RuleRef]]) -> list[RuleRef]:
+    """References leading from ``name`` back to ``name`` through leftmost positions."""
+    parent: dict[str, tuple[str, RuleRef]] = {}
+    stack = [name]
+    seen = {name}
+    while stack:
+        current = stack.pop()
+        for ref in edges[current]:
+            if ref.name == name:
+                path = [ref]
+                while current != name:
+                    current, step = parent[current]
+                    path.append(step)
+                return path[::-1]
+            if ref.name not in seen:
+                seen.add(ref.name)
+                parent[ref.name] = (current, ref)
+                stack.append(ref.name)
+    return []
+
+
+# ----------------------------------------------------------------------------- productivity
+
+
+def _refuse_unproductive(rules: Mapping[str, Rule]) -> None:
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, rule in rules.items():
+            if name not in productive and _productive(rule.body, productive):
+                productive.add(name)
+                changed = True
+    stuck = [rule for name, rule in rules.items() if name not in productive]
+    if stuck:
+        listed = ", ".join(f"{rule.name!r} ({rule.where})" for rule in stuck)
+        first = stuck[0].where
+        raise GrammarError(
+            f"expected every rule to derive at least one string, found rules that can never "
+            f"finish: {listed}",
+            first.line,
+            first.column,
+        )
+
+
+def _productive(node: Node, productive: set[str]) -> bool:
+    if isinstance(node, CharClass):
+        return bool(charset.minus(node.ranges, _SURROGATES))
+    if isinstance(node, RuleRef):
+        return node.name in productive
+    if isinstance(node, Seq):
+        return all(_productive(item, productive) for item in node.items)
+    if isinstance(node, Choice):
+        return any(_productive(alt, productive) for alt in node.alternatives)
+    if isinstance(node, Repeat):
+        return node.low == 0 or _productive(node.item, productive)
+    return True  # literals, checked regexes and embedded constraints match something
