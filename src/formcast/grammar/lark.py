@@ -56,6 +56,7 @@ from formcast.grammar.nodes import (
     references,
 )
 from formcast.grammar.source import Source
+from formcast.regex import dialect
 
 __all__ = ["parse_lark"]
 
@@ -550,15 +551,12 @@ def _check_regex(src: Source, pattern: str, begin: int) -> None:
 
 def _folded(where: Where, text: str) -> Node:
     """A case-insensitive literal: each character as the class Python's ``re`` matches
-    under ``IGNORECASE``."""
-    items: list[Node] = []
+    under ``IGNORECASE``; one terminal (ignored text never stands inside it)."""
+    pieces = []
     for char in text:
         cases = _case_variants(char)
-        if len(cases) == 1:
-            items.append(Literal(where, char))
-        else:
-            items.append(CharClass(where, charset.from_chars("".join(sorted(cases)))))
-    return items[0] if len(items) == 1 else Seq(where, tuple(items))
+        pieces.append(dialect.char_class(charset.from_chars("".join(cases))) or "")
+    return RegexTerminal(where, "".join(pieces))
 
 
 def _case_variants(char: str) -> set[str]:

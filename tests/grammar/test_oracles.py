@@ -1,0 +1,175 @@
+"""Compiled grammars against the reference recognizers, for grammars without recursion.
+
+For each grammar: strings derived at random are accepted by the oracle (the parser read
+the grammar as the oracle does) and by the compiled index, token by token over the
+default tokenizer's vocabulary; random-token decoding ends in strings the oracle
+accepts; mutated strings are accepted by the automaton exactly when the oracle accepts
+them.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from grammar_checks import (
+    GRAMMARS,
+    Accepts,
+    accepts_by_tokens,
+    derive,
+    gbnf_oracle,
+    lark_oracle,
+    mutations,
+    random_decode,
+    shared_grammars,
+)
+
+import formcast
+from formcast.automaton import LazyAutomaton
+from formcast.grammar import Grammar
+
+# transformers-CFG reads a negated class over U+0000-U+00FF only (llama.cpp and formcast:
+# over all of Unicode; test_gbnf.py checks that), so its verdicts are used up to there.
+TCFG_NEGATED_LIMIT = 0xFF
+
+NON_RECURSIVE = [path for path in shared_grammars() if not Grammar(path.read_text()).is_recursive]
+
+# Hand-written GBNF: escapes, counted repeats, negated classes, left recursion rewritten.
+GBNF_CASES = {
+    "escapes": r'''root ::= "a\tb" [\x41-\x43] "\u00e9" "\"q\"" [\[\]\\] "\U0001F600"''',
+    # transformers-CFG reads {m,} as + and {0,n} as {1,n}: test_gbnf.py checks those
+    "counted": r"""root ::= [0-9]{2} "-" [a-c]{1,3} ("x"{2,3})? [xy]{ 1 , 2 }""",
+    "negated": r"""root ::= "\"" [^"\\\n]* "\"" [^a]""",
+    "left-recursive": """
+root ::= list ";"
+list ::= list "," item | item
+item ::= [a-c] | "(" [0-9]+ ")"
+""",
+    "multiline": """
+root ::= (
+    "one" |
+    "two"   # a comment
+  ) " " ( [a-z] [0-9]? )+
+""",
+}
+
+LARK_CASES = {
+    "calc-left-recursive": """
+?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: NUMBER | product "*" NUMBER
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+""",
+    "features": r"""
+start: greeting name ("," name)~1..2 [PUNCT] tail
+greeting: "hello"i | "hi"
+name: CNAME | /[A-Z][a-z]+/
+PUNCT: "!" | "?"
+tail: ("x" | "y")* | DIGIT ~ 2
+%import common.CNAME
+%import common.DIGIT
+%ignore " "
+""",
+    "regex-flags": r"""
+start: /a.b/s ESCAPED_STRING? SIGNED_NUMBER
+%import common (ESCAPED_STRING, SIGNED_NUMBER)
+""",
+    "override-extend": """
+start: item+
+item: "a" | "b"
+%override item: "c" | "d"
+%extend item: "e"
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def rng() -> random.Random:
+    return random.Random(1234)
+
+
+def _check(
+    grammar: Grammar,
+    oracle: Accepts,
+    vocabulary: Any,
+    tokenizer: Any,
+    rng: random.Random,
+    wide_limit: int | None = None,
+) -> None:
+    """``wide_limit``: the oracle reads wide (negated) classes up to this code point only;
+    decoded strings with characters beyond it are checked by the automaton alone."""
+    index = formcast.compile(grammar, vocabulary, cache=False)
+    automaton = LazyAutomaton(grammar.regex())
+    alphabet = set()
+    derived = [derive(grammar, rng, wide_limit=wide_limit) for _ in range(12)]
+    for text in derived:
+        alphabet.update(text)
+        assert oracle(text), f"the oracle refuses a derived string {text!r}"
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        if tokenizer.decode(ids) == text:  # SmolLM2's tokenizer drops some control bytes
+            assert accepts_by_tokens(index, ids), f"the index refuses {text!r} token by token"
+        else:
+            assert automaton.matches(text.encode("utf-8")), f"the automaton refuses {text!r}"
+    for _ in range(6):
+        text = random_decode(index, rng)
+        assert automaton.matches(text.encode("utf-8"))
+        if wide_limit is None or all(ord(c) <= wide_limit for c in text):
+            assert oracle(text), f"decoding produced {text!r}, which the oracle refuses"
+            alphabet.update(text)
+    letters = "".join(sorted(alphabet | set('aZ0 ,\n"')))
+    for text in derived:
+        for mutated in mutations(text, letters, rng, 10):
+            expected = oracle(mutated)
+            found = automaton.matches(mutated.encode("utf-8"))
+            assert found == expected, f"{mutated!r}: automaton {found}, oracle {expected}"
+
+
+@pytest.mark.parametrize("path", NON_RECURSIVE, ids=lambda p: str(p.relative_to(GRAMMARS)))
+def test_shared_grammar_against_transformers_cfg(
+    path: Path, vocabulary: Any, tokenizer: Any, rng: random.Random
+) -> None:
+    text = path.read_text()
+    _check(Grammar(text), gbnf_oracle(text), vocabulary, tokenizer, rng, TCFG_NEGATED_LIMIT)
+
+
+# transformers-CFG's recognizer loops on left recursion: it judges the same language
+# written without it.
+ORACLE_TEXT = {
+    "left-recursive": """
+root ::= item ("," item)* ";"
+item ::= [a-c] | "(" [0-9]+ ")"
+"""
+}
+
+
+@pytest.mark.parametrize("name", sorted(GBNF_CASES))
+def test_gbnf_features_against_transformers_cfg(
+    name: str, vocabulary: Any, tokenizer: Any, rng: random.Random
+) -> None:
+    text = GBNF_CASES[name]
+    grammar = Grammar(text)
+    assert not grammar.is_recursive
+    oracle = gbnf_oracle(ORACLE_TEXT.get(name, text))
+    _check(grammar, oracle, vocabulary, tokenizer, rng, TCFG_NEGATED_LIMIT)
+
+
+@pytest.mark.parametrize("name", sorted(LARK_CASES))
+def test_lark_features_against_lark(
+    name: str, vocabulary: Any, tokenizer: Any, rng: random.Random
+) -> None:
+    text = LARK_CASES[name]
+    grammar = Grammar(text, syntax="lark")
+    assert not grammar.is_recursive
+    _check(grammar, lark_oracle(text), vocabulary, tokenizer, rng)
+
+
+def test_the_non_recursive_shared_grammars_are_found() -> None:
+    if not GRAMMARS.is_dir():
+        pytest.skip(f"shared grammars not found at {GRAMMARS}")
+    names = {path.name for path in NON_RECURSIVE}
+    assert {"animal.ebnf", "cIE.ebnf", "emoji.ebnf", "japanese.ebnf", "blocks.ebnf"} <= names
+    assert "json.ebnf" not in names
