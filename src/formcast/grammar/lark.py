@@ -362,6 +362,8 @@ class _Parser:
 
     def atom(self) -> Node | None:
         src = self.src
+        if src.at_end():
+            return None
         char = src.peek()
         where = src.where()
         if char in "([":
@@ -378,7 +380,11 @@ class _Parser:
         name = match.group()
         src.pos = match.end()
         if src.peek() == "{":
-            src.refuse(f"the template use {name!r}", "templates are not expanded by formcast")
+            src.refuse(
+                f"the template use {name!r}",
+                "templates are not expanded by formcast",
+                match.start(),
+            )
         if self.in_terminal and not name.lstrip("_")[:1].isupper():
             src.fail("terminals only inside a terminal (UPPERCASE names)", src.pos - len(name))
         return RuleRef(where, name)

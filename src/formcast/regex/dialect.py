@@ -311,6 +311,8 @@ def char_class(ranges: Ranges) -> str | None:
     if len(positive) == 1 and positive[0][0] == positive[0][1]:
         return lit_char(chr(positive[0][0]))
     negative = charset.minus(charset.complement(positive), _SURROGATES)
+    if not negative:  # every character: "[^]" is not a class
+        return "(?s:.)"
 
     def body(rs: Ranges) -> str:
         parts = []
