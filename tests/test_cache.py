@@ -26,7 +26,7 @@ from pydantic import BaseModel
 import formcast
 import formcast.cache as disk_cache
 from formcast.compiler import clear_memory_cache
-from formcast.constraint import constraint_key
+from formcast.constraint import CompileOptions, constraint_key
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
 
@@ -199,11 +199,13 @@ def test_keys_come_from_the_input_and_every_option() -> None:
     assert constraint_key(json.dumps(SCHEMA)) == base  # the same document as JSON text
     assert constraint_key(dict(SCHEMA)) == base
     variants = [
-        constraint_key(SCHEMA, mode="specification"),
-        constraint_key(SCHEMA, whitespace=True),
-        constraint_key(SCHEMA, whitespace=1),  # True and 1 are different options here
-        constraint_key(SCHEMA, whitespace=2),
-        constraint_key(SCHEMA, max_recursion_depth=2),
+        constraint_key(SCHEMA, CompileOptions(mode="specification")),
+        constraint_key(SCHEMA, CompileOptions(whitespace=True)),
+        constraint_key(
+            SCHEMA, CompileOptions(whitespace=1)
+        ),  # True and 1 are different options here
+        constraint_key(SCHEMA, CompileOptions(whitespace=2)),
+        constraint_key(SCHEMA, CompileOptions(max_recursion_depth=2)),
         constraint_key({**SCHEMA, "required": ["city", "size"]}),
         constraint_key({**SCHEMA, "properties": dict(reversed(SCHEMA["properties"].items()))}),
         constraint_key(Place),

@@ -11,17 +11,22 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, cast, overload
 
 from typing_extensions import Unpack
 
 from formcast.constraint import Grammar, Regex
 from formcast.decorator import Decorator
 from formcast.extractor import ExtractionResult, Extractor
-from formcast.options import ExtractOptions
-from formcast.scheduler import Batching, Order
+from formcast.options import ExtractManyOptions, ExtractOptions
 
-__all__ = ["extract", "extract_many", "function", "get_default_extractor"]
+__all__ = [
+    "ExtractManyWithModel",
+    "extract",
+    "extract_many",
+    "function",
+    "get_default_extractor",
+]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -79,66 +84,34 @@ def extract(
     return _resolve(model).extract(output, text, **options)
 
 
+class ExtractManyWithModel(ExtractManyOptions, total=False):
+    """The options of :func:`formcast.extract_many`: those of
+    :meth:`Extractor.extract_many`, and ``model`` (as for :func:`formcast.extract`)."""
+
+    model: ModelChoice
+
+
 @overload
 def extract_many(
-    output: type[T],
-    texts: Iterable[str],
-    *,
-    model: ModelChoice = None,
-    batch_size: int = 8,
-    progress: bool = True,
-    order: Order = "input",
-    batching: Batching = "continuous",
-    **options: Unpack[ExtractOptions],
+    output: type[T], texts: Iterable[str], **options: Unpack[ExtractManyWithModel]
 ) -> Iterator[ExtractionResult[T]]: ...
 @overload
 def extract_many(
-    output: Regex | Grammar,
-    texts: Iterable[str],
-    *,
-    model: ModelChoice = None,
-    batch_size: int = 8,
-    progress: bool = True,
-    order: Order = "input",
-    batching: Batching = "continuous",
-    **options: Unpack[ExtractOptions],
+    output: Regex | Grammar, texts: Iterable[str], **options: Unpack[ExtractManyWithModel]
 ) -> Iterator[ExtractionResult[str]]: ...
 @overload
 def extract_many(
-    output: Any,
-    texts: Iterable[str],
-    *,
-    model: ModelChoice = None,
-    batch_size: int = 8,
-    progress: bool = True,
-    order: Order = "input",
-    batching: Batching = "continuous",
-    **options: Unpack[ExtractOptions],
+    output: Any, texts: Iterable[str], **options: Unpack[ExtractManyWithModel]
 ) -> Iterator[ExtractionResult[Any]]: ...
 
 
 def extract_many(
-    output: Any,
-    texts: Iterable[str],
-    *,
-    model: ModelChoice = None,
-    batch_size: int = 8,
-    progress: bool = True,
-    order: Order = "input",
-    batching: Batching = "continuous",
-    **options: Unpack[ExtractOptions],
+    output: Any, texts: Iterable[str], **options: Unpack[ExtractManyWithModel]
 ) -> Iterator[ExtractionResult[Any]]:
     """Extraction with continuous batching, results in input order (or as they end);
     see :meth:`Extractor.extract_many`."""
-    return _resolve(model).extract_many(
-        output,
-        texts,
-        batch_size=batch_size,
-        progress=progress,
-        order=order,
-        batching=batching,
-        **options,
-    )
+    model = options.pop("model", None)
+    return _resolve(model).extract_many(output, texts, **cast(ExtractManyOptions, options))
 
 
 @overload

@@ -67,6 +67,9 @@ class InputRow:
     text: str | Exception
 
 
+_NUM_GPUS_HELP = "With --ray: GPUs per actor.  [default: 0]"
+
+
 @click.group()
 @click.version_option(package_name="formcast")
 def main() -> None:
@@ -123,13 +126,7 @@ def main() -> None:
     type=click.IntRange(min=1),
     help="With --ray: the number of actors, each holding a copy of the model.",
 )
-@click.option(
-    "--num-gpus",
-    default=0.0,
-    show_default=True,
-    type=click.FloatRange(min=0.0),
-    help="With --ray: GPUs per actor.",
-)
+@click.option("--num-gpus", default=0.0, type=click.FloatRange(min=0.0), help=_NUM_GPUS_HELP)
 def extract(
     output_spec: str,
     input_path: str,

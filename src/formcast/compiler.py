@@ -21,7 +21,12 @@ from typing import Any
 from formcast import cache as disk_cache
 from formcast.automaton import LazyAutomaton
 from formcast.cache import CacheSetting
-from formcast.constraint import constraint_key, output_spec
+from formcast.constraint import (
+    DEFAULT_COMPILE_OPTIONS,
+    CompileOptions,
+    constraint_key,
+    output_spec,
+)
 from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.limits import DEFAULT_LIMITS, Limits
@@ -104,14 +109,14 @@ def compile(
     folder = disk_cache.resolve(cache)
     vocabulary = vocabulary_of(tokenizer)
     fingerprint = vocabulary.fingerprint
-    options: dict[str, Any] = {
-        "mode": mode,
-        "whitespace": whitespace,
-        "max_recursion_depth": max_recursion_depth,
-        "from_text": from_text,
-        "limits": DEFAULT_LIMITS if limits is None else limits,
-    }
-    source = constraint_key(output, **options)
+    options = CompileOptions(
+        mode=mode,
+        whitespace=whitespace,
+        max_recursion_depth=max_recursion_depth,
+        from_text=from_text,
+        limits=DEFAULT_LIMITS if limits is None else limits,
+    )
+    source = constraint_key(output, options)
     entry = ""
     if source is None:
         folder = None  # no exact key: the disk cache cannot be used
@@ -126,10 +131,10 @@ def compile(
                 index.description = _describe(output)
                 _remember(("source", source, fingerprint), index)
                 return index
-    spec = output_spec(output, **options)
+    spec = output_spec(output, options)
     index = _remembered(("regex", spec.key, fingerprint))
     if index is None:
-        automaton = LazyAutomaton(spec.regex, options["limits"])
+        automaton = LazyAutomaton(spec.regex, options.limits)
         index = TokenIndex(automaton, vocabulary, description=_describe(output))
     if folder is not None:
         index.row(index.initial_state)  # so that a hit answers the first mask at once
@@ -144,17 +149,14 @@ def adopt(
     index: TokenIndex,
     output: Any,
     tokenizer: Any,
-    *,
-    mode: Mode = "generation",
-    whitespace: bool | int = False,
-    max_recursion_depth: int = 3,
-    from_text: FromText | bool | None = None,
+    options: CompileOptions = DEFAULT_COMPILE_OPTIONS,
 ) -> None:
     """Make :func:`compile` return ``index`` for ``output`` in this process.
 
     For an index compiled in another process and shipped here (pickled: a Ray actor, a
     worker of a process pool), so that this process does not compile it again. Later
-    calls of ``compile(output, tokenizer, ...)`` with the same options, and so every
+    calls of ``compile(output, tokenizer, ...)`` with the keyword options that
+    ``options`` holds (:class:`formcast.constraint.CompileOptions`), and so every
     extraction of ``output`` by an :class:`~formcast.Extractor` over ``tokenizer``, get
     ``index`` from the in-process cache. The caller vouches that ``index`` was compiled
     from ``output`` with these options; only the tokenizer is checked.
@@ -173,17 +175,11 @@ def adopt(
             f"expected an index compiled for this tokenizer (vocabulary {fingerprint[:12]}), "
             f"found one compiled for vocabulary {index.vocabulary.fingerprint[:12]}"
         )
-    options: dict[str, Any] = {
-        "mode": mode,
-        "whitespace": whitespace,
-        "max_recursion_depth": max_recursion_depth,
-        "from_text": from_text,
-    }
-    source = constraint_key(output, **options)
+    source = constraint_key(output, options)
     if source is not None:
         _remember(("source", source, fingerprint), index)
     else:
-        _remember(("regex", output_spec(output, **options).key, fingerprint), index)
+        _remember(("regex", output_spec(output, options).key, fingerprint), index)
 
 
 def clear_memory_cache() -> None:

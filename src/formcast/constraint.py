@@ -32,10 +32,25 @@ from formcast.regex.translator import schema_to_regex
 from formcast.schema import Mode, load_schema, pydantic_schema
 from formcast.text import FromText
 
-__all__ = ["Grammar", "OutputSpec", "Regex", "constraint_key", "output_spec"]
+__all__ = ["CompileOptions", "Grammar", "OutputSpec", "Regex", "constraint_key", "output_spec"]
 
 #: Name of the field that wraps non-object output types (see ``_wrap``).
 RESULT_FIELD = "result"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How an output type is read into a constraint: the keyword options of
+    :func:`formcast.compile` in one value (their meanings are documented there)."""
+
+    mode: Mode = "generation"
+    whitespace: bool | int = False
+    max_recursion_depth: int = 3
+    from_text: FromText | bool | None = None
+    limits: Limits = DEFAULT_LIMITS
+
+
+DEFAULT_COMPILE_OPTIONS = CompileOptions()
 
 
 @dataclass(frozen=True)
@@ -93,23 +108,16 @@ def output_view(output: Any) -> OutputView:
     return OutputView(schema if isinstance(schema, dict) else None, parse, True, None, model)
 
 
-def output_spec(
-    output: Any,
-    *,
-    mode: Mode = "generation",
-    whitespace: bool | int = False,
-    max_recursion_depth: int = 3,
-    from_text: FromText | bool | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-) -> OutputSpec:
+def output_spec(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTIONS) -> OutputSpec:
     """Read an output type. Cost: schema generation plus regex construction (~ms).
 
     ``from_text`` copies every plain string value from the request's text (see
     :func:`formcast.regex.translator.schema_to_regex`); it is refused for a :class:`Regex`
     and a :class:`~formcast.grammar.Grammar`. For a grammar, ``mode`` and ``whitespace``
     apply to the JSON Schemas and models it embeds."""
+    limits = options.limits
     output = text_constraint(output)
-    if isinstance(output, Regex | Grammar) and from_text:
+    if isinstance(output, Regex | Grammar) and options.from_text:
         raise SchemaError(
             f"expected a JSON output type with from_text, found formcast."
             f"{type(output).__name__}: its output cannot copy values from the text"
@@ -118,28 +126,28 @@ def output_spec(
         key = f"regex:{output.pattern}" + (f"|limits:{limits.key()}" if limits.key() else "")
         return OutputSpec(output.pattern, None, str, False, key)
     if isinstance(output, Grammar):
-        regex = output.regex(mode=mode, whitespace=whitespace, limits=limits)
+        regex = output.regex(mode=options.mode, whitespace=options.whitespace, limits=limits)
         key = f"regex:{regex}" + (f"|limits:{limits.key()}" if limits.key() else "")
         return OutputSpec(regex, None, str, False, key)
-    options: dict[str, Any] = {
-        "mode": mode,
-        "whitespace": whitespace,
-        "max_recursion_depth": max_recursion_depth,
+    key_options: dict[str, Any] = {
+        "mode": options.mode,
+        "whitespace": options.whitespace,
+        "max_recursion_depth": options.max_recursion_depth,
     }
     if limits.key():
-        options["limits"] = limits.key()
+        key_options["limits"] = limits.key()
     source, parse = _source(output)
     schema = load_schema(source)
     regex = schema_to_regex(
         schema,
-        mode=mode,
-        whitespace=whitespace,
-        max_recursion_depth=max_recursion_depth,
-        from_text=from_text,
+        mode=options.mode,
+        whitespace=options.whitespace,
+        max_recursion_depth=options.max_recursion_depth,
+        from_text=options.from_text,
         limits=limits,
     )
     shown = schema if isinstance(schema, dict) else None
-    return OutputSpec(regex, shown, parse, True, _key(regex, options))
+    return OutputSpec(regex, shown, parse, True, _key(regex, key_options))
 
 
 def _source(output: Any) -> tuple[Any, Callable[[str], Any]]:
@@ -152,15 +160,7 @@ def _source(output: Any) -> tuple[Any, Callable[[str], Any]]:
     return wrapped, _wrapped_parser(wrapped)
 
 
-def constraint_key(
-    output: Any,
-    *,
-    mode: Mode = "generation",
-    whitespace: bool | int = False,
-    max_recursion_depth: int = 3,
-    from_text: FromText | bool | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-) -> str | None:
+def constraint_key(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTIONS) -> str | None:
     """A canonical text of the constraint ``output_spec`` would build, without its regex.
 
     The key is compact JSON of the source document (a Pydantic model's
@@ -175,13 +175,18 @@ def constraint_key(
     ~5-10 ms for a 300 KB schema); no regex is built.
     """
     document: Any
+    limits = options.limits
     try:
         output = text_constraint(output)
         if isinstance(output, Grammar):
             described = output.key()
             if described is None:
                 return None
-            grammar_options = [mode, whitespace, _from_text_key(from_text)]
+            grammar_options = [
+                options.mode,
+                options.whitespace,
+                _from_text_key(options.from_text),
+            ]
             if limits.key():
                 grammar_options.append(limits.key())
             return json.dumps(
@@ -206,11 +211,16 @@ def constraint_key(
             document = pydantic_schema(output)
         else:
             document = pydantic_schema(_wrap(output))
-        options = [mode, whitespace, max_recursion_depth, _from_text_key(from_text)]
+        key_options = [
+            options.mode,
+            options.whitespace,
+            options.max_recursion_depth,
+            _from_text_key(options.from_text),
+        ]
         if limits.key():
-            options.append(limits.key())
+            key_options.append(limits.key())
         return json.dumps(
-            {"schema": document, "options": options},
+            {"schema": document, "options": key_options},
             ensure_ascii=False,
             allow_nan=False,
             separators=(",", ":"),

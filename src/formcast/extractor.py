@@ -48,7 +48,14 @@ from formcast.guide import Cursor
 from formcast.index import TokenIndex
 from formcast.kvcache import SharedPrefix, common_prefix_length
 from formcast.models import load_default_model, load_pretrained
-from formcast.options import ExtractOptions, check_options, read_plan
+from formcast.options import (
+    BatchOptions,
+    ExtractManyOptions,
+    ExtractOptions,
+    check_options,
+    read_batch_options,
+    read_plan,
+)
 from formcast.prompts import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_SYSTEM,
@@ -61,7 +68,7 @@ from formcast.prompts import (
     with_feedback,
 )
 from formcast.results import Attempt, ExtractionResult
-from formcast.scheduler import Batching, Order, Scheduler
+from formcast.scheduler import Scheduler
 from formcast.schema import Mode
 from formcast.text import FromText
 
@@ -251,51 +258,19 @@ class Extractor:
 
     @overload
     def extract_many(
-        self,
-        output: type[T],
-        texts: Iterable[str],
-        *,
-        batch_size: int = 8,
-        progress: bool = True,
-        order: Order = "input",
-        batching: Batching = "continuous",
-        **options: Unpack[ExtractOptions],
+        self, output: type[T], texts: Iterable[str], **options: Unpack[ExtractManyOptions]
     ) -> Iterator[ExtractionResult[T]]: ...
     @overload
     def extract_many(
-        self,
-        output: Regex | Grammar,
-        texts: Iterable[str],
-        *,
-        batch_size: int = 8,
-        progress: bool = True,
-        order: Order = "input",
-        batching: Batching = "continuous",
-        **options: Unpack[ExtractOptions],
+        self, output: Regex | Grammar, texts: Iterable[str], **options: Unpack[ExtractManyOptions]
     ) -> Iterator[ExtractionResult[str]]: ...
     @overload
     def extract_many(
-        self,
-        output: Any,
-        texts: Iterable[str],
-        *,
-        batch_size: int = 8,
-        progress: bool = True,
-        order: Order = "input",
-        batching: Batching = "continuous",
-        **options: Unpack[ExtractOptions],
+        self, output: Any, texts: Iterable[str], **options: Unpack[ExtractManyOptions]
     ) -> Iterator[ExtractionResult[Any]]: ...
 
     def extract_many(
-        self,
-        output: Any,
-        texts: Iterable[str],
-        *,
-        batch_size: int = 8,
-        progress: bool = True,
-        order: Order = "input",
-        batching: Batching = "continuous",
-        **options: Unpack[ExtractOptions],
+        self, output: Any, texts: Iterable[str], **options: Unpack[ExtractManyOptions]
     ) -> Iterator[ExtractionResult[Any]]:
         """Extract from many texts, ``batch_size`` rows decoding together.
 
@@ -324,30 +299,21 @@ class Extractor:
         again; the extractor keeps them for later calls with the same output type and
         instructions.
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidOptionError(f"expected batch_size to be an int >= 1, found {batch_size!r}")
-        if order not in ("input", "completion"):
-            raise InvalidOptionError(f"expected order='input' or 'completion', found {order!r}")
-        if batching not in ("continuous", "static"):
-            raise InvalidOptionError(
-                f"expected batching='continuous' or 'static', found {batching!r}"
-            )
-        check_options(options)
+        batch, each = read_batch_options(options)
+        check_options(each)
         # fails fast on a bad schema or budget, before any item is read
-        scheduler = self._scheduler(output, options, batch_size, raise_item_errors=False)
-        return self._stream(scheduler, texts, progress, order, batching)
+        scheduler = self._scheduler(output, each, batch.batch_size, raise_item_errors=False)
+        return self._stream(scheduler, texts, batch)
 
     def _stream(
         self,
         scheduler: Scheduler,
         texts: Iterable[str],
-        progress: bool,
-        order: Order,
-        batching: Batching,
+        batch: BatchOptions,
     ) -> Iterator[ExtractionResult[Any]]:
-        bar = _progress_bar(texts, progress)
+        bar = _progress_bar(texts, batch.progress)
         try:
-            for result in scheduler.results(texts, order, batching):
+            for result in scheduler.results(texts, batch.order, batch.batching):
                 bar.update(1)
                 yield result
         finally:

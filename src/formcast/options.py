@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from formcast.batching import row_seed
 from formcast.decoding import LoopGuard, SamplingOptions
@@ -18,7 +18,25 @@ from formcast.errors import InvalidOptionError
 from formcast.schema import Mode
 from formcast.text import FromText
 
-__all__ = ["KNOWN_OPTIONS", "ExtractOptions", "Plan", "check_options", "read_plan"]
+__all__ = [
+    "KNOWN_OPTIONS",
+    "BatchOptions",
+    "Batching",
+    "ExtractManyOptions",
+    "ExtractOptions",
+    "Order",
+    "Plan",
+    "check_options",
+    "read_batch_options",
+    "read_plan",
+]
+
+#: The order ``extract_many`` yields results in.
+Order = Literal["input", "completion"]
+#: How ``extract_many`` fills its batch: a text joins as soon as a row is free
+#: (``"continuous"``), or a new batch starts when every row of the last one has ended
+#: (``"static"``).
+Batching = Literal["continuous", "static"]
 
 
 class ExtractOptions(TypedDict, total=False):
@@ -48,8 +66,49 @@ class ExtractOptions(TypedDict, total=False):
     share_prefix: bool
 
 
+class ExtractManyOptions(ExtractOptions, total=False):
+    """The keyword options of ``extract_many``: those of :class:`ExtractOptions`, and
+    how the texts are batched (defaults: ``batch_size=8``, ``progress=True``,
+    ``order="input"``, ``batching="continuous"``; see :meth:`Extractor.extract_many`)."""
+
+    batch_size: int
+    progress: bool
+    order: Order
+    batching: Batching
+
+
 #: The names of :class:`ExtractOptions`, for the run-time check.
 KNOWN_OPTIONS = frozenset(ExtractOptions.__annotations__)
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """How ``extract_many`` batches its texts, read and checked once."""
+
+    batch_size: int = 8
+    progress: bool = True
+    order: Order = "input"
+    batching: Batching = "continuous"
+
+
+def read_batch_options(options: ExtractManyOptions) -> tuple[BatchOptions, ExtractOptions]:
+    """Split the options of ``extract_many`` into its batching and the options of each
+    extraction, checking the batching ones.
+
+    Raises:
+        InvalidOptionError: a batching option's value is of the wrong type or out of range.
+    """
+    rest = dict(options)
+    defaults = BatchOptions()
+    batch = BatchOptions(
+        batch_size=_count_option(rest, "batch_size", defaults.batch_size, minimum=1),
+        progress=_bool_option(rest, "progress", defaults.progress),
+        order=_choice(rest, "order", defaults.order, ("input", "completion")),
+        batching=_choice(rest, "batching", defaults.batching, ("continuous", "static")),
+    )
+    for name in ("batch_size", "progress", "order", "batching"):
+        rest.pop(name, None)
+    return batch, cast(ExtractOptions, rest)
 
 
 @dataclass(frozen=True)
@@ -159,3 +218,13 @@ def _loop_guard(value: object) -> LoopGuard | None:
     if isinstance(value, bool):
         return LoopGuard() if value else None
     raise InvalidOptionError(f"expected loop_guard to be a bool or a LoopGuard, found {value!r}")
+
+
+def _choice(
+    options: Mapping[str, object], name: str, default: str, choices: tuple[str, ...]
+) -> Any:
+    value = options.get(name, default)
+    if value not in choices:
+        expected = " or ".join(repr(choice) for choice in choices)
+        raise InvalidOptionError(f"expected {name}={expected}, found {value!r}")
+    return value

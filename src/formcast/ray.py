@@ -43,6 +43,7 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess
 
 from formcast.compiler import adopt
 from formcast.compiler import compile as compile_index
+from formcast.constraint import CompileOptions
 from formcast.errors import InvalidOptionError, InvalidRowError, ModelLoadError
 from formcast.extractor import Extractor
 from formcast.options import ExtractOptions
@@ -190,7 +191,7 @@ class _ExtractBatch:
                 job.model, device=job.device, dtype=job.dtype
             )
         index = pickle.loads(ray.get(job.index))
-        adopt(index, job.output, self._extractor.tokenizer, **job.compile_options)
+        adopt(index, job.output, self._extractor.tokenizer, CompileOptions(**job.compile_options))
         # Check the options now, so that a wrong one fails the job before any batch.
         list(self._extractor.extract_many(job.output, [], progress=False, **job.options))
         used = self._extractor.compile(

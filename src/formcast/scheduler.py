@@ -21,7 +21,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from formcast.attempts import (
     Outcome,
@@ -37,17 +37,11 @@ from formcast.constraint import OutputView
 from formcast.errors import FormcastError, InvalidOptionError
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
-from formcast.options import Plan
+from formcast.options import Batching, Order, Plan
 from formcast.results import ExtractionResult
 
-__all__ = ["Batching", "Order", "Prepare", "Scheduler"]
+__all__ = ["Prepare", "Scheduler"]
 
-#: The order ``extract_many`` yields results in.
-Order = Literal["input", "completion"]
-#: How ``extract_many`` fills its batch: a text joins as soon as a row is free
-#: (``"continuous"``), or a new batch starts when every row of the last one has ended
-#: (``"static"``).
-Batching = Literal["continuous", "static"]
 #: Prepares one attempt at a text: ``(position, text, feedback or None) -> Request``.
 Prepare = Callable[[int, str, str | None], Request]
 

@@ -56,16 +56,16 @@ class Translation(Protocol):
         """Any JSON value nesting at most ``depth`` arrays/objects."""
         ...
 
-    def share(
-        self,
-        regex: str,
-        force: bool = False,
-        min_length: int | None = None,
-        where: tuple[str, str] = ("$ref", ""),
-    ) -> str:
-        """A call to a definition of ``regex`` where sharing applies, else ``regex``;
-        ``min_length`` defaults to ``limits.share_min_length``
-        (:meth:`formcast.regex.references.Definitions.share`)."""
+    def share(self, regex: str, force: bool = False) -> str:
+        """A call to a definition of ``regex`` when it is at least
+        ``limits.share_min_length`` characters long (any length with ``force``) and
+        sharing is on, else ``regex`` (:meth:`formcast.regex.references.Definitions.share`)."""
+        ...
+
+    def share_repeated(self, regex: str, where: tuple[str, str]) -> str:
+        """Like :meth:`share` for a regex the caller writes several times, from
+        ``limits.share_repeated_min_length`` characters on; ``where`` (keyword, pointer) is
+        blamed when the definition would grow too large."""
         ...
 
     def valid(self, value: Any, parts: Sequence[Part]) -> bool:

@@ -90,20 +90,12 @@ def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Res
                 return value
             continue
         if not is_required:  # optional members are written O(log k) times each
-            value = t.share(
-                value,
-                min_length=t.limits.share_repeated_min_length,
-                where=("properties", pointer),
-            )
+            value = t.share_repeated(value, where=("properties", pointer))
         members.append((json_literal(name) + t.colon + value, is_required))
 
     extras = _extras(t, flat, names, name_parts, refs)
     if extras is not None:
-        extras = t.share(  # written twice below
-            extras,
-            min_length=t.limits.share_repeated_min_length,
-            where=("properties", pointer),
-        )
+        extras = t.share_repeated(extras, where=("properties", pointer))  # written twice below
     n_required = sum(1 for _, r in members if r)
     n_optional = len(members) - n_required
     extra_limit: int | None = None

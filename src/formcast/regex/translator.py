@@ -140,16 +140,11 @@ class _Translator:
         """Whether some reference was met again inside itself."""
         return self.flattener.recursive
 
-    def share(
-        self,
-        regex: str,
-        force: bool = False,
-        min_length: int | None = None,
-        where: tuple[str, str] = ("$ref", ""),
-    ) -> str:
-        if min_length is None:
-            min_length = self.limits.share_min_length
-        return self.definitions.share(regex, force, min_length, where)
+    def share(self, regex: str, force: bool = False) -> str:
+        return self.definitions.share(regex, force, self.limits.share_min_length)
+
+    def share_repeated(self, regex: str, where: tuple[str, str]) -> str:
+        return self.definitions.share(regex, False, self.limits.share_repeated_min_length, where)
 
     def valid(self, value: Any, parts: Sequence[Part]) -> bool:
         return self.checker.valid(value, parts)
@@ -193,7 +188,7 @@ class _Translator:
                     "characters",
                 )
             where = (_main_keyword(parts), parts[0].pointer if parts else "")
-            return self.share(result, where=where)
+            return self.definitions.share(result, False, self.limits.share_min_length, where)
         return result
 
     def _gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
