@@ -1,0 +1,131 @@
+"""A Grammar wherever an output type goes: compile, the cache key, Annotated[str, ...],
+the prompt, extract / extract_many / the decorator, and transformers' generate."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
+
+import pytest
+import torch
+from transformers import LogitsProcessorList
+
+import formcast
+from formcast import Extractor, Grammar, PromptTemplate, Regex
+from formcast.constraint import CompileOptions, constraint_key, output_spec, output_view
+from formcast.errors import SchemaError
+from formcast.prompts import MAX_GRAMMAR_SHOWN, grammar_instructions
+from formcast.vocabulary import Vocabulary
+
+CODE = Grammar(
+    """
+# an order code
+root   ::= letter letter "-" digits suffix?
+letter ::= [A-Z]
+digits ::= [0-9]{3}
+suffix ::= "/" ("a" | "b")
+"""
+)
+CODE_RE = r"[A-Z]{2}-[0-9]{3}(/[ab])?"
+
+
+def test_a_grammar_is_a_frozen_hashable_value() -> None:
+    again = Grammar(CODE.text)
+    assert again == CODE and hash(again) == hash(CODE)
+    assert {CODE: 1}[again] == 1
+    assert Grammar(CODE.text + "\n") != CODE
+    with pytest.raises(AttributeError):
+        CODE.text = "x"  # type: ignore[misc]
+
+
+def test_output_spec_and_key() -> None:
+    spec = output_spec(CODE)
+    assert spec.regex == CODE.regex() and not spec.is_json and spec.parse("AB-123") == "AB-123"
+    key = constraint_key(CODE)
+    assert key is not None and json.loads(key)["grammar"] == CODE.text
+    assert constraint_key(CODE, CompileOptions(whitespace=True)) != key
+    assert constraint_key(Grammar(CODE.text, start="digits")) != key
+    with pytest.raises(SchemaError, match=r"found formcast\.Grammar: its output cannot copy"):
+        output_spec(CODE, CompileOptions(from_text=True))
+
+
+def test_annotated_str_carries_a_grammar_or_a_regex() -> None:
+    assert output_spec(Annotated[str, CODE]).regex == CODE.regex()
+    assert output_spec(Annotated[str, Regex("a+")]).regex == "a+"
+    assert output_view(Annotated[str, CODE]).grammar == CODE
+    assert constraint_key(Annotated[str, CODE]) == constraint_key(CODE)
+    with pytest.raises(SchemaError, match=r"expected Annotated\[str, formcast.Regex"):
+        output_spec(Annotated[int, CODE])
+
+
+def test_compile_memoises_by_grammar(vocabulary: Vocabulary) -> None:
+    index = formcast.compile(CODE, vocabulary, cache=False)
+    assert formcast.compile(Grammar(CODE.text), vocabulary, cache=False) is index
+    cursor = index.cursor()
+    cursor.advance_bytes(b"AB-123/a")
+    assert cursor.is_accepting()
+
+
+def test_the_prompt_shows_the_grammar_briefly() -> None:
+    shown = grammar_instructions(CODE.text, "gbnf", "root")
+    assert shown.startswith("Answer with text that follows this GBNF grammar, from its rule root:")
+    assert 'root   ::= letter letter "-" digits suffix?' in shown and "# an order code" not in shown
+    long = "\n".join(f'r{i} ::= "{i}"' for i in range(400))
+    cut = grammar_instructions(long, "lark", "start")
+    assert len(cut) < MAX_GRAMMAR_SHOWN + 200 and "more characters)" in cut and "Lark" in cut
+
+
+def test_extract_returns_the_matched_string(tiny_extractor: Extractor) -> None:
+    value = tiny_extractor.extract(CODE, "order AB-123", max_new_tokens=20, seed=1)
+    assert isinstance(value, str) and re.fullmatch(CODE_RE, value), value
+    results = list(tiny_extractor.extract_many(CODE, ["a", "b"], max_new_tokens=20, progress=False))
+    assert all(re.fullmatch(CODE_RE, r.unwrap()) for r in results)
+
+
+class RecordingTemplate(PromptTemplate):
+    """A prompt template that keeps the instructions it renders."""
+
+    seen: ClassVar[list[str]] = []
+
+    def render(
+        self, *, text: str, schema: Mapping[str, Any] | None, instructions: str
+    ) -> list[dict[str, str]]:
+        self.seen.append(instructions)
+        return super().render(text=text, schema=schema, instructions=instructions)
+
+
+def test_the_prompt_of_a_grammar_output(tiny_model: Any, tokenizer: Any) -> None:
+    extractor = Extractor(tiny_model, tokenizer, prompt_template=RecordingTemplate())
+    value = extractor.extract(CODE, "order AB-123", max_new_tokens=20, share_prefix=False)
+    assert re.fullmatch(CODE_RE, value)
+    assert RecordingTemplate.seen[-1] == grammar_instructions(CODE.text, "gbnf", "root")
+
+
+def test_decorator_with_an_annotated_grammar(tiny_extractor: Extractor) -> None:
+    @tiny_extractor.function(max_new_tokens=20)
+    def order_code(text: str) -> Annotated[str, CODE]:
+        """The order code of the text."""
+
+    assert re.fullmatch(CODE_RE, order_code("order AB-123"))
+
+
+def test_logits_processor_with_generate(
+    tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
+) -> None:
+    torch.manual_seed(0)
+    index = formcast.compile(CODE, vocabulary, cache=False)
+    prompt = torch.tensor([tokenizer.encode("code:")] * 2)
+    processor = formcast.FormcastLogitsProcessor(index, max_new_tokens=12)
+    out = tiny_model.generate(
+        prompt,
+        attention_mask=torch.ones_like(prompt),
+        logits_processor=LogitsProcessorList([processor]),
+        max_new_tokens=12,
+        do_sample=True,
+        pad_token_id=2,
+        eos_token_id=2,
+    )
+    for row in out[:, prompt.shape[1] :].tolist():
+        assert re.fullmatch(CODE_RE, tokenizer.decode([t for t in row if t != 2]))
