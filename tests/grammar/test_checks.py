@@ -1,0 +1,69 @@
+"""The checks between reading and writing a grammar: left recursion rewritten or refused,
+rules that can never finish, what is recursive."""
+
+from __future__ import annotations
+
+import pytest
+
+from formcast.automaton import LazyAutomaton
+from formcast.errors import GrammarError
+from formcast.grammar import Grammar
+from formcast.grammar.nodes import Choice, Repeat, Seq
+
+
+def matches(grammar: Grammar, text: str) -> bool:
+    return LazyAutomaton(grammar.regex()).matches(text.encode("utf-8"))
+
+
+def test_direct_left_recursion_becomes_a_repeat() -> None:
+    grammar = Grammar('root ::= root "+" n | root "-" n | n\nn ::= [0-9]')
+    body = grammar.checked.rules["root"].body
+    assert isinstance(body, Seq) and isinstance(body.items[1], Repeat)
+    assert isinstance(body.items[1].item, Choice)  # the two tails
+    assert not grammar.is_recursive
+    for text, expected in [("1", True), ("1+2-3", True), ("1+", False), ("-1", False)]:
+        assert matches(grammar, text) is expected, text
+
+
+def test_a_rule_that_only_calls_itself_first_never_finishes() -> None:
+    with pytest.raises(GrammarError) as caught:
+        Grammar('root ::= root "x"')
+    assert (caught.value.line, caught.value.column) == (1, 10)
+    assert "to have an alternative that does not start with 'root' itself" in str(caught.value)
+
+
+def test_indirect_and_hidden_left_recursion_are_refused_with_the_cycle() -> None:
+    with pytest.raises(GrammarError) as caught:
+        Grammar('root ::= a\na ::= b "x" | "y"\nb ::= a "z"')
+    message = str(caught.value)
+    assert "found the cycle a -> b (line 2, column 7) -> a (line 3, column 7)" in message
+    assert (caught.value.line, caught.value.column) == (2, 7)
+    with pytest.raises(GrammarError, match=r"found the cycle root -> root \(line 1, column 15\)"):
+        Grammar('root ::= "x"? root "y" | "z"')  # left recursion after an optional prefix
+
+
+def test_rules_that_can_never_finish_are_named() -> None:
+    with pytest.raises(GrammarError) as caught:
+        Grammar('root ::= "a" loop | "b"\nloop ::= "x" loop')
+    assert "rules that can never finish: 'loop' (line 2, column 1)" in str(caught.value)
+    assert (caught.value.line, caught.value.column) == (2, 1)
+    with pytest.raises(GrammarError, match="'root' \\(line 1, column 1\\)"):
+        Grammar("root ::= [^\\x00-\\U0010FFFF]")  # a class of no character
+
+
+def test_an_empty_class_in_an_optional_part_is_fine() -> None:
+    grammar = Grammar('root ::= "a" [^\\x00-\\U0010FFFF]?')
+    assert matches(grammar, "a") and not matches(grammar, "ab")
+
+
+def test_unreachable_rules_are_left_out_but_still_resolved() -> None:
+    grammar = Grammar('root ::= "a"\nspare ::= "b"')
+    assert set(grammar.checked.rules) == {"root"}
+    with pytest.raises(GrammarError, match="expected a definition of rule 'missing'"):
+        Grammar('root ::= "a"\nspare ::= missing')
+
+
+def test_what_is_recursive() -> None:
+    assert Grammar('root ::= "(" root ")" | ""').is_recursive
+    assert Grammar('root ::= a\na ::= "[" b "]" | "x"\nb ::= a*').is_recursive
+    assert not Grammar('root ::= a a\na ::= b b\nb ::= "x" | "y"').is_recursive
