@@ -274,6 +274,15 @@ _EXAMPLES: dict[str, tuple[bool, list[str]]] = {
         [r"contact_of -> Contact\(name=", r"department -> '(billing|shipping|technical support)'"],
     ),
     "batch.py": (True, [r"(?m)^007\.txt: ", r"[0-8]/8 receipts extracted"]),
+    "tool_calls.py": (
+        False,
+        [r"-> (get_weather WeatherArguments|set_reminder ReminderArguments)\("],
+    ),
+    "closed_extraction.py": (
+        False,
+        [r"triplet: \((Marie Curie|Pierre Curie|Albert Einstein|Isaac Newton) \| was "],
+    ),
+    "sql_select.py": (False, [r"(?im)^  -> SELECT .* FROM employees.*;$"]),
 }
 
 

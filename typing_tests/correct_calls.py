@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from typing_extensions import assert_type
 
 import formcast
-from formcast import ExtractionResult, Extractor, FromText, LoopGuard, Regex
+from formcast import ExtractionResult, Extractor, FromText, Grammar, LoopGuard, Regex
 from formcast.options import ExtractOptions
 
 
@@ -38,6 +38,7 @@ def module_functions() -> None:
     )
     assert_type(receipt, Receipt)
     assert_type(formcast.extract(Regex(r"[0-9]+"), "call 555"), str)
+    assert_type(formcast.extract(Grammar("root ::= [0-9]+"), "call 555"), str)
     assert_type(formcast.extract(Receipt, "text", model="some/checkpoint", seed=None), Receipt)
 
     results = formcast.extract_many(Receipt, ["a", "b"], batch_size=2, progress=False)
@@ -50,6 +51,8 @@ def module_functions() -> None:
             assert_type(attempt.finish_reason, Literal["stop", "length"])
     phones = formcast.extract_many(Regex(r"[0-9]+"), iter(["555"]), loop_guard=False)
     assert_type(phones, Iterator[ExtractionResult[str]])
+    digits = formcast.extract_many(Grammar("start: /[0-9]+/", syntax="lark"), ["555"])
+    assert_type(digits, Iterator[ExtractionResult[str]])
     streamed = formcast.extract_many(
         Receipt, ["a"], order="completion", batching="static", share_prefix=False
     )
@@ -77,6 +80,7 @@ def extractor_methods(extractor: Extractor) -> None:
     assert_type(extractor.extract(Regex(r"[0-9]+"), "text"), str)
     assert_type(extractor.run(Receipt, "text", seed=3), ExtractionResult[Receipt])
     assert_type(extractor.run(Regex(r"[0-9]+"), "text"), ExtractionResult[str])
+    assert_type(extractor.run(Grammar('root ::= "a"'), "text"), ExtractionResult[str])
     assert_type(
         extractor.extract_many(Receipt, ["text"], max_attempts=1),
         Iterator[ExtractionResult[Receipt]],
