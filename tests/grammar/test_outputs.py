@@ -4,8 +4,10 @@ the prompt, extract / extract_many / the decorator, and transformers' generate."
 from __future__ import annotations
 
 import json
+import pickle
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import pytest
@@ -14,6 +16,7 @@ from transformers import LogitsProcessorList
 
 import formcast
 from formcast import Extractor, Grammar, PromptTemplate, Regex
+from formcast.compiler import clear_memory_cache
 from formcast.constraint import CompileOptions, constraint_key, output_spec, output_view
 from formcast.errors import SchemaError
 from formcast.prompts import MAX_GRAMMAR_SHOWN, grammar_instructions
@@ -129,3 +132,21 @@ def test_logits_processor_with_generate(
     )
     for row in out[:, prompt.shape[1] :].tolist():
         assert re.fullmatch(CODE_RE, tokenizer.decode([t for t in row if t != 2]))
+
+
+def test_a_grammar_pickles_and_hits_the_disk_cache(
+    tmp_path: Path, vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grammar = Grammar('root ::= "x" n\n', rules={"n": {"type": "integer"}})
+    restored = pickle.loads(pickle.dumps(grammar))
+    assert restored == grammar and restored.regex() == grammar.regex()
+    first = formcast.compile(grammar, vocabulary, cache=tmp_path)
+    assert list(tmp_path.rglob("*")), "nothing was written to the disk cache"
+    clear_memory_cache()
+
+    def no_compile(*args: Any) -> None:
+        raise AssertionError("compiled again instead of loading the disk cache entry")
+
+    monkeypatch.setattr(formcast.compiler, "LazyAutomaton", no_compile)
+    again = formcast.compile(restored, vocabulary, cache=tmp_path)
+    assert again is not first and again.automaton.pattern == first.automaton.pattern

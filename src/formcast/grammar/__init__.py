@@ -9,7 +9,8 @@ the other rules inline. From there it compiles like any constraint
 value an extraction returns is the matched ``str``.
 
 Modules: :mod:`~formcast.grammar.nodes` (the representation), :mod:`~formcast.grammar.gbnf`
-and :mod:`~formcast.grammar.lark` (the two dialects; :mod:`~formcast.grammar.lark_common`
+and :mod:`~formcast.grammar.lark` (the two dialects; :mod:`~formcast.grammar.lark_terminals`
+for what Lark's terminals mean, :mod:`~formcast.grammar.lark_common`
 holds the terminals of Lark's ``common.lark`` that can be imported),
 :mod:`~formcast.grammar.checks` (names, left recursion, productivity),
 :mod:`~formcast.grammar.embed` (constraints given in ``rules=``),

@@ -36,10 +36,10 @@ import re
 from dataclasses import dataclass, field
 
 from formcast import charset
-from formcast.automaton.parse import build_nfa
-from formcast.errors import GrammarError, SchemaError
+from formcast.errors import GrammarError
 from formcast.grammar.embed import JsonSchemaText
 from formcast.grammar.lark_common import COMMON_TERMINALS, COMMON_TEXT
+from formcast.grammar.lark_terminals import check_regex, folded, with_ignored
 from formcast.grammar.nodes import (
     CharClass,
     Choice,
@@ -52,11 +52,9 @@ from formcast.grammar.nodes import (
     RuleRef,
     RuleSet,
     Seq,
-    Where,
     references,
 )
 from formcast.grammar.source import Source
-from formcast.regex import dialect
 
 __all__ = ["parse_lark"]
 
@@ -85,8 +83,6 @@ _REFUSED_FLAGS = {
     "x": "a verbose regex",
     "l": "a locale-dependent regex",
 }
-# The rule that holds %ignore before the start rule; a name no grammar can define.
-_IGNORING_START = "%start"
 
 
 def parse_lark(text: str, start: str | None = None) -> RuleSet:
@@ -413,7 +409,7 @@ class _Parser:
             src.pos += 1
         self.skip()
         if not src.startswith(".."):
-            return _folded(where, first) if insensitive else Literal(where, first)
+            return folded(where, first) if insensitive else Literal(where, first)
         src.pos += 2
         self.skip()
         if src.peek() != '"':
@@ -479,7 +475,7 @@ class _Parser:
                 src.fail("regex flags among s, m, u", begin + len(match.group()) - len(flags))
             scoped += _EXACT_FLAGS[flag]
         text = f"(?{scoped}:{pattern})" if scoped else pattern
-        _check_regex(src, text, begin)
+        check_regex(src, text, begin)
         return RegexTerminal(where, text)
 
     def inline_json(self) -> Node:
@@ -512,83 +508,7 @@ class _Parser:
                         )
         if not self.ignored:
             return RuleSet(self.rules, start)
-        return _with_ignored(self.rules, self.ignored, start)
-
-
-def _with_ignored(rules: dict[str, Rule], ignored: list[Node], start: str) -> RuleSet:
-    """Rules where each terminal of a rule may be followed by ignored text, under a new
-    start that may begin with it: ignored text may stand before, between and after the
-    terminals, as Lark's lexer skips it."""
-    where = ignored[0].where
-    skip = Repeat(
-        where, ignored[0] if len(ignored) == 1 else Choice(where, tuple(ignored)), 0, None
-    )
-    rewritten = {
-        name: rule
-        if _TERMINAL.fullmatch(name)
-        else Rule(name, _ignoring(rule.body, skip), rule.where)
-        for name, rule in rules.items()
-    }
-    rewritten[_IGNORING_START] = Rule(
-        _IGNORING_START, Seq(where, (skip, RuleRef(where, start))), Where(0, 0)
-    )
-    return RuleSet(rewritten, _IGNORING_START if start in rules else start)
-
-
-def _ignoring(node: Node, skip: Node) -> Node:
-    if isinstance(node, RuleRef) and not _TERMINAL.fullmatch(node.name):
-        return node
-    if isinstance(node, Literal | CharClass | RegexTerminal | Embedded | RuleRef):
-        return Seq(node.where, (node, skip))
-    if isinstance(node, Seq):
-        return Seq(node.where, tuple(_ignoring(item, skip) for item in node.items))
-    if isinstance(node, Choice):
-        return Choice(node.where, tuple(_ignoring(alt, skip) for alt in node.alternatives))
-    return Repeat(node.where, _ignoring(node.item, skip), node.low, node.high)
-
-
-def _check_regex(src: Source, pattern: str, begin: int) -> None:
-    """Refuse a regex formcast's automaton cannot compile, naming why."""
-    try:
-        build_nfa(pattern)
-    except SchemaError as error:
-        src.refuse(f"the regex /{pattern}/", str(error), begin)
-
-
-def _folded(where: Where, text: str) -> Node:
-    """A case-insensitive literal: each character as the class Python's ``re`` matches
-    under ``IGNORECASE``; one terminal (ignored text never stands inside it)."""
-    pieces = []
-    for char in text:
-        cases = _case_variants(char)
-        pieces.append(dialect.char_class(charset.from_chars("".join(cases))) or "")
-    return RegexTerminal(where, "".join(pieces))
-
-
-def _case_variants(char: str) -> set[str]:
-    """The characters ``re.IGNORECASE`` matches for ``char``: those sharing its lower or
-    upper case (checked with ``re`` itself)."""
-    table_lower, table_upper = _case_tables()
-    candidates = (
-        {char} | table_lower.get(char.lower(), set()) | table_upper.get(char.upper(), set())
-    )
-    matcher = re.compile(re.escape(char), re.IGNORECASE)
-    return {other for other in candidates if matcher.fullmatch(other)}
-
-
-@functools.cache
-def _case_tables() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Characters by their lower case and by their upper case, for every cased code
-    point (all are below U+20000). Cost: ~0.1 s, once."""
-    by_lower: dict[str, set[str]] = {}
-    by_upper: dict[str, set[str]] = {}
-    for code in range(0x20000):
-        char = chr(code)
-        lower, upper = char.lower(), char.upper()
-        if lower != upper:
-            by_lower.setdefault(lower, set()).add(char)
-            by_upper.setdefault(upper, set()).add(char)
-    return by_lower, by_upper
+        return with_ignored(self.rules, self.ignored, start)
 
 
 @functools.cache
