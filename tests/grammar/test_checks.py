@@ -25,6 +25,17 @@ def test_direct_left_recursion_becomes_a_repeat() -> None:
         assert matches(grammar, text) is expected, text
 
 
+def test_direct_tail_recursion_becomes_a_repeat() -> None:
+    grammar = Grammar('root ::= item ("," root)?\nitem ::= [a-c]\nws ::= ([ \\t] ws)?')
+    assert not grammar.is_recursive
+    for text, expected in [("a", True), ("a,b,c", True), ("a,", False), ("", False)]:
+        assert matches(grammar, text) is expected, text
+    json_ws = Grammar('root ::= "[" ws "]"\nws ::= ([ \\t\\n] ws)?')
+    assert not json_ws.is_recursive and matches(json_ws, "[ \t\n ]")
+    nested = Grammar('root ::= "(" root ")" | ""')  # not at the end: stays recursive
+    assert nested.is_recursive
+
+
 def test_a_rule_that_only_calls_itself_first_never_finishes() -> None:
     with pytest.raises(GrammarError) as caught:
         Grammar('root ::= root "x"')

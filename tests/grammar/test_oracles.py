@@ -47,6 +47,13 @@ root ::= list ";"
 list ::= list "," item | item
 item ::= [a-c] | "(" [0-9]+ ")"
 """,
+    "right-recursive": """
+root ::= pair ("; " root)?
+pair ::= key "=" value ws
+key  ::= [a-z]+
+value ::= [0-9] value | [0-9]
+ws   ::= (" " ws)?
+""",
     "multiline": """
 root ::= (
     "one" |

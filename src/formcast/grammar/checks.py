@@ -9,6 +9,9 @@ the rules reachable from the start, with:
   ``a ::= (b | c) (x | y)*`` (the same language); left recursion that remains
   (through another rule, or after a prefix that may be empty) is refused, naming the
   cycle's rules and the positions of its references;
+* **direct tail recursion** rewritten: a rule that refers to itself only at the very end
+  of its alternatives (``list ::= item ("," list)?``, ``ws ::= ([ \t] ws)?``) is the
+  regular ``a ::= P* R`` (``a ::= P a | R``), which needs no pushdown calls;
 * every reachable rule checked to derive at least one string (a productivity fixpoint):
   a rule that can never finish makes the language empty, or is a mistake.
 
@@ -58,6 +61,7 @@ def check_rules(ruleset: RuleSet, embedded: Mapping[str, Any]) -> RuleSet:
     """
     rules = _resolve(ruleset, embedded)
     rules = {name: _without_direct_left_recursion(rule) for name, rule in rules.items()}
+    rules = {name: _without_tail_recursion(rule) for name, rule in rules.items()}
     reachable = _reachable(rules, ruleset.start)
     rules = {name: rules[name] for name in rules if name in reachable}
     _refuse_left_recursion(rules)
@@ -198,6 +202,58 @@ def _nullable(node: Node, nullable: set[str]) -> bool:
     if isinstance(node, Choice):
         return any(_nullable(alt, nullable) for alt in node.alternatives)
     return node.low == 0 or _nullable(node.item, nullable)
+
+
+class _NotTail(Exception):
+    """The rule refers to itself other than at the very end of an alternative."""
+
+
+def _without_tail_recursion(rule: Rule) -> Rule:
+    """``a ::= P a | R`` as ``a ::= P* R`` when every reference of ``a`` to itself ends
+    an alternative; other rules unchanged."""
+    if all(ref.name != rule.name for ref in references(rule.body)):
+        return rule
+    try:
+        rest, prefix = _split_tail(rule.body, rule.name)
+    except _NotTail:
+        return rule
+    if rest is None or prefix is None:  # never finishes (checked later), or no recursion
+        return rule
+    where = rule.body.where
+    return Rule(rule.name, Seq(where, (Repeat(where, prefix, 0, None), rest)), rule.where)
+
+
+def _split_tail(node: Node, name: str) -> tuple[Node | None, Node | None]:
+    """``(R, P)`` with ``node = P name | R``: R the strings that do not end with a
+    reference to ``name``, P what comes before such a reference (None: no strings).
+
+    Raises _NotTail when ``name`` stands anywhere but at the end."""
+    if all(ref.name != name for ref in references(node)):
+        return node, None
+    where = node.where
+    if isinstance(node, RuleRef):
+        return None, Seq(where, ())
+    if isinstance(node, Seq):
+        head = node.items[:-1]
+        if any(ref.name == name for item in head for ref in references(item)):
+            raise _NotTail
+        rest, prefix = _split_tail(node.items[-1], name)
+        return (
+            None if rest is None else Seq(where, (*head, rest)),
+            None if prefix is None else Seq(where, (*head, prefix)),
+        )
+    if isinstance(node, Choice):
+        parts = [_split_tail(option, name) for option in node.alternatives]
+        rests = tuple(rest for rest, _ in parts if rest is not None)
+        prefixes = tuple(prefix for _, prefix in parts if prefix is not None)
+        return (
+            (rests[0] if len(rests) == 1 else Choice(where, rests)) if rests else None,
+            (prefixes[0] if len(prefixes) == 1 else Choice(where, prefixes)) if prefixes else None,
+        )
+    if isinstance(node, Repeat) and (node.low, node.high) == (0, 1):
+        rest, prefix = _split_tail(node.item, name)
+        return (Seq(where, ()) if rest is None else Repeat(where, rest, 0, 1)), prefix
+    raise _NotTail
 
 
 def _regex_may_be_empty(pattern: str) -> bool:
