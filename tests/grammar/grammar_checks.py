@@ -120,7 +120,8 @@ def _node_height(node: Node, heights: Mapping[str, int]) -> int | None:
         return heights.get(node.name)
     if isinstance(node, Seq):
         parts = [_node_height(item, heights) for item in node.items]
-        return None if any(p is None for p in parts) else max([0, *parts])  # type: ignore[type-var]
+        known = [part for part in parts if part is not None]
+        return None if len(known) < len(parts) else max([0, *known])
     if isinstance(node, Choice):
         parts = [h for h in (_node_height(a, heights) for a in node.alternatives) if h is not None]
         return min(parts) if parts else None

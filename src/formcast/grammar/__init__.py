@@ -98,8 +98,8 @@ class Grammar:
     @property
     def is_recursive(self) -> bool:
         """Whether a rule reachable from the start refers to itself, directly or not
-        (after direct left recursion is rewritten). Compiling such a grammar needs the
-        automaton's pushdown calls."""
+        (after direct left and tail recursion are rewritten). Compiling such a grammar
+        needs the automaton's pushdown calls."""
         return bool(recursive_rules(self.checked.rules))
 
     def regex(

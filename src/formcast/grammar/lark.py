@@ -62,6 +62,10 @@ _RULE = re.compile(r"[_?!]*[a-z][_a-z0-9]*")
 _TERMINAL = re.compile(r"_?[A-Z][_A-Z0-9]*")
 _NAME = re.compile(r"_?[a-zA-Z][_a-zA-Z0-9]*")
 _NUMBER = re.compile(r"-?[0-9]+")
+_COUNT = re.compile(r"[0-9]+")
+_KEYWORD = re.compile(r"%([a-z]+)")
+_IMPORT_PATH = re.compile(r"[\w.]+")
+_REGEX = re.compile(r"/((?:\\.|[^/\\\n])+)/([a-z]*)")  # Lark's /regex/flags, on one line
 _OPERATORS: dict[str, tuple[int, int | None]] = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 _PYTHON_ESCAPES = {
     "\\": "\\",
@@ -132,6 +136,14 @@ class _Parser:
         self.src.pos = saved
         return False
 
+    def take(self, pattern: re.Pattern[str], what: str) -> str:
+        """The text ``pattern`` matches here, consumed; fail saying ``what`` was expected."""
+        match = pattern.match(self.src.text, self.src.pos)
+        if match is None:
+            self.src.fail(what)
+        self.src.pos = match.end()
+        return match.group()
+
     def expect(self, token: str, what: str) -> None:
         if not self.src.startswith(token):
             self.src.fail(what)
@@ -166,9 +178,7 @@ class _Parser:
             src.refuse(f"the template {name!r}", "templates are not expanded by formcast", begin)
         if src.peek() == ".":
             src.pos += 1
-            if _NUMBER.match(src.text, src.pos) is None:
-                src.fail("a priority number after '.'")
-            src.pos = _NUMBER.match(src.text, src.pos).end()  # type: ignore[union-attr]
+            self.take(_NUMBER, "a priority number after '.'")
             self.skip()
         self.expect(":", f"':' after the name {name!r}")
         self.in_terminal = name.lstrip("_")[:1].isupper()
@@ -203,7 +213,7 @@ class _Parser:
     def statement(self) -> None:
         src = self.src
         begin = src.pos
-        match = re.compile(r"%([a-z]+)").match(src.text, src.pos)
+        match = _KEYWORD.match(src.text, src.pos)
         keyword = match.group(1) if match else ""
         src.pos = match.end() if match else src.pos + 1
         self.skip()
@@ -222,7 +232,7 @@ class _Parser:
 
     def import_common(self, begin: int) -> None:
         src = self.src
-        match = re.compile(r"[\w.]+").match(src.text, src.pos)
+        match = _IMPORT_PATH.match(src.text, src.pos)
         path = match.group() if match else ""
         src.pos = match.end() if match else src.pos
         module, _, name = path.rpartition(".") if "." in path else (path, "", "")
@@ -302,9 +312,7 @@ class _Parser:
         if self.src.startswith("->"):
             self.src.pos += 2
             self.skip()
-            if _NAME.match(self.src.text, self.src.pos) is None:
-                self.src.fail("an alias name after '->'")
-            self.src.pos = _NAME.match(self.src.text, self.src.pos).end()  # type: ignore[union-attr]
+            self.take(_NAME, "an alias name after '->'")
         return node
 
     def expansion(self) -> Node:
@@ -338,20 +346,12 @@ class _Parser:
         src = self.src
         src.pos += 1
         self.skip()
-        low_match = re.compile(r"[0-9]+").match(src.text, src.pos)
-        if low_match is None:
-            src.fail("a count after '~'")
-        src.pos = low_match.end()
-        low = high = int(low_match.group())
+        low = high = int(self.take(_COUNT, "a count after '~'"))
         self.skip()
         if src.startswith(".."):
             src.pos += 2
             self.skip()
-            high_match = re.compile(r"[0-9]+").match(src.text, src.pos)
-            if high_match is None:
-                src.fail("a count after '..'")
-            src.pos = high_match.end()
-            high = int(high_match.group())
+            high = int(self.take(_COUNT, "a count after '..'"))
             if high < low:
                 src.fail(f"a range n..m with n <= m, found {low}..{high}", found="")
         return Repeat(atom.where, atom, low, high)
@@ -462,7 +462,7 @@ class _Parser:
         src = self.src
         where = src.where()
         begin = src.pos
-        match = re.compile(r"/((?:\\.|[^/\\\n])+)/([a-z]*)").match(src.text, src.pos)
+        match = _REGEX.match(src.text, src.pos)
         if match is None:
             src.fail("a regex /.../ closed on the same line")
         src.pos = match.end()
