@@ -22,6 +22,7 @@ import pytest
 
 from formcast import charset
 from formcast.automaton import LazyAutomaton
+from formcast.errors import TokenNotAllowedError
 from formcast.grammar import Grammar
 from formcast.grammar.nodes import (
     CharClass,
@@ -243,6 +244,16 @@ def accepts_by_tokens(index: TokenIndex, token_ids: list[int]) -> bool:
     cursor = Cursor(index)
     for token in token_ids:
         cursor.advance(token)
+    return cursor.is_accepting()
+
+
+def accepts_bytes(index: TokenIndex, text: str) -> bool:
+    """Whether the index's automaton takes ``text``'s UTF-8 bytes and ends accepting."""
+    cursor = Cursor(index)
+    try:
+        cursor.advance_bytes(text.encode("utf-8"))
+    except TokenNotAllowedError:
+        return False
     return cursor.is_accepting()
 
 
