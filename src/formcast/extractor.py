@@ -478,7 +478,9 @@ def _instructions(spec: OutputView) -> str:
         return DEFAULT_INSTRUCTIONS
     if spec.grammar is not None:
         grammar = spec.grammar
-        return grammar_instructions(grammar.text, grammar.syntax, grammar.start)
+        return grammar_instructions(
+            grammar.text, grammar.syntax, grammar.start, grammar.embedded_descriptions()
+        )
     return REGEX_INSTRUCTIONS.format(pattern=spec.pattern)
 
 

@@ -8,7 +8,7 @@ function here is pure and deterministic, so a prompt depends only on its inputs.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +41,13 @@ MAX_GRAMMAR_SHOWN = 1500
 _GRAMMAR_NAMES = {"gbnf": "GBNF", "lark": "Lark"}
 
 
-def grammar_instructions(text: str, syntax: str, start: str) -> str:
+def grammar_instructions(
+    text: str, syntax: str, start: str, embedded: Sequence[tuple[str, str]] = ()
+) -> str:
     """The instructions for a grammar output: :data:`GRAMMAR_INSTRUCTIONS` with the
     grammar's lines, without comment-only and blank lines, cut after
-    :data:`MAX_GRAMMAR_SHOWN` characters."""
+    :data:`MAX_GRAMMAR_SHOWN` characters; then a line per rule given as a constraint
+    (``embedded``: rule name, what it stands for)."""
     lines = [
         line.rstrip()
         for line in text.splitlines()
@@ -54,8 +57,14 @@ def grammar_instructions(text: str, syntax: str, start: str) -> str:
     if len(shown) > MAX_GRAMMAR_SHOWN:
         rest = len(shown) - MAX_GRAMMAR_SHOWN
         shown = f"{shown[:MAX_GRAMMAR_SHOWN]}\n... ({rest} more characters)"
-    return GRAMMAR_INSTRUCTIONS.format(
-        syntax=_GRAMMAR_NAMES.get(syntax, syntax), start=start, grammar=shown
+    lines = [f"where {name} is {description}" for name, description in embedded]
+    return "\n".join(
+        [
+            GRAMMAR_INSTRUCTIONS.format(
+                syntax=_GRAMMAR_NAMES.get(syntax, syntax), start=start, grammar=shown
+            ),
+            *lines,
+        ]
     )
 
 

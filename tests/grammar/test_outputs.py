@@ -75,6 +75,16 @@ def test_the_prompt_shows_the_grammar_briefly() -> None:
     shown = grammar_instructions(CODE.text, "gbnf", "root")
     assert shown.startswith("Answer with text that follows this GBNF grammar, from its rule root:")
     assert 'root   ::= letter letter "-" digits suffix?' in shown and "# an order code" not in shown
+    call = Grammar(
+        'root ::= "<" name ">" args', rules={"name": ["a", "b"], "args": {"type": "integer"}}
+    )
+    described = grammar_instructions(
+        call.text, call.syntax, call.start, call.embedded_descriptions()
+    )
+    assert described.endswith(
+        'where name is one of "a", "b"\n'
+        'where args is compact JSON matching the JSON Schema {"type":"integer"}'
+    )
     long = "\n".join(f'r{i} ::= "{i}"' for i in range(400))
     cut = grammar_instructions(long, "lark", "start")
     assert len(cut) < MAX_GRAMMAR_SHOWN + 200 and "more characters)" in cut and "Lark" in cut

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from formcast.errors import GrammarError
 from formcast.grammar.checks import check_rules
-from formcast.grammar.embed import JsonSchemaText, freeze_embedding
+from formcast.grammar.embed import JsonSchemaText, describe_embedding, freeze_embedding
 from formcast.grammar.emit import emit_regex, recursive_rules
 from formcast.grammar.gbnf import parse_gbnf
 from formcast.grammar.lark import parse_lark
@@ -118,6 +118,11 @@ class Grammar:
             SchemaError, UnsupportedSchemaError: an embedded schema cannot be enforced.
         """
         return _regex(self, mode, whitespace, limits)
+
+    def embedded_descriptions(self) -> list[tuple[str, str]]:
+        """``(rule name, what it stands for)`` for each constraint given in ``rules=``,
+        in words for a prompt (:func:`formcast.grammar.embed.describe_embedding`)."""
+        return [(name, describe_embedding(source)) for name, source in self.rules]
 
     def key(self) -> dict[str, Any] | None:
         """A JSON-able description that identifies this grammar (text, syntax, start and

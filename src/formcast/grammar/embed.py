@@ -29,10 +29,18 @@ from formcast.limits import Limits
 from formcast.pattern import Regex
 from formcast.regex import dialect
 from formcast.regex.translator import schema_to_regex
-from formcast.schema import Mode
+from formcast.schema import Mode, pydantic_schema
 from formcast.text import FromText, text_slots
 
-__all__ = ["JsonSchemaText", "embedded_may_be_empty", "embedded_regex", "freeze_embedding"]
+__all__ = [
+    "JsonSchemaText",
+    "describe_embedding",
+    "embedded_may_be_empty",
+    "embedded_regex",
+    "freeze_embedding",
+]
+
+_SHOWN_SCHEMA = 300  # characters of an embedded JSON Schema shown in a prompt
 
 # A leading global flag group of a Regex, e.g. "(?s)"; inside a grammar it must be scoped.
 _GLOBAL_FLAGS = re.compile(r"\(\?([a-zA-Z]+)\)")
@@ -138,3 +146,19 @@ def embedded_may_be_empty(source: Any) -> bool:
         except (ValueError, re.error):
             return True
     return False
+
+
+def describe_embedding(source: Any) -> str:
+    """What an embedded constraint stands for, in a few words for the prompt: the
+    choices, the regex, or the compact JSON Schema (cut after 300 characters)."""
+    if isinstance(source, tuple):
+        return "one of " + ", ".join(json.dumps(word, ensure_ascii=False) for word in source)
+    if isinstance(source, Regex):
+        return f"text matching the regular expression {source.pattern}"
+    if isinstance(source, JsonSchemaText):
+        text = source.text
+    else:
+        text = json.dumps(pydantic_schema(source), ensure_ascii=False, separators=(",", ":"))
+    if len(text) > _SHOWN_SCHEMA:
+        text = text[:_SHOWN_SCHEMA] + "..."
+    return f"compact JSON matching the JSON Schema {text}"
