@@ -43,9 +43,16 @@ def test_case_folding_follows_python_re() -> None:
 
 def test_regexes_and_flags() -> None:
     same_verdicts(
-        r"start: /a.c/ /x.y/s /[0-9]+(\.[0-9]+)?/ /\//",
+        r"start: /a.c/ /x.y/sm /[0-9]+(\.[0-9]+)?/ /\//",
         ["abcx\ny1.5/", "a\ncxzy1/", "abcxzy1./", "abcxyy12/"],
     )
+
+
+def test_leading_inline_flags_act_as_flags() -> None:
+    # Python's re (hence Lark) refuses "(?s)" once Lark wraps the regex; formcast reads it
+    # as the flag s
+    automaton = LazyAutomaton(Grammar('start: "x" /(?s)p.q/', syntax="lark").regex())
+    assert automaton.matches(b"xp\nq") and not automaton.matches(b"xpq")
 
 
 def test_repeats_optional_and_groups() -> None:
@@ -115,6 +122,7 @@ def test_direct_left_recursion_is_rewritten() -> None:
         ("start: A\n%import other.A\n", 2, 1, "%import other.A is not supported"),
         ("start: A\n%import common.NOPE\n", 2, 1, "%import common.NOPE is not supported"),
         ("start: /a/i\n", 1, 8, "the regex flag 'i' is not supported"),
+        ("start: /(?i)a/\n", 1, 8, "the regex flag 'i' is not supported"),
         ("start: /a/x\n", 1, 8, "the regex flag 'x' is not supported"),
         ("start: /(?=a)a/\n", 1, 8, "the regex /(?=a)a/ is not supported"),
         ("start: /a\n", 1, 8, "expected a regex /.../ closed on the same line"),

@@ -65,6 +65,7 @@ _NUMBER = re.compile(r"-?[0-9]+")
 _COUNT = re.compile(r"[0-9]+")
 _KEYWORD = re.compile(r"%([a-z]+)")
 _IMPORT_PATH = re.compile(r"[\w.]+")
+_INLINE_FLAGS = re.compile(r"\(\?([a-zA-Z]+)\)")
 _REGEX = re.compile(r"/((?:\\.|[^/\\\n])+)/([a-z]*)")  # Lark's /regex/flags, on one line
 _OPERATORS: dict[str, tuple[int, int | None]] = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 _PYTHON_ESCAPES = {
@@ -467,12 +468,16 @@ class _Parser:
             src.fail("a regex /.../ closed on the same line")
         src.pos = match.end()
         pattern, flags = match.groups()
+        inline = _INLINE_FLAGS.match(pattern)  # "(?s)..." at the start: flags like /.../s
+        if inline:
+            flags += inline.group(1)
+            pattern = pattern[inline.end() :]
         scoped = ""
-        for flag in flags:
+        for flag in dict.fromkeys(flags):
             if flag in _REFUSED_FLAGS:
                 src.refuse(f"the regex flag {flag!r}", _REFUSED_FLAGS[flag], begin)
             if flag not in _EXACT_FLAGS:
-                src.fail("regex flags among s, m, u", begin + len(match.group()) - len(flags))
+                src.fail("regex flags among s, m, u", begin)
             scoped += _EXACT_FLAGS[flag]
         text = f"(?{scoped}:{pattern})" if scoped else pattern
         check_regex(src, text, begin)
