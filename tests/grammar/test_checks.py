@@ -78,3 +78,14 @@ def test_what_is_recursive() -> None:
     assert Grammar('root ::= "(" root ")" | ""').is_recursive
     assert Grammar('root ::= a\na ::= "[" b "]" | "x"\nb ::= a*').is_recursive
     assert not Grammar('root ::= a a\na ::= b b\nb ::= "x" | "y"').is_recursive
+
+
+def test_rules_used_often_are_written_once() -> None:
+    levels = 14  # inlined, r0 would be 2**14 copies of "x"
+    text = "root ::= r0\n" + "".join(f"r{i} ::= r{i + 1} r{i + 1}\n" for i in range(levels))
+    grammar = Grammar(text + f'r{levels} ::= "x" | "y"')
+    regex = grammar.regex()
+    assert len(regex) < 2_000 and "(?&" in regex  # long rules became definitions
+    automaton = LazyAutomaton(regex)
+    assert automaton.matches(b"xy" * 2 ** (levels - 1))
+    assert not automaton.matches(b"x" * (2**levels - 1))

@@ -57,8 +57,11 @@ def freeze_embedding(name: str, value: Any) -> Any:
     """The hashable source of ``value`` given for rule ``name``.
 
     Raises:
-        GrammarError: ``value`` is not something a rule can be replaced by.
+        GrammarError: ``value`` is not something a rule can be replaced by, or ``name``
+            is not a str.
     """
+    if not isinstance(name, str):
+        raise GrammarError(f"expected rule names in rules= to be str, found {name!r}")
     if isinstance(value, FromText):
         raise GrammarError(
             f"embedding formcast.FromText for rule {name!r} is not supported: values copied "
