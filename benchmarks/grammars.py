@@ -57,7 +57,7 @@ def main() -> int:
     limits = formcast.Limits()
     print(f"formcast {formcast.__version__}; best of {args.repeat} runs; times in ms")
     columns = ("read", "tcfg", "ratio", "regex", "chars", "mask")
-    print(f"{'grammar':<50}" + "".join(f"{c:>8}" for c in columns))
+    print(f"{'grammar':<50}" + "".join(f"{c:>8}" for c in columns[:-1]) + f"{columns[-1]:>11}")
     ratios = []
     for path in sorted(GRAMMARS.rglob("*.ebnf")):
         text = path.read_text(encoding="utf-8")
@@ -84,7 +84,7 @@ def main() -> int:
         ratio = read / peer if have_peer else float("nan")
         ratios.append(ratio)
         name = str(path.relative_to(GRAMMARS))
-        figures = f"{read:8.2f}{peer:8.2f}{ratio:8.2f}{write:8.2f}{len(regex):8d}{mask:>8}"
+        figures = f"{read:8.2f}{peer:8.2f}{ratio:8.2f}{write:8.2f}{len(regex):8d}{mask:>11}"
         print(f"{name:<50}{figures}")
     if have_peer:
         print(f"median read time, formcast / transformers-CFG: {statistics.median(ratios):.2f}")
