@@ -22,6 +22,7 @@ from typing import Any
 
 import pydantic
 
+from formcast.automaton.choices import CHOICE_COST_DIVISOR, choice_characters
 from formcast.errors import InvalidOptionError, UnsupportedSchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.arrays import array_regex
@@ -185,7 +186,7 @@ class _Translator:
             )
         result = self._gen(parts, refs)
         if isinstance(result, str):
-            if len(result) + self.definitions.defined_length > self.limit:
+            if self._too_long(result):
                 raise TooLarge(
                     _main_keyword(parts),
                     parts[0].pointer if parts else "",
@@ -195,6 +196,22 @@ class _Translator:
             where = (_main_keyword(parts), parts[0].pointer if parts else "")
             return self.share(result, where=where)
         return result
+
+    def _too_long(self, result: str) -> bool:
+        """Whether ``result`` (with the definitions so far) passes this pass's limit.
+
+        Trie-built alternations (large ``enum``/``Literal`` lists) count at a fraction of
+        their length against ``max_regex_length`` (:func:`pattern_cost`), and not at all
+        against ``unshared_regex_length``: sharing cannot shorten one list, and a list
+        written many times passes ``max_regex_length`` and is shared then."""
+        defined = self.definitions.defined_length
+        if len(result) + defined <= self.limit:
+            return False
+        choices = choice_characters(result)
+        plain = len(result) - choices + defined
+        if plain + choices // CHOICE_COST_DIVISOR > self.limits.max_regex_length:
+            return True
+        return plain > self.limit
 
     def _gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
         """``gen`` without the budget checks: flatten, then translate once per context."""
