@@ -106,7 +106,9 @@ def enumeration(t: Translation, flat: list[Part], candidates: list[Any]) -> Resu
         if key in seen:
             continue
         seen.add(key)
-        if isinstance(value, str) and not formats_accept(value, formats, t.mode):
+        if isinstance(value, str) and not formats_accept(
+            value, formats, t.mode, t.formats_asserted
+        ):
             continue
         if t.valid(value, flat):
             kept.append(value)

@@ -35,6 +35,7 @@ from formcast.regex.dialect import (
     alt,
 )
 from formcast.regex.enums import ValueChecker, enum_candidates, enumeration
+from formcast.regex.formats import asserts_formats
 from formcast.regex.numbers import numeric_regex
 from formcast.regex.objects import object_regex
 from formcast.regex.parts import (
@@ -107,6 +108,7 @@ class _Translator:
         ``limits.unshared_regex_length`` characters raise :class:`TooLarge`); ``from_text``:
         the options applied to every plain string value without its own keyword."""
         self.mode = mode
+        self.formats_asserted = asserts_formats(root)
         self.limits = limits
         self.from_text = from_text
         self.any_depth = any_depth
