@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import formcast
+from automaton_invariants import violations
 from formcast.automaton import LazyAutomaton, choices, parse
 from formcast.automaton.choices import (
     CHOICE_MIN_WORDS,
@@ -161,6 +162,19 @@ def test_fast_path_builds_one_state_per_prefix() -> None:
     automaton = LazyAutomaton(pattern)
     assert all(automaton.matches(w.encode()) for w in words)
     assert not automaton.matches(b"w10") and not automaton.matches(b"w1000")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(?:" + "|".join(f"w{i}" for i in range(60)) + ")",
+        "a(?:" + "|".join(f"w{i}" for i in range(60)) + "|)*b",  # empty word, looped
+        "(?:" + "|".join(f"w{i}" for i in range(60)) + "){3,70}",  # a virtual repeat
+        "(?(DEFINE)(?P<d0>(?:" + "|".join(f"w{i}" for i in range(60)) + ")))(?&d0)x(?&d0)",
+    ],
+)
+def test_trie_fragments_keep_the_nfa_invariants(pattern: str) -> None:
+    assert violations(parse.build_nfa(pattern)) == []
 
 
 def test_short_alternations_keep_the_generic_parse() -> None:
