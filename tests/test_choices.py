@@ -279,3 +279,13 @@ def test_literal_of_cities_compiles_and_masks(city_names: list[str], tokenizer: 
         assert token in set(cursor.allowed_token_ids().tolist())
         cursor.advance(token)
     assert cursor.is_accepting()
+
+
+def test_wrapped_types_keep_their_order_through_the_memo() -> None:
+    from formcast.constraint import output_spec
+
+    first = output_spec(Literal["x", "y"]).json_schema
+    second = output_spec(Literal["y", "x"]).json_schema
+    assert first is not None and second is not None
+    assert first["properties"]["result"]["enum"] == ["x", "y"]
+    assert second["properties"]["result"]["enum"] == ["y", "x"]

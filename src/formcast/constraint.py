@@ -24,7 +24,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from formcast.errors import OutputValidationError, SchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
-from formcast.regex.translator import schema_to_regex
+from formcast.regex.translator import loaded_schema_to_regex
 from formcast.schema import Mode, load_schema, pydantic_schema
 from formcast.text import FromText
 
@@ -131,7 +131,7 @@ def output_spec(
         options["limits"] = limits.key()
     source, parse = _source(output)
     schema = load_schema(source)
-    regex = schema_to_regex(
+    regex = loaded_schema_to_regex(
         schema,
         mode=mode,
         whitespace=whitespace,
@@ -242,9 +242,11 @@ def _wrap(output: Any) -> type[BaseModel]:
     """A one-field model ``{"result": output}``; SchemaError if pydantic cannot handle it.
 
     Memoised for hashable types (``Literal[...]``, ``list[int]``...): a compile asks twice
-    (the cache key, then the regex), and pydantic takes ~0.1 s per 10,000 literal values."""
+    (the cache key, then the regex), and pydantic takes ~0.1 s per 10,000 literal values.
+    The memo's key holds the type's ``repr`` too, since typing's equality ignores order
+    (``Literal["x", "y"] == Literal["y", "x"]``) while the schema keeps it."""
     try:
-        return _wrap_hashable(output)
+        return _wrap_hashable(output, repr(output))
     except TypeError as error:
         if "unhashable" not in str(error):
             raise
@@ -252,7 +254,7 @@ def _wrap(output: Any) -> type[BaseModel]:
 
 
 @functools.lru_cache(maxsize=64)
-def _wrap_hashable(output: Any) -> type[BaseModel]:
+def _wrap_hashable(output: Any, shown: str) -> type[BaseModel]:
     return _new_wrapper(output)
 
 

@@ -55,7 +55,7 @@ from formcast.regex.text_values import TextSlots, text_value
 from formcast.schema import Mode, load_schema
 from formcast.text import FromText, TextSlot
 
-__all__ = ["schema_to_regex"]
+__all__ = ["loaded_schema_to_regex", "schema_to_regex"]
 
 # The bounds of a translation are in formcast.limits.Limits: max_regex_length,
 # unshared_regex_length (regexes are first built with definitions only for unconstrained
@@ -387,6 +387,27 @@ def schema_to_regex(
     Cost: pure Python, proportional to the size of the output (see :mod:`formcast.regex`);
     compile once and reuse the result.
     """
+    return loaded_schema_to_regex(
+        load_schema(schema),
+        mode=mode,
+        whitespace=whitespace,
+        max_recursion_depth=max_recursion_depth,
+        from_text=from_text,
+        limits=limits,
+    )
+
+
+def loaded_schema_to_regex(
+    root: dict[str, Any] | bool,
+    *,
+    mode: Mode = "generation",
+    whitespace: bool | int = False,
+    max_recursion_depth: int = 3,
+    from_text: FromText | bool | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> str:
+    """:func:`schema_to_regex` of a document :func:`~formcast.schema.load_schema` returned,
+    without a second copy and metaschema check (~0.2 s for an ``enum`` of 100,000 names)."""
     if mode not in ("generation", "specification"):
         raise InvalidOptionError(f"expected mode 'generation' or 'specification', found {mode!r}")
     if isinstance(whitespace, bool):
@@ -406,7 +427,6 @@ def schema_to_regex(
             f"expected max_recursion_depth to be an int >= 0, found {max_recursion_depth!r}"
         )
     text_default = _from_text_option(from_text)
-    root = load_schema(schema)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))
     depth = max_recursion_depth
