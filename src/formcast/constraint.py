@@ -15,6 +15,7 @@ Types that are not Pydantic models are wrapped in a one-field object
 
 from __future__ import annotations
 
+import functools
 import json
 import typing
 from collections.abc import Callable, Mapping
@@ -28,7 +29,7 @@ from formcast.errors import OutputValidationError, SchemaError
 from formcast.grammar import Grammar
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.pattern import Regex
-from formcast.regex.translator import schema_to_regex
+from formcast.regex.translator import loaded_schema_to_regex
 from formcast.schema import Mode, load_schema, pydantic_schema
 from formcast.text import FromText
 
@@ -138,7 +139,7 @@ def output_spec(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTIONS) 
         key_options["limits"] = limits.key()
     source, parse = _source(output)
     schema = load_schema(source)
-    regex = schema_to_regex(
+    regex = loaded_schema_to_regex(
         schema,
         mode=options.mode,
         whitespace=options.whitespace,
@@ -283,7 +284,26 @@ def _key(regex: str, options: Mapping[str, Any]) -> str:
 
 
 def _wrap(output: Any) -> type[BaseModel]:
-    """A one-field model ``{"result": output}``; SchemaError if pydantic cannot handle it."""
+    """A one-field model ``{"result": output}``; SchemaError if pydantic cannot handle it.
+
+    Memoised for hashable types (``Literal[...]``, ``list[int]``...): a compile asks twice
+    (the cache key, then the regex), and pydantic takes ~0.1 s per 10,000 literal values.
+    The memo's key holds the type's ``repr`` too, since typing's equality ignores order
+    (``Literal["x", "y"] == Literal["y", "x"]``) while the schema keeps it."""
+    try:
+        return _wrap_hashable(output, repr(output))
+    except TypeError as error:
+        if "unhashable" not in str(error):
+            raise
+    return _new_wrapper(output)
+
+
+@functools.lru_cache(maxsize=64)
+def _wrap_hashable(output: Any, shown: str) -> type[BaseModel]:
+    return _new_wrapper(output)
+
+
+def _new_wrapper(output: Any) -> type[BaseModel]:
     try:
         TypeAdapter(output).json_schema()
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as e:

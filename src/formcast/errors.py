@@ -20,6 +20,13 @@ FormcastError                      base of everything below
 `UserError` also derives from `ValueError` and `ExtractionRuntimeError` from
 `RuntimeError`, so code that already catches those keeps working. Messages always
 say what was expected and what was found.
+
+Warnings (``warnings.warn``) say what formcast did not enforce although it could go on:
+
+```
+FormcastWarning (UserWarning)      base of every warning formcast emits
+└── UnknownFormatWarning           a `format` formcast does not know: any string is allowed
+```
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ __all__ = [
     "EmptyInputError",
     "ExtractionRuntimeError",
     "FormcastError",
+    "FormcastWarning",
     "GrammarError",
     "InvalidOptionError",
     "InvalidRowError",
@@ -42,6 +50,7 @@ __all__ = [
     "OutputValidationError",
     "SchemaError",
     "TokenNotAllowedError",
+    "UnknownFormatWarning",
     "UnsupportedSchemaError",
     "UserError",
 ]
@@ -179,3 +188,24 @@ class OutputValidationError(ExtractionRuntimeError):
             f"the output matched the schema but the model's validators rejected it: "
             f"{validation_error}\nraw output: {raw_text!r}"
         )
+
+
+class FormcastWarning(UserWarning):
+    """Base class of every warning formcast emits (filter them all with this class)."""
+
+
+class UnknownFormatWarning(FormcastWarning):
+    """A string ``format`` formcast does not know is not enforced: any string is allowed.
+
+    JSON Schema treats an unknown format as an annotation (see the guide's "Schema
+    modes"), so a schema using one is compiled rather than refused.
+
+    Attributes:
+        format: the format's name.
+        pointer: the JSON pointer of the schema object holding it (``""``: the root).
+    """
+
+    def __init__(self, format: str, pointer: str, message: str) -> None:
+        self.format = format
+        self.pointer = pointer
+        super().__init__(message)

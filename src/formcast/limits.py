@@ -37,7 +37,9 @@ class Limits:
     max_regex_length: int = 1_000_000
     """Refusal: characters of the regex of one schema. Recursion is unrolled fewer times
     to fit; a schema whose regex is longer even then is refused. Compile time and the
-    automaton's size grow about linearly with it."""
+    automaton's size grow about linearly with it. A long ``enum``/``Literal`` list of
+    strings, which the automaton builds as a trie, counts a quarter of its characters
+    (:func:`formcast.automaton.choices.pattern_cost`): about 100,000 city names fit."""
 
     any_value_depth: int = 12
     """Refusal-free bound: levels of nesting of an unconstrained JSON value (schema ``true``
@@ -53,7 +55,9 @@ class Limits:
 
     unshared_regex_length: int = 200_000
     """Speed/memory: a regex longer than this without sharing is built again with sharing.
-    Calls resolve states more slowly than plain copies, so sharing waits until then."""
+    Calls resolve states more slowly than plain copies, so sharing waits until then. Long
+    ``enum`` lists of strings do not count here (sharing cannot shorten one list; one
+    written many times passes ``max_regex_length`` and is shared then)."""
 
     max_subschemas: int = 12_000
     """Refusal: sub-schemas translated for one document (``$ref`` expansions included)."""

@@ -402,7 +402,7 @@ def load_schema(
                 f"{output.__name__}: {error}"
             ) from None
     elif isinstance(output, Mapping):
-        schema = copy.deepcopy(dict(output))
+        schema = _copy_document(dict(output))
     elif isinstance(output, str):
         try:
             schema = json.loads(output)
@@ -429,6 +429,22 @@ def load_schema(
         raise SchemaError(f"expected a JSON Schema document, found {_describe(schema)}") from None
     result: dict[str, Any] | bool = schema
     return result
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copy_document(value: Any) -> Any:
+    """A deep copy of a schema document (``copy.deepcopy``'s, but a list of plain
+    values, such as an ``enum`` of 100,000 names, is copied in one C call, not item by
+    item)."""
+    if isinstance(value, dict):
+        return {key: _copy_document(item) for key, item in value.items()}
+    if isinstance(value, list):
+        if all(type(item) in _ATOMS for item in value):
+            return list(value)
+        return [_copy_document(item) for item in value]
+    return copy.deepcopy(value)
 
 
 def _uses_draft4_ids(root: Any) -> bool:

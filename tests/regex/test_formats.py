@@ -17,7 +17,7 @@ from regex_checks import (
     fullmatch,
 )
 
-from formcast.errors import UnsupportedSchemaError
+from formcast.errors import UnknownFormatWarning, UnsupportedSchemaError
 from formcast.regex.translator import schema_to_regex
 
 CASES: list[Case] = [
@@ -133,7 +133,6 @@ def test_specification_mode_cases(
 
 UNSUPPORTED: list[tuple[Any, str, str, str]] = [
     ({"type": "string", "format": "date", "maxLength": 5}, "maxLength", "/", "generation"),
-    ({"type": "string", "format": "x-custom"}, "format", "/", "specification"),
 ]
 
 
@@ -147,15 +146,48 @@ def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str
 
 
 def test_unknown_format_warns_in_generation_mode() -> None:
-    with pytest.warns(UserWarning, match="unknown format 'color'"):
+    with pytest.warns(UnknownFormatWarning, match="unknown format 'color' at /"):
         regex = schema_to_regex({"type": "string", "format": "color"})
     assert fullmatch(regex, '"anything"')
 
 
-def test_unknown_format_refused_in_specification_mode() -> None:
+COLOR = {"type": "object", "properties": {"c": {"type": "string", "format": "color"}}}
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        None,
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-04/schema#",
+    ],
+)
+def test_unknown_format_is_an_annotation_in_specification_mode(dialect: str | None) -> None:
+    schema = dict(COLOR) if dialect is None else {"$schema": dialect, **COLOR}
+    with pytest.warns(UnknownFormatWarning) as caught:
+        regex = schema_to_regex(schema, mode="specification")
+    (warning,) = [w.message for w in caught if isinstance(w.message, UnknownFormatWarning)]
+    assert (warning.format, warning.pointer) == ("color", "/properties/c")
+    assert "annotation" in str(warning)
+    assert fullmatch(regex, '{"c":"any text at all"}')
+    assert not fullmatch(regex, '{"c":1}')  # the type is still enforced
+
+
+def test_unknown_format_is_refused_where_the_vocabulary_asserts_formats() -> None:
+    vocabulary = {
+        "https://json-schema.org/draft/2020-12/vocab/core": True,
+        "https://json-schema.org/draft/2020-12/vocab/format-assertion": True,
+    }
     with pytest.raises(UnsupportedSchemaError) as info:
-        schema_to_regex(
-            {"type": "object", "properties": {"c": {"type": "string", "format": "color"}}},
-            mode="specification",
-        )
+        schema_to_regex({"$vocabulary": vocabulary, **COLOR}, mode="specification")
     assert (info.value.keyword, info.value.pointer) == ("format", "/properties/c")
+    assert "asserts formats" in info.value.reason
+
+
+def test_unknown_format_on_enum_values_is_an_annotation() -> None:
+    schema = {"type": "string", "format": "color", "enum": ["red", "not a color"]}
+    with pytest.warns(UnknownFormatWarning):
+        regex = schema_to_regex(schema, mode="specification")
+    assert fullmatch(regex, '"not a color"') and not fullmatch(regex, '"blue"')

@@ -13,7 +13,9 @@ Pipeline, and what each step costs (one module per step):
    byte-range sequences (:func:`formcast.charset.utf8_sequences`), then a small
    deterministic byte trie that is cached per set and instantiated by offsetting state
    ids. ``[^"\\\\]`` costs ~10 NFA states, never an enumeration of code points. Runs of
-   literal characters become one chain.
+   literal characters become one chain; a group that only alternates many literals
+   (:data:`~formcast.automaton.choices.CHOICE_MIN_WORDS` or more) becomes the words'
+   trie, built with numpy (:mod:`formcast.automaton.choices`).
 2. **Counted repeats** ``X{m,n}``: ``n`` copies of ``X`` chained by epsilon edges, with
    an exit after each of copies ``m..n`` (never nested optionals, so linear in ``n``).
    Small ones (at most 4,096 added states) are copied concretely with numpy. Larger

@@ -400,7 +400,9 @@ class LazyAutomaton:
         A state inside one regular copy takes its row from the template's (see
         :meth:`_copy_segments`); any other joins its members' moves."""
         members = self._sets[sid]
-        segments = self._copy_segments(members)
+        segments = self._single_segments(members) if len(members) == 1 else None
+        if segments is None:
+            segments = self._copy_segments(members)
         if segments is None:
             moves, moves_of = self._moves, self._moves_of
             segments = _segments(
@@ -416,6 +418,24 @@ class LazyAutomaton:
             row[lo : hi + 1] = target
         self._table[sid] = row  # readers see each entry as UNBUILT or final, never stale
         self._built[sid] = True
+
+    def _single_segments(
+        self, members: frozenset[int]
+    ) -> list[tuple[int, int, frozenset[int]]] | None:
+        """The row segments of a state of one concrete NFA state whose byte ranges do not
+        overlap (a node of a choice's trie, a character class): its edges as they are,
+        without joining moves; None for any other state."""
+        (member,) = members
+        if member >= VIRTUAL_BASE:
+            return None
+        a, b = self._boff[member], self._boff[member + 1]
+        los, his = self._blo_l[a:b], self._bhi_l[a:b]
+        order = sorted(range(b - a), key=los.__getitem__)
+        for previous, following in pairwise(order):
+            if los[following] <= his[previous]:
+                return None
+        closure, dst = self._closure, self._bdst_l
+        return [(los[k], his[k], closure(dst[a + k])) for k in order]
 
     def _copy_segments(
         self, members: frozenset[int]

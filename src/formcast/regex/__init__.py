@@ -49,7 +49,8 @@ Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b
 Unicode property escapes in patterns; a pattern combined with a format, or with lengths
 whose product with the pattern's automaton is too large (see ``bounded_pattern`` and
 ``long_pattern``); several patterns on one string; fractional ``multipleOf``;
-``uniqueItems`` (``specification`` mode); unknown formats (``specification`` mode);
+``uniqueItems`` (``specification`` mode); unknown formats where the document's root
+declares the format-assertion vocabulary (``$vocabulary``);
 ``patternProperties`` overlapping declared names past the same limits;
 ``minContains`` > 1, ``maxContains``; ``minProperties``/``maxProperties`` that would need
 counting optional or extra properties; ``oneOf`` branches that can be neither proven
@@ -97,9 +98,15 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   (``properties`` -> object, ...); ``uniqueItems`` is not enforced (Pydantic's ``set`` and
   ``frozenset`` accept and collapse duplicates; for a Pydantic ``set`` of a small enum or
   ``Literal``, :func:`~formcast.schema.load_schema` lists the arrays without repeats, so
-  it is exact there); unknown ``format`` values accept any
-  string with a :class:`UserWarning` (``binary``, ``password`` and ``path`` silently, as
-  Pydantic accepts any string for them). ``specification`` mode refuses both.
+  it is exact there); ``binary``, ``password`` and ``path`` formats accept any string
+  silently, as Pydantic does. ``specification`` mode refuses ``uniqueItems``.
+* Unknown ``format`` values (both modes) accept any string with a
+  :class:`~formcast.errors.UnknownFormatWarning`: every draft reads a format the
+  validator does not know as an annotation (2019-09 and 2020-12 unless the
+  format-assertion vocabulary is declared, which is refused instead).
+* Large ``enum``/``const`` lists of strings (:data:`~formcast.automaton.choices.CHOICE_MIN_WORDS`
+  or more) are written as one flat alternation that the automaton builds as a trie, and
+  count at a quarter of their characters against ``max_regex_length``.
 * ``patternProperties``: extra names are produced from the patterns only; names that match
   no pattern are not produced.
 * Pydantic models (``generation`` mode) are read through

@@ -31,6 +31,9 @@ class Translation(Protocol):
             Python's ``re`` must read.
         from_text: the options for plain string values copied from the text, if any.
         limits: the bounds of the translation.
+        formats_asserted: the document's root declares the format-assertion vocabulary
+            (:func:`~formcast.regex.formats.asserts_formats`): unknown formats are refused
+            instead of read as annotations.
     """
 
     mode: Mode
@@ -42,6 +45,7 @@ class Translation(Protocol):
     sharing: bool
     from_text: FromText | None
     limits: Limits
+    formats_asserted: bool
 
     def gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
         """Regex for a value satisfying every part; ``refs``: the references followed

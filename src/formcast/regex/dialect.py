@@ -26,9 +26,11 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from formcast import charset
+from formcast.automaton.choices import CHOICE_MIN_WORDS, LITERAL_ALTERNATION
 from formcast.charset import Ranges
 from formcast.limits import DEFAULT_LIMITS
 
@@ -184,9 +186,19 @@ def inline_definitions(regex: str, max_length: int = MAX_REGEX_LENGTH) -> str:
     return expand(main)
 
 
+_LITERAL_ESCAPES = {chr(code): lit_char(chr(code)) for code in [*range(0x20), 0x7F]}
+_LITERAL_ESCAPES.update((char, lit_char(char)) for char in _META)
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\x7f\\.^$*+?()\[\]{}|"]')
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return _LITERAL_ESCAPES[match.group()]
+
+
 def escape_literal(text: str) -> str:
-    """Escape ``text`` so that the regex matches exactly that text."""
-    return "".join(lit_char(c) for c in text)
+    """Escape ``text`` so that the regex matches exactly that text (one ``re.sub``, a
+    call per escaped character only)."""
+    return _NEEDS_ESCAPE.sub(_escaped, text)
 
 
 def _class_char(code: int) -> str:
@@ -198,6 +210,9 @@ def _class_char(code: int) -> str:
     return char
 
 
+_SCANNED_ATOM = 1000  # longer candidate atoms are first tried as a literal alternation
+
+
 def _is_atom(regex: str) -> bool:
     """True when a quantifier may follow ``regex`` directly."""
     if len(regex) == 1:
@@ -206,6 +221,8 @@ def _is_atom(regex: str) -> bool:
         return True
     if regex[0] not in "[(":
         return False
+    if len(regex) > _SCANNED_ATOM and LITERAL_ALTERNATION.fullmatch(regex):
+        return True  # a choice of many words: no scan in Python
     depth = 0
     in_class = False
     i = 0
@@ -274,9 +291,25 @@ def repeat(regex: str, low: int, high: int | None) -> str:
 
 
 def trie(words: Sequence[str]) -> str | None:
-    """Alternation of literal ``words`` with common prefixes factored out."""
+    """Alternation of literal ``words`` (duplicates dropped); ``None`` for no words.
+
+    Fewer than :data:`~formcast.automaton.choices.CHOICE_MIN_WORDS` distinct words are
+    written with their common prefixes factored out. More are written flat,
+    ``(?:w1|w2|...)`` in their first order: the automaton builds such a group directly as
+    the words' trie (:mod:`formcast.automaton.choices`), at a fraction of the generic
+    cost, and ``Limits.max_regex_length`` counts it at a fraction of its length
+    (:func:`~formcast.automaton.choices.pattern_cost`). Either form reads in Python's
+    ``re``. Cost: linear in the words' characters.
+    """
+    return _distinct_trie(list(dict.fromkeys(words)))
+
+
+def _distinct_trie(words: list[str]) -> str | None:
+    """:func:`trie` of distinct ``words``."""
     if not words:
         return None
+    if len(words) >= CHOICE_MIN_WORDS:
+        return "(?:" + _escape_words(words) + ")"
     tree: dict[str, Any] = {}
     for word in words:
         node = tree
@@ -291,6 +324,34 @@ def trie(words: Sequence[str]) -> str | None:
         return alt(alts) or ""
 
     return emit(tree)
+
+
+def _escape_words(words: list[str]) -> str:
+    """``escape_literal`` of each word, joined by ``|`` (one substitution over the joined
+    words when none holds a NUL, which then stands for the bars)."""
+    joined = "\x00".join(words)
+    if joined.count("\x00") != len(words) - 1:
+        return "|".join(escape_literal(word) for word in words)
+    return _NEEDS_ESCAPE_BUT_NUL.sub(_escaped, joined).replace("\x00", "|")
+
+
+_NEEDS_ESCAPE_BUT_NUL = re.compile(r'[\x01-\x1f\x7f\\.^$*+?()\[\]{}|"]')
+
+
+def string_choice(values: Sequence[str]) -> str | None:
+    """A regex matching exactly the compact JSON texts of the distinct strings
+    ``values`` (a quote, :func:`trie` of their JSON-escaped bodies, a quote); ``None``
+    for none.
+
+    For a ``Literal``/``enum`` of many names: one C call per value to write its JSON
+    text, then :func:`trie`."""
+    bodies = [encode_basestring(value)[1:-1] for value in values]
+    if _SURROGATE_RE.search("".join(bodies)):
+        bodies = [_SURROGATE_RE.sub(_surrogate_escape, body) for body in bodies]
+    inner = _distinct_trie(bodies)
+    if inner is None:
+        return None
+    return '\\"' + (inner if len(bodies) >= CHOICE_MIN_WORDS else group(inner)) + '\\"'
 
 
 def group_alt(regex: str) -> str:
@@ -406,7 +467,11 @@ def json_dumps(value: Any) -> str:
     """``value`` as compact JSON text, non-ASCII characters as themselves and lone
     surrogates as ``\\u`` escapes (they have no UTF-8 encoding)."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    return _SURROGATE_RE.sub(_surrogate_escape, text)
+
+
+def _surrogate_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
 
 
 def json_literal(value: Any) -> str:

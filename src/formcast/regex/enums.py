@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from formcast.automaton.choices import CHOICE_MIN_WORDS
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.context import Translation
-from formcast.regex.dialect import alt, json_literal
+from formcast.regex.dialect import alt, json_literal, string_choice
 from formcast.regex.parts import Never, Part, Result
 from formcast.regex.strings import formats_accept
 from formcast.schema import ANNOTATION_KEYWORDS, validator_class
@@ -85,7 +86,16 @@ def enum_candidates(flat: Sequence[Part]) -> list[Any] | None:
 
 def enumeration(t: Translation, flat: list[Part], candidates: list[Any]) -> Result:
     """The candidates (duplicates dropped) that satisfy every part, as alternatives; a
-    Never when none does."""
+    Never when none does.
+
+    Many strings checked only against ``type``/``enum``/``const`` (a ``Literal`` of
+    10,000 names) take :func:`_string_enumeration`: set operations, no per-value JSON
+    text."""
+    strings = _string_enumeration(flat, candidates)
+    if strings is not None:
+        if not strings:
+            return Never("enum", flat[0].pointer, "no enum/const value satisfies every keyword")
+        return string_choice(strings) or ""
     formats = [
         (p.schema["format"], p.pointer) for p in flat if isinstance(p.schema.get("format"), str)
     ]
@@ -96,13 +106,52 @@ def enumeration(t: Translation, flat: list[Part], candidates: list[Any]) -> Resu
         if key in seen:
             continue
         seen.add(key)
-        if isinstance(value, str) and not formats_accept(value, formats, t.mode):
+        if isinstance(value, str) and not formats_accept(
+            value, formats, t.mode, t.formats_asserted
+        ):
             continue
         if t.valid(value, flat):
             kept.append(value)
     if not kept:
         return Never("enum", flat[0].pointer, "no enum/const value satisfies every keyword")
     return alt(json_literal(v) for v in kept) or ""
+
+
+def _string_enumeration(flat: Sequence[Part], candidates: list[Any]) -> list[str] | None:
+    """The distinct candidates, in order, that every part allows, when there are at least
+    :data:`CHOICE_MIN_WORDS` of them, all strings, and every part is ``true`` or has only
+    ``type``/``enum``/``const`` and annotations; else ``None`` (check value by value).
+
+    Two strings are equal as JSON values exactly when they are equal as Python strings,
+    so deduplication and ``enum``/``const`` membership are set operations; the list the
+    candidates come from (:func:`enum_candidates`: the first part with an ``enum``) is
+    not checked against itself."""
+    if len(candidates) < CHOICE_MIN_WORDS or not all(type(v) is str for v in candidates):
+        return None
+    kept: list[str] = list(dict.fromkeys(candidates))
+    source = next((p for p in flat if "const" in p.schema or "enum" in p.schema), None)
+    for part in flat:
+        schema = part.schema
+        if schema is True:
+            continue
+        if not isinstance(schema, Mapping) or not schema.keys() <= _SIMPLE_KEYWORDS:
+            return None
+        kinds = schema.get("type", ["string"])
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            return None
+        if "string" not in kinds:
+            return []
+        if "const" in schema:
+            const = schema["const"]
+            kept = [v for v in kept if type(const) is str and v == const]
+        values = schema.get("enum")
+        if values is not None and part is not source:
+            if not isinstance(values, list):
+                return None
+            allowed = {v for v in values if type(v) is str}
+            kept = [v for v in kept if v in allowed]
+    return kept
 
 
 def canonical(value: Any) -> str:

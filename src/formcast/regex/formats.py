@@ -213,6 +213,29 @@ FREE_STRING_FORMATS = frozenset({"binary", "password", "path"})
 """Formats Pydantic emits that accept any string (``bytes``, ``SecretStr``, ``Path``)."""
 
 
+_FORMAT_ASSERTION_VOCABULARIES = (
+    "https://json-schema.org/draft/2020-12/vocab/format-assertion",
+    "https://json-schema.org/draft/2019-09/vocab/format",
+)
+
+
+def asserts_formats(root: Any) -> bool:
+    """Whether the document's root declares, in ``$vocabulary``, the vocabulary that
+    makes ``format`` an assertion (2020-12's format-assertion, or 2019-09's format vocabulary
+    required with ``true``). Otherwise every draft reads a format a validator does not
+    know as an annotation. A metaschema named only by ``$schema`` is not fetched, so its
+    vocabularies are not known."""
+    vocabulary = root.get("$vocabulary") if isinstance(root, dict) else None
+    if not isinstance(vocabulary, dict):
+        return False
+    return any(
+        uri.rstrip("#") == assertion and (value is True or uri.endswith("format-assertion"))
+        for uri, value in vocabulary.items()
+        if isinstance(uri, str)
+        for assertion in _FORMAT_ASSERTION_VOCABULARIES
+    )
+
+
 @cache
 def format_length_of(regex: str) -> tuple[int, float]:
     """The fewest and most characters a string matching the format ``regex`` has."""

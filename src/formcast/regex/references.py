@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from formcast.automaton.choices import pattern_cost
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.dialect import SHARE_MIN_LENGTH, calls
 from formcast.regex.parts import REFUSED_KEYWORDS, VALIDATION_KEYWORDS, Never, Part, TooLarge
@@ -40,7 +41,7 @@ class Definitions:
         self.share_long = share_long
         self.enabled = True
         self.names: dict[str, str] = {}
-        self.defined_length = 0  # characters of every body so far
+        self.defined_length = 0  # pattern_cost of every body so far (~ their characters)
         self._expanded: dict[str, int] = {}  # name -> length with its calls inlined
 
     def share(
@@ -68,7 +69,7 @@ class Definitions:
                 )
             name = self.names[regex] = f"d{len(self.names)}"
             self._expanded[name] = expanded
-            self.defined_length += len(regex)
+            self.defined_length += pattern_cost(regex)
         return f"(?&{name})"
 
     def prefixed(self, main: str) -> str:

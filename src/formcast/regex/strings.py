@@ -16,7 +16,7 @@ import re
 import warnings
 from typing import Any
 
-from formcast.errors import UnsupportedSchemaError
+from formcast.errors import UnknownFormatWarning, UnsupportedSchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.context import Translation
 from formcast.regex.dialect import (
@@ -84,7 +84,7 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
         if name in STRING_FORMATS or format_regex(name, 0, None, t.mode):
             known.append((name, pointer))
         elif not (name in FREE_STRING_FORMATS and t.mode == "generation"):
-            unknown_format(name, pointer, t.mode)
+            unknown_format(name, pointer, t.mode, t.formats_asserted)
     if len(known) > 1:
         raise UnsupportedSchemaError(
             "format", known[1][1], "several different formats cannot be combined"
@@ -154,8 +154,11 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
     return f'"{body}"'
 
 
-def formats_accept(value: str, formats: list[tuple[str, str]], mode: Mode) -> bool:
-    """Whether the string ``value`` has every format of ``formats`` (name, pointer)."""
+def formats_accept(
+    value: str, formats: list[tuple[str, str]], mode: Mode, asserted: bool = False
+) -> bool:
+    """Whether the string ``value`` has every format of ``formats`` (name, pointer); an
+    unknown format accepts it (see :func:`unknown_format`, which ``asserted`` passes to)."""
     for name, pointer in formats:
         regex = format_regex(name, 0, None, mode) or STRING_FORMATS.get(name)
         if regex is not None:
@@ -164,7 +167,7 @@ def formats_accept(value: str, formats: list[tuple[str, str]], mode: Mode) -> bo
         elif name in FREE_STRING_FORMATS and mode == "generation":
             continue
         else:
-            unknown_format(name, pointer, mode)
+            unknown_format(name, pointer, mode, asserted)
     return True
 
 
@@ -180,16 +183,29 @@ def format_regex(name: str, low: int, high: int | None, mode: Mode) -> str | Non
     return regex
 
 
-def unknown_format(name: str, pointer: str, mode: Mode) -> None:
-    """Refuse format ``name`` (``specification`` mode), or warn that it is not enforced.
+def unknown_format(name: str, pointer: str, mode: Mode, asserted: bool = False) -> None:
+    """Warn that format ``name`` is not enforced (:class:`UnknownFormatWarning`), or refuse
+    it when the document makes formats assertions (``asserted``, specification mode).
 
-    The warning's ``stacklevel`` counts the frames of the translation above this call."""
-    if mode == "specification":
-        raise UnsupportedSchemaError("format", pointer, f"unknown format {name!r}")
+    Every JSON Schema draft reads a format the validator does not know as an annotation
+    (2019-09 and 2020-12 unless the format-assertion vocabulary is in use; drafts 4 to 7
+    leave formats, and custom ones most of all, optional to check), so any string is
+    valid there. The warning's ``stacklevel`` counts the frames of the translation above
+    this call."""
+    where = pointer or "/"
+    if mode == "specification" and asserted:
+        raise UnsupportedSchemaError(
+            "format", pointer, f"unknown format {name!r} (the schema's vocabulary asserts formats)"
+        )
+    reading = (
+        "JSON Schema reads it as an annotation" if mode == "specification" else "it is not enforced"
+    )
     warnings.warn(
-        f"formcast: unknown format {name!r} at {pointer or '/'} is not enforced; any "
-        "string is allowed",
-        UserWarning,
+        UnknownFormatWarning(
+            name,
+            pointer,
+            f"formcast: unknown format {name!r} at {where}: {reading}; any string is allowed",
+        ),
         stacklevel=5,
     )
 
