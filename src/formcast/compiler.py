@@ -19,7 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 from formcast import cache as disk_cache
-from formcast.automaton import LazyAutomaton
+from formcast.automaton import compile_automaton
 from formcast.cache import CacheSetting
 from formcast.constraint import (
     DEFAULT_COMPILE_OPTIONS,
@@ -101,6 +101,11 @@ def compile(
     key: ``model_json_schema()`` and one ``json.dumps``). Index rows are built lazily
     while decoding; :func:`formcast.save_to_disk_cache` stores the ones built since.
 
+    A regex whose definitions recurse (a :class:`formcast.Regex` written so, or a
+    grammar) compiles to a :class:`~formcast.automaton.PushdownAutomaton`; such an index
+    is memoised in-process but not written to the disk cache (it is rebuilt in each
+    process).
+
     Raises:
         SchemaError: the output type cannot be read as a constraint.
         UnsupportedSchemaError: the schema uses a keyword that cannot be enforced exactly.
@@ -134,7 +139,7 @@ def compile(
     spec = output_spec(output, options)
     index = _remembered(("regex", spec.key, fingerprint))
     if index is None:
-        automaton = LazyAutomaton(spec.regex, options.limits)
+        automaton = compile_automaton(spec.regex, options.limits)
         index = TokenIndex(automaton, vocabulary, description=_describe(output))
     if folder is not None:
         index.row(index.initial_state)  # so that a hit answers the first mask at once

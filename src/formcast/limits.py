@@ -99,6 +99,15 @@ class Limits:
     """Speed: groups at least this many characters long are parsed once per distinct
     text; an equal group written again copies the NFA built the first time."""
 
+    # -- recursion (pushdown automata) ---------------------------------------------------
+    max_pushdown_stacks: int = 4_096
+    """Refusal: stacks (parses of a recursive pattern followed at once) in one state of a
+    :class:`~formcast.automaton.pushdown.PushdownAutomaton`. Unambiguous grammars keep a
+    few; a grammar ambiguous enough to exceed it fails with
+    :class:`~formcast.errors.SchemaError` when a walk reaches such a state,
+    instead of slowing every row down and eating memory: a row costs time linear in
+    its stacks, and each stack's frames stay interned."""
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)

@@ -74,7 +74,37 @@ Instances pickle with the rows built so far.
 
 from __future__ import annotations
 
+from formcast.automaton.definitions import plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
+from formcast.automaton.parse import UnresolvedCallError
+from formcast.automaton.pushdown import PushdownAutomaton
+from formcast.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["DEAD", "UNREACHABLE", "LazyAutomaton"]
+__all__ = ["DEAD", "UNREACHABLE", "LazyAutomaton", "PushdownAutomaton", "compile_automaton"]
+
+
+def compile_automaton(
+    pattern: str, limits: Limits = DEFAULT_LIMITS
+) -> LazyAutomaton | PushdownAutomaton:
+    """The byte automaton of ``pattern``: a :class:`LazyAutomaton` when its definitions
+    do not recurse, else a :class:`PushdownAutomaton`.
+
+    A pattern without recursion is built exactly as ``LazyAutomaton(pattern)``: the plain
+    build runs first, and only a call it cannot resolve (one before or inside its
+    definition) makes the definitions be planned (:mod:`formcast.automaton.definitions`).
+    Calls to definitions written later, with no cycle among them, are then reordered and
+    built as a :class:`LazyAutomaton` too.
+
+    Raises:
+        SchemaError: as :class:`LazyAutomaton` and :class:`PushdownAutomaton`.
+    """
+    try:
+        return LazyAutomaton(pattern, limits)
+    except UnresolvedCallError:
+        pass
+    plan = plan_recursion(pattern)
+    if not plan.recursive:
+        automaton = LazyAutomaton(plan.pattern, limits)
+        return automaton
+    return PushdownAutomaton(pattern, limits)
