@@ -59,6 +59,7 @@ class DistanceTables:
         self._nfa = nfa
         self._tree = tree
         self._kept: dict[_Key, dict[int, ScopeDistances]] = {}
+        self._call_edges: tuple[npt.NDArray[np.intp], list[int], npt.NDArray[np.intp]] | None = None
 
     def min_bytes(
         self,
@@ -130,7 +131,9 @@ class DistanceTables:
         else:
             byte_ok = _range_minima(weights)[nfa.byte_lo, nfa.byte_hi]
         if call_costs is not None:
-            calls, callees, digits = call_edges(nfa, marker_width(len(call_costs)))
+            if self._call_edges is None:
+                self._call_edges = call_edges(nfa, marker_width(len(call_costs)))
+            calls, callees, digits = self._call_edges
             byte_ok[digits] = 0
             callee_costs = np.asarray(call_costs, dtype=np.int64)[callees]
             byte_ok[calls] = np.minimum(callee_costs, UNREACHABLE)

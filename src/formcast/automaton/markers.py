@@ -38,6 +38,8 @@ Indices = npt.NDArray[np.intp]
 
 MARKER_BYTES = frozenset([CALL_BYTE, *DIGIT_BYTES])
 _DIGIT_VALUE = {byte: value for value, byte in enumerate(DIGIT_BYTES)}
+_IS_DIGIT = np.zeros(256, dtype=np.bool_)
+_IS_DIGIT[list(DIGIT_BYTES)] = True
 
 
 def marker_width(callees: int) -> int:
@@ -65,7 +67,7 @@ def call_edges(nfa: Nfa, width: int) -> tuple[Indices, list[int], Indices]:
     its digit edges. O(byte edges)."""
     lo = nfa.byte_lo
     calls = np.flatnonzero(lo == CALL_BYTE)
-    digits = np.flatnonzero(np.isin(lo, np.frombuffer(DIGIT_BYTES, dtype=np.uint8)))
+    digits = np.flatnonzero(_IS_DIGIT[lo])
     digit_at = {
         source: (byte, target)
         for source, byte, target in zip(
