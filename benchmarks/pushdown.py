@@ -65,8 +65,8 @@ def json_grammar(depth: int | None) -> str:
 
 def _arithmetic(expr: str) -> str:
     return (
-        rf"(?P<term{{k}}>(?&factor{{k}})(?:[*/](?&factor{{k}}))*)"
-        rf"(?P<expr{{k}}>(?&term{{k}})(?:[-+](?&term{{k}}))*)"
+        r"(?P<term{k}>(?&factor{k})(?:[*/](?&factor{k}))*)"
+        r"(?P<expr{k}>(?&term{k})(?:[-+](?&term{k}))*)"
     ).replace("{k}", expr)
 
 
@@ -125,7 +125,9 @@ class Figures:
     automaton: str = ""
 
 
-def measure(pattern: str, strings: list[str], tokenizer: Any, vocabulary: Vocabulary, repeats: int) -> Figures:
+def measure(
+    pattern: str, strings: list[str], tokenizer: Any, vocabulary: Vocabulary, repeats: int
+) -> Figures:
     """Compile ``pattern`` ``repeats`` times (caches off), then time every mask along
     ``strings`` from the last compile (every string must be accepted)."""
     figures = Figures()
