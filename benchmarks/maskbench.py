@@ -26,6 +26,11 @@ are installed; a comparison block then gives each peer's figures as ratios to fo
     python benchmarks/maskbench.py --engines formcast   # formcast alone
     python benchmarks/maskbench.py --engines formcast xgrammar --every 25
     python benchmarks/maskbench.py --out results.jsonl --timeout 10 --memory-mb 4096
+    python benchmarks/maskbench.py --engines formcast --max-recursion-depth none  # exact
+
+``--max-recursion-depth`` (formcast only) sets ``compile``'s option of that name: an int
+unrolls recursive ``$ref`` that many times (the default, 3), ``none`` makes recursion and
+unconstrained values exact (a pushdown automaton; ``Limits.any_value_depth=None``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench"
+_RECURSION_VARIABLE = "FORMCAST_MASKBENCH_RECURSION"
 STATUSES = (
     "pass",
     "unsupported",
@@ -150,7 +156,7 @@ def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
     width = vocabulary.size
     started = time.perf_counter()
     try:
-        index = compile_index(schema, vocabulary, mode="specification")
+        index = compile_index(schema, vocabulary, mode="specification", **_recursion_options())
         Cursor(index).bitmask(width)
     except UnsupportedSchemaError as e:
         result.status, result.keyword, result.detail = "unsupported", e.keyword, str(e)
@@ -161,6 +167,19 @@ def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
     result.compile_ms = (time.perf_counter() - started) * 1000
     buffer = Cursor(index).bitmask(width)
     return judge_instances(result, schema, tests, tokenizer, lambda: _CursorMatcher(index), buffer)
+
+
+def _recursion_options() -> dict[str, Any]:
+    """``compile``'s recursion options from ``$FORMCAST_MASKBENCH_RECURSION`` (set by
+    ``--max-recursion-depth`` for the worker processes): none when unset."""
+    from formcast.limits import Limits
+
+    value = os.environ.get(_RECURSION_VARIABLE)
+    if value is None:
+        return {}
+    if value == "none":
+        return {"max_recursion_depth": None, "limits": Limits(any_value_depth=None)}
+    return {"max_recursion_depth": int(value)}
 
 
 class Matcher(Protocol):
@@ -538,7 +557,16 @@ def main() -> None:
         default=None,
         help="engines to run (default: formcast and every installed peer)",
     )
+    parser.add_argument(
+        "--max-recursion-depth",
+        default=None,
+        help="formcast's max_recursion_depth: an int, or none for exact recursion",
+    )
     args = parser.parse_args()
+    if args.max_recursion_depth is not None:
+        if args.max_recursion_depth != "none" and not args.max_recursion_depth.isdigit():
+            sys.exit(f"expected an int or none, found {args.max_recursion_depth!r}")
+        os.environ[_RECURSION_VARIABLE] = args.max_recursion_depth  # read by the workers
     if not DATA.is_dir():
         sys.exit(f"maskbench data not found at {DATA}")
     sys.path.insert(0, str(Path(__file__).resolve().parent))

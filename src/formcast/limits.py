@@ -31,7 +31,8 @@ __all__ = ["DEFAULT_LIMITS", "Limits"]
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on the work of compiling one constraint. Every field is an int >= 0."""
+    """Bounds on the work of compiling one constraint. Every field is an int >= 0
+    (``any_value_depth`` may also be None)."""
 
     # -- schema -> regex ----------------------------------------------------------------
     max_regex_length: int = 1_000_000
@@ -39,10 +40,12 @@ class Limits:
     to fit; a schema whose regex is longer even then is refused. Compile time and the
     automaton's size grow about linearly with it."""
 
-    any_value_depth: int = 12
+    any_value_depth: int | None = 12
     """Refusal-free bound: levels of nesting of an unconstrained JSON value (schema ``true``
     or ``{}``) in ``specification`` mode. Each level is one definition of a few hundred
-    characters."""
+    characters. ``None``: any depth, exactly, through one recursive definition (the
+    constraint then compiles to a pushdown automaton, whose indexes are not written to
+    the disk cache)."""
 
     share_min_length: int = 400
     """Speed/memory: when a regex is rebuilt with sharing, sub-schema regexes at least this
@@ -111,9 +114,12 @@ class Limits:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
+            if value is None and field.name in _OPTIONAL:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                allowed = " or None" if field.name in _OPTIONAL else ""
                 raise InvalidOptionError(
-                    f"expected Limits.{field.name} to be an int >= 0, found {value!r}"
+                    f"expected Limits.{field.name} to be an int >= 0{allowed}, found {value!r}"
                 )
 
     def key(self) -> str:
@@ -130,6 +136,8 @@ class Limits:
         """A copy with ``changes`` applied (checked like the constructor)."""
         return dataclasses.replace(self, **changes)
 
+
+_OPTIONAL = frozenset({"any_value_depth"})  # fields that may be None (unbounded)
 
 DEFAULT_LIMITS = Limits()
 """The limits used when ``compile`` is given none."""
