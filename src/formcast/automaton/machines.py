@@ -132,9 +132,10 @@ class Machines:
 
     # -- completion costs ---------------------------------------------------------------
     def completions(self, usable: BoolArray | None) -> tuple[int, ...]:
-        """What completing each machine from its start costs, in bytes of ``usable``
-        (``None``: any byte), :data:`UNREACHABLE` where it cannot complete; entry 0 is
-        the main pattern's. The least fixpoint, computed once per ``usable``."""
+        """What completing each recursive definition (machine ``k + 1`` at entry ``k``)
+        from its start costs, in bytes of ``usable`` (``None``: any byte),
+        :data:`UNREACHABLE` where it cannot complete. The least fixpoint, computed once
+        per ``usable``."""
         key = None if usable is None else np.asarray(usable, dtype=np.bool_).tobytes()
         found = self._completions.get(key)
         if found is None:
@@ -145,15 +146,15 @@ class Machines:
         """Costs lowered round by round until none changes: after round ``r`` a cost is
         the cheapest over derivations nested at most ``r`` deep, and a cheapest one
         never nests a definition in itself, so ``machines + 1`` rounds suffice."""
-        costs = [UNREACHABLE] * len(self.automata)
-        for _ in range(len(self.automata) + 1):
+        costs = [UNREACHABLE] * (len(self.automata) - 1)
+        for _ in range(len(self.automata)):
             changed = False
-            for machine, automaton in enumerate(self.automata):
+            for callee, automaton in enumerate(self.automata[1:]):
                 cost = automaton.min_bytes_to_accept(
-                    automaton.initial, usable, call_costs=tuple(costs[1:])
+                    automaton.initial, usable, call_costs=tuple(costs)
                 )
-                if cost < costs[machine]:
-                    costs[machine] = cost
+                if cost < costs[callee]:
+                    costs[callee] = cost
                     changed = True
             if not changed:
                 break
@@ -161,14 +162,16 @@ class Machines:
 
     def distance(self, machine: int, state: int, usable: BoolArray | None) -> int:
         """Fewest ``usable`` bytes from ``state`` to ``machine``'s end, callees completed."""
-        call_costs = self.completions(usable)[1:]
+        call_costs = self.completions(usable)
         return self.automata[machine].min_bytes_to_accept(state, usable, call_costs=call_costs)
 
     # -- checks ---------------------------------------------------------------------------
     def _check_productive(self) -> None:
+        """Refuse a reachable definition that cannot complete. The main pattern then can:
+        its NFA is trimmed with calls counted as edges, and all it calls can complete."""
         costs = self.completions(None)
-        for machine in [*self.reachable[1:], MAIN]:  # a culprit before its callers
-            if costs[machine] >= UNREACHABLE:
+        for machine in self.reachable[1:]:
+            if costs[machine - 1] >= UNREACHABLE:
                 raise refuse_definition(
                     self.pattern,
                     self.names[machine],

@@ -21,9 +21,10 @@ Contract
   (?P<d1>...)...)`` and call them with ``(?&d0)`` (PCRE's syntax; a body calls only
   earlier definitions, so nothing recurses, except with ``max_recursion_depth=None``:
   then recursive ``$ref`` targets are definitions ``(?P<rN>...)`` that call themselves,
-  read exactly by :class:`formcast.automaton.PushdownAutomaton`). :func:`inline_definitions` turns such a
-  regex into one that ``interegular.parse_pattern`` and Python's ``re`` read, as every
-  regex without definitions already is.
+  read exactly by :class:`formcast.automaton.PushdownAutomaton`).
+  :func:`inline_definitions` turns such a regex (without recursion) into one that
+  ``interegular.parse_pattern`` and Python's ``re`` read, as every regex without
+  definitions already is.
 
 Keywords
 --------
