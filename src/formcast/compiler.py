@@ -19,7 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 from formcast import cache as disk_cache
-from formcast.automaton import compile_automaton
+from formcast.automaton import PushdownAutomaton, compile_automaton
 from formcast.cache import CacheSetting
 from formcast.constraint import (
     DEFAULT_COMPILE_OPTIONS,
@@ -31,7 +31,7 @@ from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.schema import Mode
-from formcast.text import FromText
+from formcast.text import FromText, text_slots
 from formcast.vocabulary import Vocabulary
 
 __all__ = ["adopt", "clear_memory_cache", "compile", "vocabulary_of"]
@@ -142,6 +142,12 @@ def compile(
     index = _remembered(("regex", spec.key, fingerprint))
     if index is None:
         automaton = compile_automaton(spec.regex, options.limits)
+        if isinstance(automaton, PushdownAutomaton) and text_slots(spec.regex):
+            raise InvalidOptionError(
+                "expected FromText values outside exact recursion, found both in "
+                f"{_describe(output)!r}: values copied from a text are bound to a finite "
+                "automaton only; set max_recursion_depth (and Limits.any_value_depth) to an int"
+            )
         index = TokenIndex(automaton, vocabulary, description=_describe(output))
     if folder is not None:
         index.row(index.initial_state)  # so that a hit answers the first mask at once

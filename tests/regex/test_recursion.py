@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import jsonschema
 import pytest
@@ -192,3 +192,37 @@ def test_recursive_definitions_have_no_inlined_form() -> None:
 
     with pytest.raises(ValueError, match="'r0' is recursive"):
         inline_definitions(formcast.schema_to_regex(Node, max_recursion_depth=None))
+
+
+class Quoted(BaseModel):
+    text: Annotated[str, formcast.FromText()]
+    replies: list[Quoted] = []
+
+
+def test_text_values_inside_exact_recursion_are_refused() -> None:
+    from formcast.vocabulary import Vocabulary
+
+    vocabulary = Vocabulary.from_token_bytes([b"", *(bytes([b]) for b in range(32, 127))], [0])
+    with pytest.raises(formcast.InvalidOptionError, match="FromText values outside exact"):
+        formcast.compile(Quoted, vocabulary, max_recursion_depth=None, cache=False)
+    index = formcast.compile(Quoted, vocabulary, cache=False)  # unrolled: bound per request
+    assert index.text_slots
+
+
+def test_compile_with_exact_recursion_decodes_deep_values() -> None:
+    from formcast.vocabulary import Vocabulary
+
+    vocabulary = Vocabulary.from_token_bytes(
+        [b"", *(bytes([b]) for b in range(32, 127)), b'{"name":"', b'","children":['], [0]
+    )
+    index = formcast.compile(Node, vocabulary, max_recursion_depth=None, cache=False)
+    assert isinstance(index.automaton, PushdownAutomaton)
+    with pytest.raises(formcast.InvalidOptionError, match="recursive"):
+        index.to_bytes()
+    cursor = index.cursor()
+    text = _compact(_deep_node(30))
+    cursor.advance_bytes(text)
+    assert cursor.is_accepting()
+    budget = index.cursor()
+    budget.advance_bytes(b'{"name":"a","children":[' * 5)
+    assert budget.min_tokens_to_accept() == len(b"]}" * 5)  # every open list and object closed
