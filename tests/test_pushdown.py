@@ -404,3 +404,17 @@ def test_compile_builds_a_pushdown_index_that_is_not_cached_on_disk(
     with pytest.raises(formcast.InvalidOptionError, match="recursive"):
         index.to_bytes()
     assert formcast.compile(formcast.Regex(ARITHMETIC.regex()), vocabulary) is index
+
+
+def test_more_definitions_than_one_marker_digit_numbers() -> None:
+    """30 mutually recursive definitions: callees numbered with two marker digits."""
+    count = 30
+    letters = [chr(ord("a") + k % 26) for k in range(count)]
+    definitions = "".join(f"(?P<r{k}>{letters[k]}(?&r{(k + 1) % count})?)" for k in range(count))
+    automaton = compile_automaton(f"(?(DEFINE){definitions})(?&r0)")
+    assert isinstance(automaton, PushdownAutomaton)
+    text = "".join(letters[k % count] for k in range(75))
+    for end in (1, 29, 30, 31, 75):
+        assert automaton.matches(text[:end].encode())
+    assert not automaton.matches(text[:40].encode() + b"a")
+    assert not automaton.matches(b"b")
