@@ -117,22 +117,45 @@ def test_a_reference_to_the_root_is_a_recursive_definition() -> None:
     assert not automaton.matches(b'{"kids":[{"kids":1}]}')
 
 
-def test_recursion_combined_with_other_keywords_is_refused() -> None:
+def test_recursion_combined_with_other_keywords_is_unrolled() -> None:
+    """No call can stand for a recursive reference and a sibling keyword at once: that
+    reference is unrolled three times (stricter, never looser); plain ones stay exact."""
+    string_or_nested = {"minProperties": 1, "anyOf": [{"type": "string"}, {"$ref": "#/$defs/r"}]}
+    schema = {
+        "$defs": {"r": {"type": "object", "additionalProperties": string_or_nested}},
+        "type": "object",
+        "additionalProperties": string_or_nested,
+    }
+    regex = formcast.schema_to_regex(schema, mode="specification", max_recursion_depth=None)
+    automaton = compile_automaton(regex)
+    nested = {"a": "x"}
+    for _ in range(3):
+        nested = {"k": nested}
+    assert automaton.matches(_compact(nested))
+    assert not automaton.matches(_compact({"k": {}}))  # minProperties holds inside
+    for _ in range(3):
+        nested = {"k": nested}
+    assert not automaton.matches(_compact(nested))  # deeper than the three unrollings
+
+
+def test_a_reference_wrapped_in_a_single_allof_stays_exact() -> None:
     schema = {
         "$defs": {
-            "n": {
+            "item": {
                 "type": "object",
-                "properties": {"next": {"$ref": "#/$defs/n", "minProperties": 1}},
+                "properties": {
+                    "children": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/item"}]}}
+                },
+                "additionalProperties": False,
             }
         },
-        "$ref": "#/$defs/n",
+        "allOf": [{"$ref": "#/$defs/item"}],
     }
-    with pytest.raises(formcast.UnsupportedSchemaError) as raised:
-        formcast.schema_to_regex(schema, mode="specification", max_recursion_depth=None)
-    assert raised.value.keyword == "$ref"
-    assert "max_recursion_depth" in raised.value.reason
-    # unrolled, as before
-    assert formcast.schema_to_regex(schema, mode="specification", max_recursion_depth=2)
+    regex = formcast.schema_to_regex(schema, mode="specification", max_recursion_depth=None)
+    automaton = compile_automaton(regex)
+    assert isinstance(automaton, PushdownAutomaton)
+    deep = b'{"children":[' * 30 + b"{}" + b"]}" * 30
+    assert automaton.matches(deep)
 
 
 def test_max_recursion_depth_is_checked() -> None:

@@ -90,8 +90,9 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   inside itself that many times); deeper, the reference is dropped where the schema allows
   (optional property, empty array, ``anyOf`` branch) and otherwise ``$ref`` is refused.
   ``max_recursion_depth=None`` makes recursion exact instead (recursive definitions); a
-  recursive reference combined with other keywords (``allOf``, siblings of ``$ref``) is
-  then refused, and so is recursion inside a name pattern (``propertyNames``).
+  recursive reference combined with other keywords (``allOf`` parts, siblings of
+  ``$ref``) is then unrolled three times as by default (no call stands for a
+  conjunction), and recursion inside a name pattern (``propertyNames``) is refused.
   ``Limits.any_value_depth=None`` makes unconstrained values exact at any depth too.
   When the regex would exceed :data:`MAX_REGEX_LENGTH`, or its definitions inlined would
   exceed 2**56 characters (the automaton numbers the states of every copy), recursion is

@@ -33,6 +33,11 @@ from formcast.regex.parts import (
 from formcast.schema import References, join_pointer
 from formcast.text import FROM_TEXT_KEYWORD
 
+COMBINED_RECURSION_DEPTH = 3
+"""With exact recursion, how many times a recursive reference combined with other keywords
+(``allOf`` siblings, a ``$ref`` with ``minProperties``...) is unrolled: no call can stand
+for the conjunction, so it is unrolled as by default (stricter, never looser)."""
+
 # Calls are virtual copies whose state ids number the whole expansion (see automaton.py);
 # past this inlined length, recursion is unrolled fewer times.
 _MAX_EXPANDED_LENGTH = 2**56
@@ -163,7 +168,8 @@ class Flattener:
     def __init__(self, root: Any, max_depth: int | None) -> None:
         """``max_depth`` None: recursion is exact, through calls made before flattening
         (:class:`Recursion`); a recursive reference that reaches :meth:`flatten` is one
-        combined with other keywords, which no call can stand for, and is refused."""
+        combined with other keywords, which no call can stand for: it is unrolled
+        :data:`COMBINED_RECURSION_DEPTH` times, as recursion is by default."""
         self.references = References(root)
         self.max_depth = max_depth
         self.recursive = False
@@ -176,22 +182,26 @@ class Flattener:
         """The target pointer of ``parts`` when they hold one ``$ref`` and nothing else
         that validates (a value of them is exactly a value of its target; parts of
         annotations only, as a distributed ``anyOf`` leaves, do not count), else None."""
-        references = [
-            p for p in parts if isinstance(p.schema, dict) and isinstance(p.schema.get("$ref"), str)
-        ]
-        if len(references) != 1:
-            return None
-        (reference,) = references
-        if any(
-            p is not reference
-            and p.schema is not True
-            and (not isinstance(p.schema, dict) or _has_validation(p.schema))
+        validating = [
+            p
             for p in parts
-        ):
+            if p.schema is not True
+            and (not isinstance(p.schema, dict) or _has_validation(p.schema))
+        ]
+        if len(validating) != 1:
             return None
-        if _has_validation({k: v for k, v in reference.schema.items() if k != "$ref"}):
-            return None
-        return self.resolve(reference.schema["$ref"], reference.pointer)[1]
+        schema, pointer = validating[0].schema, validating[0].pointer
+        while isinstance(schema, dict):  # through allOf of one schema: [{"$ref": ...}]
+            reference = schema.get("$ref")
+            if isinstance(reference, str) and not _has_validation(_without(schema, "$ref")):
+                return self.resolve(reference, pointer)[1]
+            wrapped = schema.get("allOf")
+            if not isinstance(wrapped, list) or len(wrapped) != 1:
+                return None
+            if _has_validation(_without(schema, "allOf")):
+                return None
+            schema, pointer = wrapped[0], join_pointer(pointer, "allOf", 0)
+        return None
 
     def flatten(
         self, parts: list[Part], refs: tuple[str, ...]
@@ -222,22 +232,18 @@ class Flattener:
                 target, target_pointer = self.resolve(ref, part.pointer)
                 if target_pointer in refs:
                     self.recursive = True
-                    if self.max_depth is None:
-                        raise UnsupportedSchemaError(
-                            "$ref",
-                            part.pointer,
-                            "a recursive reference combined with other keywords (allOf, "
-                            "siblings of $ref) cannot be enforced exactly; set "
-                            "max_recursion_depth to unroll it",
-                        )
-                if self.max_depth is not None and refs.count(target_pointer) > self.max_depth:
+                depth = COMBINED_RECURSION_DEPTH if self.max_depth is None else self.max_depth
+                if refs.count(target_pointer) > depth:
                     return (
                         [],
                         refs,
                         Never(
                             "$ref",
                             part.pointer,
-                            f"recursion deeper than max_recursion_depth={self.max_depth}",
+                            f"recursion deeper than max_recursion_depth={depth}"
+                            if self.max_depth is not None
+                            else f"a recursive reference combined with other keywords, "
+                            f"unrolled {depth} times",
                         ),
                     )
                 refs = (*refs, target_pointer)
@@ -259,6 +265,10 @@ class Flattener:
             if _has_validation(schema):
                 out.append(part)
         return out, refs, None
+
+
+def _without(schema: Mapping[str, Any], keyword: str) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k != keyword}
 
 
 def _has_validation(schema: Mapping[str, Any]) -> bool:
