@@ -26,6 +26,14 @@ are installed; a comparison block then gives each peer's figures as ratios to fo
     python benchmarks/maskbench.py --engines formcast   # formcast alone
     python benchmarks/maskbench.py --engines formcast xgrammar --every 25
     python benchmarks/maskbench.py --out results.jsonl --timeout 10 --memory-mb 4096
+    python benchmarks/maskbench.py --engines formcast --max-recursion-depth none  # exact
+    python benchmarks/maskbench.py --engines formcast --names recursive.txt  # listed files
+
+``--max-recursion-depth`` (formcast only) sets ``compile``'s option of that name: an int
+unrolls recursive ``$ref`` that many times (the default, 3), ``none`` makes recursion
+exact (a pushdown automaton); ``--any-value-depth`` sets ``Limits.any_value_depth`` the
+same way for unconstrained values (default 12). ``--names`` reads the schema file names
+to run, one per line, instead of taking every Nth.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench"
+_RECURSION_VARIABLE = "FORMCAST_MASKBENCH_RECURSION"
+_ANY_VALUE_VARIABLE = "FORMCAST_MASKBENCH_ANY_VALUE"
 STATUSES = (
     "pass",
     "unsupported",
@@ -150,7 +160,7 @@ def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
     width = vocabulary.size
     started = time.perf_counter()
     try:
-        index = compile_index(schema, vocabulary, mode="specification")
+        index = compile_index(schema, vocabulary, mode="specification", **_recursion_options())
         Cursor(index).bitmask(width)
     except UnsupportedSchemaError as e:
         result.status, result.keyword, result.detail = "unsupported", e.keyword, str(e)
@@ -161,6 +171,22 @@ def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
     result.compile_ms = (time.perf_counter() - started) * 1000
     buffer = Cursor(index).bitmask(width)
     return judge_instances(result, schema, tests, tokenizer, lambda: _CursorMatcher(index), buffer)
+
+
+def _recursion_options() -> dict[str, Any]:
+    """``compile``'s recursion options from ``$FORMCAST_MASKBENCH_RECURSION`` and
+    ``$FORMCAST_MASKBENCH_ANY_VALUE`` (set by ``--max-recursion-depth`` and
+    ``--any-value-depth`` for the worker processes): the defaults when unset."""
+    from formcast.limits import Limits
+
+    options: dict[str, Any] = {}
+    depth = os.environ.get(_RECURSION_VARIABLE)
+    if depth is not None:
+        options["max_recursion_depth"] = None if depth == "none" else int(depth)
+    any_depth = os.environ.get(_ANY_VALUE_VARIABLE)
+    if any_depth is not None:
+        options["limits"] = Limits(any_value_depth=None if any_depth == "none" else int(any_depth))
+    return options
 
 
 class Matcher(Protocol):
@@ -538,7 +564,26 @@ def main() -> None:
         default=None,
         help="engines to run (default: formcast and every installed peer)",
     )
+    parser.add_argument(
+        "--max-recursion-depth",
+        default=None,
+        help="formcast's max_recursion_depth: an int, or none for exact recursion",
+    )
+    parser.add_argument(
+        "--any-value-depth",
+        default=None,
+        help="formcast's Limits.any_value_depth: an int, or none for any depth",
+    )
+    parser.add_argument("--names", type=Path, default=None, help="a file of schema names")
     args = parser.parse_args()
+    for value, variable in (
+        (args.max_recursion_depth, _RECURSION_VARIABLE),
+        (args.any_value_depth, _ANY_VALUE_VARIABLE),
+    ):
+        if value is not None:
+            if value != "none" and not value.isdigit():
+                sys.exit(f"expected an int or none, found {value!r}")
+            os.environ[variable] = value  # read by the worker processes
     if not DATA.is_dir():
         sys.exit(f"maskbench data not found at {DATA}")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -553,6 +598,9 @@ def main() -> None:
             print(f"{engine}: {reason}, skipped", flush=True)
     versions = {engine: _engine_version(engine) for engine in engines}
     files = schema_files(args.every, args.limit)
+    if args.names is not None:
+        names = set(args.names.read_text().split())
+        files = [DATA / name for name in sorted(names)]
     print(f"{len(files)} schemas from {DATA}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     by_engine: dict[str, list[SchemaResult]] = {}

@@ -33,7 +33,7 @@ from formcast.errors import (
 
 if TYPE_CHECKING:
     from formcast.api import extract, extract_many, function, get_default_extractor
-    from formcast.automaton import LazyAutomaton
+    from formcast.automaton import LazyAutomaton, PushdownAutomaton
     from formcast.cache import clear_disk_cache, save_to_disk_cache
     from formcast.compiler import compile
     from formcast.constraint import Regex
@@ -67,6 +67,7 @@ _LAZY = {
     "Extractor": "formcast.extractor",
     "PromptTemplate": "formcast.extractor",
     "LazyAutomaton": "formcast.automaton",
+    "PushdownAutomaton": "formcast.automaton",
     "Cursor": "formcast.guide",
     "FromText": "formcast.text",
     "TokenIndex": "formcast.index",
@@ -96,6 +97,7 @@ __all__ = [
     "NoTextValueError",
     "OutputValidationError",
     "PromptTemplate",
+    "PushdownAutomaton",
     "Regex",
     "SamplingOptions",
     "SchemaError",

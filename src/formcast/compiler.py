@@ -19,7 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 from formcast import cache as disk_cache
-from formcast.automaton import LazyAutomaton
+from formcast.automaton import PushdownAutomaton, compile_automaton
 from formcast.cache import CacheSetting
 from formcast.constraint import (
     DEFAULT_COMPILE_OPTIONS,
@@ -31,7 +31,7 @@ from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.schema import Mode
-from formcast.text import FromText
+from formcast.text import FromText, text_slots
 from formcast.vocabulary import Vocabulary
 
 __all__ = ["adopt", "clear_memory_cache", "compile", "vocabulary_of"]
@@ -63,7 +63,7 @@ def compile(
     *,
     mode: Mode = "generation",
     whitespace: bool | int = False,
-    max_recursion_depth: int = 3,
+    max_recursion_depth: int | None = 3,
     from_text: FromText | bool | None = None,
     cache: CacheSetting = None,
     limits: Limits | None = None,
@@ -79,7 +79,9 @@ def compile(
             ``"specification"`` (JSON Schema semantics; for third-party schemas).
         whitespace: ``False`` for compact JSON; ``True`` or an int to allow bounded
             whitespace between JSON tokens.
-        max_recursion_depth: how deep recursive schemas are unrolled.
+        max_recursion_depth: how deep recursive schemas are unrolled; ``None``: not
+            unrolled but exact at any depth (a pushdown automaton, not written to the
+            disk cache).
         from_text: copy every plain string value (``str``, ``Optional[str]``, without a
             format, pattern or enum) from the request's text; ``True`` for the default
             :class:`formcast.FromText` options, or a ``FromText``. Fields annotated with
@@ -100,6 +102,11 @@ def compile(
     loads the entry (about a millisecond for typical schemas, plus the schema's canonical
     key: ``model_json_schema()`` and one ``json.dumps``). Index rows are built lazily
     while decoding; :func:`formcast.save_to_disk_cache` stores the ones built since.
+
+    A regex whose definitions recurse (a :class:`formcast.Regex` written so, or a
+    grammar) compiles to a :class:`~formcast.automaton.PushdownAutomaton`; such an index
+    is memoised in-process but not written to the disk cache (it is rebuilt in each
+    process).
 
     Raises:
         SchemaError: the output type cannot be read as a constraint.
@@ -134,7 +141,13 @@ def compile(
     spec = output_spec(output, options)
     index = _remembered(("regex", spec.key, fingerprint))
     if index is None:
-        automaton = LazyAutomaton(spec.regex, options.limits)
+        automaton = compile_automaton(spec.regex, options.limits)
+        if isinstance(automaton, PushdownAutomaton) and text_slots(spec.regex):
+            raise InvalidOptionError(
+                "expected FromText values outside exact recursion, found both in "
+                f"{_describe(output)!r}: values copied from a text are bound to a finite "
+                "automaton only; set max_recursion_depth (and Limits.any_value_depth) to an int"
+            )
         index = TokenIndex(automaton, vocabulary, description=_describe(output))
     if folder is not None:
         index.row(index.initial_state)  # so that a hit answers the first mask at once

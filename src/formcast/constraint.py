@@ -46,7 +46,7 @@ class CompileOptions:
 
     mode: Mode = "generation"
     whitespace: bool | int = False
-    max_recursion_depth: int = 3
+    max_recursion_depth: int | None = 3
     from_text: FromText | bool | None = None
     limits: Limits = DEFAULT_LIMITS
 

@@ -119,17 +119,20 @@ class TokenIndex:
         """The index as plain data, without its vocabulary: the automaton's states and rows
         reached so far and the token rows built so far (:mod:`formcast.blob`; no pickle).
 
-        Only indexes over a :class:`~formcast.automaton.LazyAutomaton` (not one bound to a
-        text) serialise. Cost: linear in the states and rows; other threads adding rows
-        wait meanwhile.
+        Only indexes over a :class:`~formcast.automaton.LazyAutomaton` serialise: not one
+        bound to a text, nor one over a recursive pattern's
+        :class:`~formcast.automaton.PushdownAutomaton` (rebuilt in each process instead).
+        Cost: linear in the states and rows; other threads adding rows wait meanwhile.
 
         Raises:
-            InvalidOptionError: the index is bound to a text.
+            InvalidOptionError: the index is bound to a text or is over a pushdown
+                automaton.
         """
         if not isinstance(self.automaton, LazyAutomaton):
+            what = "bound to a text" if isinstance(self.automaton, BoundAutomaton) else "recursive"
             raise InvalidOptionError(
-                f"expected an index over a compiled constraint, found one over "
-                f"{type(self.automaton).__name__} (bound to a text), which is not saved"
+                f"expected an index over a compiled constraint without recursion, found one "
+                f"over {type(self.automaton).__name__} ({what}), which is not saved"
             )
         automaton_meta, arrays = self.automaton.to_arrays()
         with self._lock:

@@ -31,7 +31,8 @@ __all__ = ["DEFAULT_LIMITS", "Limits"]
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on the work of compiling one constraint. Every field is an int >= 0."""
+    """Bounds on the work of compiling one constraint. Every field is an int >= 0
+    (``any_value_depth`` may also be None)."""
 
     # -- schema -> regex ----------------------------------------------------------------
     max_regex_length: int = 1_000_000
@@ -41,10 +42,12 @@ class Limits:
     strings, which the automaton builds as a trie, counts a quarter of its characters
     (:func:`formcast.automaton.choices.pattern_cost`): about 100,000 city names fit."""
 
-    any_value_depth: int = 12
+    any_value_depth: int | None = 12
     """Refusal-free bound: levels of nesting of an unconstrained JSON value (schema ``true``
     or ``{}``) in ``specification`` mode. Each level is one definition of a few hundred
-    characters."""
+    characters. ``None``: any depth, exactly, through one recursive definition (the
+    constraint then compiles to a pushdown automaton, whose indexes are not written to
+    the disk cache)."""
 
     share_min_length: int = 400
     """Speed/memory: when a regex is rebuilt with sharing, sub-schema regexes at least this
@@ -103,12 +106,24 @@ class Limits:
     """Speed: groups at least this many characters long are parsed once per distinct
     text; an equal group written again copies the NFA built the first time."""
 
+    # -- recursion (pushdown automata) ---------------------------------------------------
+    max_pushdown_stacks: int = 4_096
+    """Refusal: stacks (parses of a recursive pattern followed at once) in one state of a
+    :class:`~formcast.automaton.pushdown.PushdownAutomaton`. Unambiguous grammars keep a
+    few; a grammar ambiguous enough to exceed it fails with
+    :class:`~formcast.errors.SchemaError` when a walk reaches such a state,
+    instead of slowing every row down and eating memory: a row costs time linear in
+    its stacks, and each stack's frames stay interned."""
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
+            if value is None and field.name in _OPTIONAL:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                allowed = " or None" if field.name in _OPTIONAL else ""
                 raise InvalidOptionError(
-                    f"expected Limits.{field.name} to be an int >= 0, found {value!r}"
+                    f"expected Limits.{field.name} to be an int >= 0{allowed}, found {value!r}"
                 )
 
     def key(self) -> str:
@@ -125,6 +140,8 @@ class Limits:
         """A copy with ``changes`` applied (checked like the constructor)."""
         return dataclasses.replace(self, **changes)
 
+
+_OPTIONAL = frozenset({"any_value_depth"})  # fields that may be None (unbounded)
 
 DEFAULT_LIMITS = Limits()
 """The limits used when ``compile`` is given none."""

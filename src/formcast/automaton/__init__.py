@@ -37,6 +37,17 @@ Pipeline, and what each step costs (one module per step):
 5. **Distances** (:mod:`formcast.automaton.distances`): the fewest (or cheapest) bytes
    from a state to acceptance, for budget-safe endings, searched backwards over the NFA
    with virtual copies summarized, never enumerated.
+6. **Recursion** (only for patterns whose definitions call each other in cycles;
+   :func:`compile_automaton` picks it): the definitions' call graph is split into
+   strongly connected components (:mod:`formcast.automaton.definitions`); calls that are
+   on no cycle stay copies as above, and calls into a cycle become *call markers* in a
+   machine's bytes (:mod:`formcast.automaton.markers`). Each recursive definition and
+   the main pattern is then a :class:`LazyAutomaton` over one shared NFA
+   (:mod:`formcast.automaton.machines`), and a :class:`PushdownAutomaton`
+   (:mod:`formcast.automaton.pushdown`) runs them as a lazily determinized automaton
+   whose states are interned sets of stacks, with the same interface: an index, its
+   cursors, masks, jump-forward and budget-safe endings work over either. Left
+   recursion and definitions that match nothing are refused, by name.
 
 Measured CPU time (one core of a shared 2-core machine, Python 3.11; 360 JSON-Schema
 regexes from ``maskbench``, ``tests/test_automaton.py`` prints some): compiling ~2 us
@@ -58,11 +69,15 @@ the flags ``a m s`` (global at the start, or scoped ``(?s:...)``), ``^`` at the 
 start and ``$`` at the very end (no-ops under full match). Also PCRE's definitions and
 subroutine calls, which Python's ``re`` lacks: the pattern may open with
 ``(?(DEFINE)(?P<name>...)...)``, whose named groups match nothing there, and
-``(?&name)`` anywhere after a definition matches what its body matches (bodies call
-only earlier definitions: no recursion). A call to a definition of more than 64 states
-is a virtual block of one copy, so nested calls cost their text once, however large
-their expansion. Refused with :class:`~formcast.errors.SchemaError` (message "expected a
-regular expression formcast can compile, found <pattern>: <reason> at position N"):
+``(?&name)`` anywhere matches what its body matches. :class:`LazyAutomaton` takes calls
+to earlier definitions only (no recursion; it refuses the others with
+:class:`~formcast.automaton.parse.UnresolvedCallError`); :func:`compile_automaton` also
+takes calls to later definitions and recursion, exactly, through a
+:class:`PushdownAutomaton` (left recursion excepted). A call to a definition of more
+than 64 states is a virtual block of one copy, so nested calls cost their text once,
+however large their expansion. Refused with :class:`~formcast.errors.SchemaError`
+(message "expected a regular expression formcast can compile, found <pattern>: <reason>
+at position N"):
 lookarounds, backreferences, ``\\b \\B \\A \\Z``, anchors elsewhere, the flags ``i x u
 L``, possessive quantifiers, atomic and conditional groups, and whatever Python's ``re``
 itself rejects (unbalanced parentheses, ``a{3,1}``, bad escapes, nothing to repeat).
@@ -71,12 +86,43 @@ never accepted.
 
 Thread safety: reads (:meth:`LazyAutomaton.step` on built rows) take no lock; building
 rows is serialised by a lock with a double check, so concurrent walkers are safe.
-Instances pickle with the rows built so far.
+Instances pickle with the rows built so far. The same holds for
+:class:`PushdownAutomaton`.
 """
 
 from __future__ import annotations
 
+from formcast.automaton.definitions import plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
+from formcast.automaton.parse import UnresolvedCallError
+from formcast.automaton.pushdown import PushdownAutomaton
+from formcast.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["DEAD", "UNREACHABLE", "LazyAutomaton"]
+__all__ = ["DEAD", "UNREACHABLE", "LazyAutomaton", "PushdownAutomaton", "compile_automaton"]
+
+
+def compile_automaton(
+    pattern: str, limits: Limits = DEFAULT_LIMITS
+) -> LazyAutomaton | PushdownAutomaton:
+    """The byte automaton of ``pattern``: a :class:`LazyAutomaton` when its definitions
+    do not recurse, else a :class:`PushdownAutomaton`.
+
+    A pattern without recursion is built exactly as ``LazyAutomaton(pattern)``: the plain
+    build runs first, and only a call it cannot resolve (one before or inside its
+    definition) makes the definitions be planned (:mod:`formcast.automaton.definitions`).
+    Calls to definitions written later, with no cycle among them, are then reordered and
+    built as a :class:`LazyAutomaton` too.
+
+    Raises:
+        SchemaError: as :class:`LazyAutomaton` and :class:`PushdownAutomaton`.
+    """
+    try:
+        return LazyAutomaton(pattern, limits)
+    except UnresolvedCallError:
+        pass
+    plan = plan_recursion(pattern)
+    if not plan.recursive:
+        automaton = LazyAutomaton(plan.pattern, limits)
+        return automaton
+    return PushdownAutomaton(pattern, limits)

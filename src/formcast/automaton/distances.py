@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from formcast.automaton.markers import call_edges, marker_width
 from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr
 from formcast.errors import UserError
 
@@ -35,6 +36,7 @@ UNREACHABLE = int(np.iinfo(np.int32).max // 2)
 reached (only for :data:`DEAD`, or when ``usable`` forbids every way out)."""
 
 BoolArray = npt.NDArray[np.bool_]
+_Key = tuple[bytes | None, tuple[int, ...] | None]  # a byte-cost table and call costs
 _TABLES_KEPT = 8  # distance tables kept per automaton (one per usable mask/costs)
 
 
@@ -56,25 +58,28 @@ class DistanceTables:
     def __init__(self, nfa: Nfa, tree: BlockTree) -> None:
         self._nfa = nfa
         self._tree = tree
-        self._kept: dict[bytes | None, dict[int, ScopeDistances]] = {}
+        self._kept: dict[_Key, dict[int, ScopeDistances]] = {}
+        self._call_edges: tuple[npt.NDArray[np.intp], list[int], npt.NDArray[np.intp]] | None = None
 
     def min_bytes(
         self,
         members: frozenset[int],
         usable: BoolArray | None,
         costs: npt.NDArray[np.integer[Any]] | None,
+        call_costs: tuple[int, ...] | None = None,
     ) -> int:
         """Fewest bytes from the NFA states ``members`` to the final state (see
-        :meth:`LazyAutomaton.min_bytes_to_accept` for ``usable`` and ``costs``)."""
+        :meth:`LazyAutomaton.min_bytes_to_accept` for ``usable``, ``costs`` and
+        ``call_costs``)."""
         if not members:
             return UNREACHABLE
         weights = _byte_costs(usable, costs)
-        key = None if weights is None else weights.tobytes()
+        key = (None if weights is None else weights.tobytes(), call_costs)
         tables = self._kept.get(key)
         if tables is None:
-            tables = self._scope_tables(weights)
+            tables = self._scope_tables(weights, call_costs)
             if len(self._kept) >= _TABLES_KEPT:  # drop the oldest table of a cost table
-                self._kept.pop(next(k for k in list(self._kept) if k is not None), None)
+                self._kept.pop(next(k for k in list(self._kept) if k != (None, None)), None)
             self._kept[key] = tables
         return min(self._distance_in(tables, -1, member) for member in members)
 
@@ -116,13 +121,22 @@ class DistanceTables:
             tail += needed * length
         return min(tail, UNREACHABLE)
 
-    def _scope_tables(self, weights: npt.NDArray[np.int64] | None) -> dict[int, ScopeDistances]:
+    def _scope_tables(
+        self, weights: npt.NDArray[np.int64] | None, call_costs: tuple[int, ...] | None
+    ) -> dict[int, ScopeDistances]:
         """Distances to each scope's target, blocks first (children before parents)."""
         nfa = self._nfa
         if weights is None:
             byte_ok = np.ones(nfa.byte_src.size, dtype=np.int64)
         else:
             byte_ok = _range_minima(weights)[nfa.byte_lo, nfa.byte_hi]
+        if call_costs is not None:
+            if self._call_edges is None:
+                self._call_edges = call_edges(nfa, marker_width(len(call_costs)))
+            calls, callees, digits = self._call_edges
+            byte_ok[digits] = 0
+            callee_costs = np.asarray(call_costs, dtype=np.int64)[callees]
+            byte_ok[calls] = np.minimum(callee_costs, UNREACHABLE)
         tables: dict[int, ScopeDistances] = {}
         by_template: dict[tuple[int, ...], ScopeDistances] = {}
         for index, block in enumerate(nfa.blocks):

@@ -67,7 +67,18 @@ class LazyAutomaton:
     """
 
     def __init__(self, pattern: str, limits: Limits = DEFAULT_LIMITS) -> None:
-        self._adopt(build_nfa(pattern, limits), [], None, None)
+        self._start(build_nfa(pattern, limits))
+
+    @classmethod
+    def of_nfa(cls, nfa: Nfa) -> LazyAutomaton:
+        """The automaton of an NFA built already (a machine of a pushdown automaton:
+        see :func:`formcast.automaton.parse.build_machines`). O(NFA size)."""
+        automaton = cls.__new__(cls)
+        automaton._start(nfa)
+        return automaton
+
+    def _start(self, nfa: Nfa) -> None:
+        self._adopt(nfa, [], None, None)
         self._add_state(frozenset())
         self._table[DEAD] = DEAD
         self._built[DEAD] = True
@@ -616,6 +627,7 @@ class LazyAutomaton:
         usable: BoolArray | None = None,
         *,
         costs: npt.NDArray[np.integer[Any]] | None = None,
+        call_costs: tuple[int, ...] | None = None,
     ) -> int:
         """Fewest bytes leading from ``state`` to an accepting state (0 if accepting).
 
@@ -627,9 +639,13 @@ class LazyAutomaton:
         few are kept) runs a search backwards over the concrete NFA (O(NFA size); a
         counted repeat made virtual costs O(copies), not O(copies x size)); later calls
         cost O(members of ``state`` x repeat nesting depth).
+
+        ``call_costs`` (machines of a pushdown automaton only): what completing each
+        callee costs; a call marker (:mod:`formcast.automaton.markers`) then weighs its
+        callee's cost, and its digits nothing.
         """
         members = self._sets[self._check(state)]
-        return self._distances.min_bytes(members, usable, costs)
+        return self._distances.min_bytes(members, usable, costs, call_costs)
 
     def __repr__(self) -> str:
         return (

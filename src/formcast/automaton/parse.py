@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton.choices import CHOICE_MIN_WORDS, LITERAL_ALTERNATION, word_trie
+from formcast.automaton.markers import call_marker, marker_width
 from formcast.automaton.nfa import VIRTUAL_BASE, VIRTUAL_LIMIT, Block, Nfa
 from formcast.charset import (
     ANY,
@@ -44,7 +45,7 @@ from formcast.charset import (
 from formcast.errors import SchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["build_nfa", "show_pattern"]
+__all__ = ["UnresolvedCallError", "build_machines", "build_nfa", "show_pattern"]
 
 IdArray = npt.NDArray[np.int64]
 
@@ -68,16 +69,62 @@ def build_nfa(pattern: str, limits: Limits = DEFAULT_LIMITS) -> Nfa:
             string at all ("expected a regular expression formcast can compile, found
             <pattern>: <reason> at position N").
     """
+    _check_str(pattern)
+    builder = _Builder(pattern, limits)
+    top = builder.parse()
+    if top[0] < 0:
+        _refuse(pattern, "it matches no string at all", None)
+    return builder.finish(top[0], top[1])[0]
+
+
+def build_machines(
+    pattern: str, recursive: tuple[str, ...], limits: Limits = DEFAULT_LIMITS
+) -> tuple[Nfa, list[tuple[int, int]]]:
+    """One NFA holding the machines of a pushdown automaton, and each machine's
+    ``(start, end)`` in it: machine 0 is the main pattern (its end is the NFA's final
+    state), machine ``k + 1`` the definition ``recursive[k]``.
+
+    A call to a recursive definition is compiled as its call marker
+    (:mod:`formcast.automaton.markers`); calls to other definitions are copies, as in
+    :func:`build_nfa`, so ``pattern`` must define those before their callers
+    (:func:`formcast.automaton.definitions.plan_recursion` orders them).
+
+    Raises:
+        SchemaError: as :func:`build_nfa`; also when a recursive definition is not
+            defined at the top of the DEFINE block.
+    """
+    _check_str(pattern)
+    builder = _Builder(pattern, limits, recursive)
+    top = builder.parse()
+    if top[0] < 0:
+        _refuse(pattern, "it matches no string at all", None)
+    ends = [(top[0], top[1])]
+    for name in recursive:
+        entry = builder.definitions.get(name)
+        if entry is None:
+            _refuse(pattern, f"the recursive definition {name!r} is not in the DEFINE block", None)
+        start, end = entry[0][:2]
+        if start < 0:
+            _refuse(pattern, f"the definition {name!r} matches no string at all", None)
+        ends.append((start, end))
+    nfa, starts = builder.finish(top[0], top[1], [start for start, _ in ends[1:]])
+    return nfa, [(nfa.start, nfa.final)] + [
+        (start, end) for start, (_, end) in zip(starts, ends[1:], strict=True)
+    ]
+
+
+def _check_str(pattern: object) -> None:
     if not isinstance(pattern, str):
         raise SchemaError(
             "expected a regular expression formcast can compile, found "
             f"{type(pattern).__name__} {pattern!r}: a pattern must be a str"
         )
-    builder = _Builder(pattern, limits)
-    top = builder.parse()
-    if top[0] < 0:
-        _refuse(pattern, "it matches no string at all", None)
-    return builder.finish(top[0], top[1])
+
+
+class UnresolvedCallError(SchemaError):
+    """A call ``(?&name)`` before (or inside) its definition, or to no definition: the
+    plain build refuses it, and :func:`formcast.automaton.compile_automaton` then plans
+    the pattern's recursion (:mod:`formcast.automaton.definitions`)."""
 
 
 _SHORTHANDS: dict[str, tuple[Range, ...]] = {
@@ -161,9 +208,11 @@ def show_pattern(pattern: str) -> str:
     return f"{pattern[:_SHOWN_PATTERN]!r}... ({len(pattern)} characters)"
 
 
-def _refuse(pattern: str, reason: str, position: int | None) -> NoReturn:
+def _refuse(
+    pattern: str, reason: str, position: int | None, error: type[SchemaError] = SchemaError
+) -> NoReturn:
     where = "" if position is None else f" at position {position}"
-    raise SchemaError(
+    raise error(
         "expected a regular expression formcast can compile, found "
         f"{show_pattern(pattern)}: {reason}{where}"
     )
@@ -200,9 +249,15 @@ class _Builder:
     :mod:`formcast.automaton.nfa` states the invariants of the finished NFA.
     """
 
-    def __init__(self, pattern: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, pattern: str, limits: Limits = DEFAULT_LIMITS, recursive: tuple[str, ...] = ()
+    ) -> None:
         self.pattern = pattern
         self.limits = limits
+        # calls to these definitions are call markers, not copies (machine k + 1 is
+        # recursive[k]; a marker numbers its callee from 0)
+        self.recursive = {name: k for k, name in enumerate(recursive)}
+        self.marker_width = marker_width(len(recursive))
         self.n = 0  # concrete states
         self.vn = VIRTUAL_BASE  # next virtual state id
         self.blocks: list[Block] = []
@@ -223,9 +278,14 @@ class _Builder:
         self.definitions: dict[str, tuple[Fragment, int, int, int, int]] = {}
         self.define_level = -1  # stack depth inside (?(DEFINE)...), -1 outside it
 
-    def finish(self, start: int, final: int) -> Nfa:
+    def finish(
+        self, start: int, final: int, entries: list[int] | None = None
+    ) -> tuple[Nfa, list[int]]:
         """The NFA of the top fragment ``start -> final``: the edge lists as arrays, the
-        epsilon edges leaving virtual ids set apart as extras, epsilon chains bypassed."""
+        epsilon edges leaving virtual ids set apart as extras, epsilon chains bypassed.
+        Also ``entries`` (other fragments' starts: the recursive definitions') as edges
+        into them now point (their ends have no way out, so they stay)."""
+        entries = list(entries or ())
         bsrc = np.asarray(self.bsrc, dtype=np.int64)
         bdst = np.asarray(self.bdst, dtype=np.int64)
         all_esrc = np.asarray(self.esrc, dtype=np.int64)
@@ -238,12 +298,14 @@ class _Builder:
             bdst = _redirect(following, bdst)
             esrc, edst = esrc[~bypassed], _redirect(following, edst[~bypassed])
             extra_dst = _redirect(following, extra_dst)
-            if start < VIRTUAL_BASE:
-                start = int(following[start])
+            start, *entries = [
+                int(following[state]) if state < VIRTUAL_BASE else state
+                for state in (start, *entries)
+            ]
         extras: dict[int, list[int]] = {}
         for source, target in zip(extra_src.tolist(), extra_dst.tolist(), strict=True):
             extras.setdefault(source, []).append(target)
-        return Nfa(
+        nfa = Nfa(
             pattern=self.pattern,
             concrete_states=self.n,
             virtual_states=self.vn - VIRTUAL_BASE,
@@ -258,6 +320,7 @@ class _Builder:
             eps_dst=edst,
             extras={source: tuple(targets) for source, targets in extras.items()},
         )
+        return nfa, entries
 
     def fail(self, reason: str, position: int | None) -> NoReturn:
         _refuse(self.pattern, reason, position)
@@ -273,6 +336,10 @@ class _Builder:
         except UnicodeEncodeError:  # a lone surrogate: no encoding, empty language
             s = self.fresh()
             return self._empty(s, len(self.bsrc), len(self.esrc), self.vn)
+        return self.byte_chain(data)
+
+    def byte_chain(self, data: bytes) -> Fragment:
+        """A chain reading ``data`` (non-empty)."""
         s = self.n
         k = len(data)
         b0 = len(self.bsrc)
@@ -829,9 +896,17 @@ class _Builder:
         block of one copy, O(1) here whatever their size, so a definition nesting calls
         to others (JSON values nesting values) costs its own text once, not the size of
         its expansion."""
+        callee = self.recursive.get(name)
+        if callee is not None:
+            return self.byte_chain(call_marker(callee, self.marker_width))
         entry = self.definitions.get(name)
         if entry is None:
-            self.fail(f"unknown subroutine {name!r}: (?&name) must follow its definition", pos)
+            _refuse(
+                self.pattern,
+                f"unknown subroutine {name!r}: (?&name) must follow its definition",
+                pos,
+                UnresolvedCallError,
+            )
         (start, end, s0, b0, e0, v0), n_end, vn_end, b_end, e_end = entry
         if start < 0:
             s = self.fresh()

@@ -19,9 +19,12 @@ Contract
   ``\\d \\w \\s \\uXXXX``, lookarounds or backreferences; non-ASCII characters appear
   literally. Plus **definitions**: the regex may open with ``(?(DEFINE)(?P<d0>...)
   (?P<d1>...)...)`` and call them with ``(?&d0)`` (PCRE's syntax; a body calls only
-  earlier definitions, so nothing recurses). :func:`inline_definitions` turns such a
-  regex into one that ``interegular.parse_pattern`` and Python's ``re`` read, as every
-  regex without definitions already is.
+  earlier definitions, so nothing recurses, except with ``max_recursion_depth=None``:
+  then recursive ``$ref`` targets are definitions ``(?P<rN>...)`` that call themselves,
+  read exactly by :class:`formcast.automaton.PushdownAutomaton`).
+  :func:`inline_definitions` turns such a regex (without recursion) into one that
+  ``interegular.parse_pattern`` and Python's ``re`` read, as every regex without
+  definitions already is.
 
 Keywords
 --------
@@ -87,6 +90,11 @@ Restrictions (each keeps the output valid, none loosens a constraint)
 * Recursive ``$ref`` is unrolled ``max_recursion_depth`` times (a definition may be nested
   inside itself that many times); deeper, the reference is dropped where the schema allows
   (optional property, empty array, ``anyOf`` branch) and otherwise ``$ref`` is refused.
+  ``max_recursion_depth=None`` makes recursion exact instead (recursive definitions); a
+  recursive reference combined with other keywords (``allOf`` parts, siblings of
+  ``$ref``) is then unrolled three times as by default (no call stands for a
+  conjunction), and recursion inside a name pattern (``propertyNames``) is refused.
+  ``Limits.any_value_depth=None`` makes unconstrained values exact at any depth too.
   When the regex would exceed :data:`MAX_REGEX_LENGTH`, or its definitions inlined would
   exceed 2**56 characters (the automaton numbers the states of every copy), recursion is
   unrolled fewer times (with a warning).

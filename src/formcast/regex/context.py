@@ -24,7 +24,7 @@ class Translation(Protocol):
         mode: ``"generation"`` or ``"specification"`` (:data:`formcast.schema.Mode`).
         ws: the whitespace regex allowed at each place inside arrays and objects
             (``""`` for compact JSON); ``sep`` and ``colon`` are ``,`` and ``:`` with it.
-        any_depth: nesting of unconstrained values (``true``, ``{}``).
+        any_depth: nesting of unconstrained values (``true``, ``{}``); None: any.
         plain_strings: strings are spelled without escapes (extra names matched with
             ``re``, and their patterns).
         sharing: regexes may become definitions; off while building a regex that
@@ -40,7 +40,7 @@ class Translation(Protocol):
     ws: str
     sep: str
     colon: str
-    any_depth: int
+    any_depth: int | None
     plain_strings: bool
     sharing: bool
     from_text: FromText | None
@@ -56,7 +56,7 @@ class Translation(Protocol):
         """The JSON types a flat conjunction allows."""
         ...
 
-    def any_value(self, depth: int) -> str:
+    def any_value(self, depth: int | None) -> str:
         """Any JSON value nesting at most ``depth`` arrays/objects."""
         ...
 

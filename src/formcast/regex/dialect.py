@@ -164,7 +164,8 @@ def inline_definitions(regex: str, max_length: int = MAX_REGEX_LENGTH) -> str:
     ``(?(DEFINE)...)`` dropped: a plain regex for ``re`` and other engines.
 
     Raises ValueError when the result would exceed ``max_length`` characters (each level of
-    an unconstrained value multiplies the inlined text by about four).
+    an unconstrained value multiplies the inlined text by about four), or when a
+    definition calls itself, directly or not (recursion has no inlined form).
     """
     bodies, main = _split_definitions(regex)
     inlined: dict[str, str] = {}
@@ -175,6 +176,11 @@ def inline_definitions(regex: str, max_length: int = MAX_REGEX_LENGTH) -> str:
         pieces = []
         for match in _TOKEN.finditer(text):
             name = match.group(1)
+            if name and name not in inlined:
+                raise ValueError(
+                    f"the definition {name!r} is recursive or not defined before its caller: "
+                    "recursive definitions have no inlined form"
+                )
             pieces.append(f"(?:{inlined[name]})" if name else match.group())
         out = "".join(pieces)
         if len(out) > max_length:

@@ -49,13 +49,15 @@ from formcast.regex.parts import (
     Result,
     TooLarge,
 )
-from formcast.regex.references import Definitions, Flattener
+from formcast.regex.references import Definitions, Flattener, Recursion
 from formcast.regex.strings import string_regex
 from formcast.regex.text_values import TextSlots, text_value
 from formcast.schema import Mode, load_schema
 from formcast.text import FromText, TextSlot
 
 __all__ = ["loaded_schema_to_regex", "schema_to_regex"]
+
+_ANY_VALUE = "#any"  # the recursive definition of any JSON value (no JSON pointer)
 
 # The bounds of a translation are in formcast.limits.Limits: max_regex_length,
 # unshared_regex_length (regexes are first built with definitions only for unconstrained
@@ -97,13 +99,15 @@ class _Translator:
         root: Any,
         mode: Mode,
         whitespace: int,
-        max_depth: int,
-        any_depth: int = 1,
+        max_depth: int | None,
+        any_depth: int | None = 1,
         share_long: bool = True,
         from_text: FromText | None = None,
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
-        """``any_depth``: nesting of unconstrained values; ``share_long``: whether long
+        """``max_depth``: how many times recursion is unrolled (None: exact, through
+        recursive definitions); ``any_depth``: nesting of unconstrained values (None: any,
+        through a recursive definition); ``share_long``: whether long
         sub-schema regexes become definitions (without it, regexes past
         ``limits.unshared_regex_length`` characters raise :class:`TooLarge`); ``from_text``:
         the options applied to every plain string value without its own keyword."""
@@ -121,6 +125,7 @@ class _Translator:
         self.subschemas = 0
         self.definitions = Definitions(share_long)
         self.flattener = Flattener(root, max_depth)
+        self.recursion = Recursion(self.definitions)
         self.checker = ValueChecker(root)
         self.text_slots = TextSlots()
         # (schema ids, refs, plain_strings) -> (sharing, regex, the parts kept alive)
@@ -211,7 +216,48 @@ class _Translator:
         return plain > self.limit
 
     def _gen(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
-        """``gen`` without the budget checks: flatten, then translate once per context."""
+        """``gen`` without the budget checks. With exact recursion, a reference to a
+        schema being translated (or already defined) is a call to its recursive
+        definition, and the first translation of a target that called itself becomes that
+        definition."""
+        target = self.flattener.plain_reference(parts) if self.exact else None
+        if target is None:
+            return self._gen_once(parts, refs)
+        known = self.recursion.known(target, self.plain_strings)
+        if known is not None:
+            return known
+        if target in refs:
+            if not self.sharing:
+                raise UnsupportedSchemaError(
+                    "$ref",
+                    parts[0].pointer,
+                    "recursion inside a name pattern (propertyNames, patternProperties) "
+                    "cannot be enforced exactly; set max_recursion_depth to unroll it",
+                )
+            return self.recursion.call(target, self.plain_strings)
+        return self.recursion.finish(target, self.plain_strings, self._gen_once(parts, refs))
+
+    def define_pending(self) -> None:
+        """Define every recursive target that was called but whose first translation
+        went through no plain reference (the root, a reference with siblings): each is
+        translated on its own, calling itself."""
+        while pending := self.recursion.pending():
+            pointer, plain_strings = pending
+            schema, _ = self.resolve("#" + pointer, "")
+            saved, self.plain_strings = self.plain_strings, plain_strings
+            try:
+                result = self.gen([Part(schema, pointer)], (pointer,))
+            finally:
+                self.plain_strings = saved
+            self.recursion.finish(pointer, plain_strings, result)
+
+    @property
+    def exact(self) -> bool:
+        """Whether recursion is exact (``max_recursion_depth=None``)."""
+        return self.flattener.max_depth is None
+
+    def _gen_once(self, parts: list[Part], refs: tuple[str, ...]) -> Result:
+        """Flatten, then translate once per context."""
         flat, refs, never = self.flatten(parts, refs)
         if never is not None:
             return never
@@ -323,11 +369,17 @@ class _Translator:
                 allowed &= families
         return allowed
 
-    def any_value(self, depth: int) -> str:
+    def any_value(self, depth: int | None) -> str:
         """Any JSON value nesting at most ``depth`` arrays/objects (a call to a definition
-        per level, each calling the level below)."""
+        per level, each calling the level below); ``depth`` None: at any depth, one
+        recursive definition (where calls cannot be written, ``Limits().any_value_depth``
+        levels)."""
+        if depth is None:
+            if not self.sharing:
+                return self.any_value(DEFAULT_LIMITS.any_value_depth or 1)
+            return self._any_value_recursive()
         if depth not in self._any:
-            deep = self.any_depth > 1
+            deep = self.any_depth is None or self.any_depth > 1
             scalar = alt([STRING, NUMBER, "true", "false", NULL]) or ""
             if depth == 0:
                 self._any[0] = self.share(scalar, force=deep)
@@ -340,13 +392,25 @@ class _Translator:
             self._any[depth] = self.share(alt(alternatives) or "", force=deep)
         return self._any[depth]
 
+    def _any_value_recursive(self) -> str:
+        key = (_ANY_VALUE, False)
+        call = self.recursion.known(*key)
+        if call is None:
+            inner = self.recursion.call(*key)
+            scalar = self.share(alt([STRING, NUMBER, "true", "false", NULL]) or "", force=True)
+            array = rf"\[{self.ws}(?:{inner}(?:{self.sep}{inner})*{self.ws})?\]"
+            member = f"{self.share(STRING, force=True)}{self.colon}{inner}"
+            obj = rf"\{{{self.ws}(?:{member}(?:{self.sep}{member})*{self.ws})?\}}"
+            call = str(self.recursion.finish(*key, alt([scalar, array, obj]) or ""))
+        return call
+
 
 def schema_to_regex(
     schema: Mapping[str, Any] | bool | str | type[pydantic.BaseModel],
     *,
     mode: Mode = "generation",
     whitespace: bool | int = False,
-    max_recursion_depth: int = 3,
+    max_recursion_depth: int | None = 3,
     from_text: FromText | bool | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> str:
@@ -362,7 +426,9 @@ def schema_to_regex(
             ``[ \\n\\t]`` at each place inside arrays and objects where JSON allows
             whitespace, ``True`` for :data:`WHITESPACE_DEFAULT`.
         max_recursion_depth: how many times a definition may be nested inside itself
-            through ``$ref`` (``0``: recursive references are never followed).
+            through ``$ref`` (``0``: recursive references are never followed); ``None``:
+            recursion is exact, at any depth, through recursive definitions (compiled to
+            a pushdown automaton).
         from_text: copy every plain string value (``str`` or ``Optional[str]``, without
             a format, pattern or enum) from the request's text, with these options
             (``True``: the defaults of :class:`formcast.FromText`). Values with their
@@ -397,7 +463,7 @@ def loaded_schema_to_regex(
     *,
     mode: Mode = "generation",
     whitespace: bool | int = False,
-    max_recursion_depth: int = 3,
+    max_recursion_depth: int | None = 3,
     from_text: FromText | bool | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> str:
@@ -413,13 +479,13 @@ def loaded_schema_to_regex(
         raise InvalidOptionError(
             f"expected whitespace to be a bool or an int >= 0, found {whitespace!r}"
         )
-    if (
+    if max_recursion_depth is not None and (
         not isinstance(max_recursion_depth, int)
         or isinstance(max_recursion_depth, bool)
         or max_recursion_depth < 0
     ):
         raise InvalidOptionError(
-            f"expected max_recursion_depth to be an int >= 0, found {max_recursion_depth!r}"
+            f"expected max_recursion_depth to be an int >= 0 or None, found {max_recursion_depth!r}"
         )
     text_default = _from_text_option(from_text)
     limit = sys.getrecursionlimit()
@@ -435,12 +501,15 @@ def loaded_schema_to_regex(
             )
             try:
                 result = translator.gen([Part(root, "")], ("",))
+                if translator.exact:
+                    result = translator.recursion.finish("", False, result)
+                    translator.define_pending()
                 break
             except TooLarge as error:
                 if not share_long and not error.final:
                     share_long = True
                     continue
-                if translator.recursive and depth > 0 and not error.final:
+                if translator.recursive and depth and not error.final:
                     depth -= 1
                     continue
                 raise UnsupportedSchemaError(error.keyword, error.pointer, error.reason) from None
@@ -448,7 +517,7 @@ def loaded_schema_to_regex(
         raise UnsupportedSchemaError("$ref", "", "the schema nests too deeply") from None
     finally:
         sys.setrecursionlimit(limit)
-    if depth < max_recursion_depth:
+    if depth is not None and max_recursion_depth is not None and depth < max_recursion_depth:
         warnings.warn(
             f"formcast: recursive references unrolled {depth} times instead of "
             f"max_recursion_depth={max_recursion_depth}, to keep the regex under "

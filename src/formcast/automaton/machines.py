@@ -1,0 +1,223 @@
+"""The machines of a pushdown automaton: one lazy DFA per recursive definition.
+
+A pattern whose definitions recurse (see :mod:`formcast.automaton.definitions`) is parsed
+once into one NFA (:func:`formcast.automaton.parse.build_machines`); each machine is a
+:class:`~formcast.automaton.lazy.LazyAutomaton` over that NFA with its own start and end:
+machine 0 reads the main pattern, machine ``k + 1`` the recursive definition numbered
+``k``. A call is a marker (:mod:`formcast.automaton.markers`) in the caller's bytes, so
+a machine state tells which calls it may make and where each returns.
+
+:class:`Machines` answers what the pushdown automaton asks of a machine state (its real
+bytes, its calls, whether it may end) and checks, once, what makes a grammar unusable:
+
+* a reachable definition that matches no string (it cannot end without calling itself
+  again): every state would have to reach acceptance;
+* left recursion, a definition that can call itself again before reading a byte: the
+  set of stacks after it would be infinite.
+
+It also computes what completing each definition costs (a fixpoint: a definition's
+cost depends on its callees'), for budget-safe endings.
+
+Cost: building is O(machines x NFA size) (each machine derives its own edge index);
+the checks explore only the machine states reachable without reading a byte; one
+completion fixpoint runs at most ``machines + 1`` rounds of one distance search per
+machine, once per byte-cost table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from formcast.automaton.definitions import (
+    RecursionPlan,
+    refuse_definition,
+    strongly_connected_components,
+)
+from formcast.automaton.distances import UNREACHABLE
+from formcast.automaton.lazy import DEAD, LazyAutomaton
+from formcast.automaton.markers import CALL_BYTE, DIGIT_BYTES, MARKER_BYTES, marker_width
+from formcast.automaton.parse import build_machines
+from formcast.limits import Limits
+
+__all__ = ["MAIN", "FrameInfo", "Machines"]
+
+IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+
+MAIN = 0
+"""The machine of the main pattern."""
+
+_REAL = np.ones(256, dtype=np.bool_)
+_REAL[sorted(MARKER_BYTES)] = False
+
+
+class FrameInfo(NamedTuple):
+    """What a pushdown configuration needs of one machine state."""
+
+    row: IntArray
+    """The state's transitions on real bytes (marker bytes lead to :data:`DEAD`)."""
+    reads: bool
+    """Whether some real byte leads on."""
+    accepting: bool
+    """Whether the machine may end here (return to its caller)."""
+    calls: tuple[tuple[int, int], ...]
+    """``(callee machine, state to return to)`` of each call the state may make."""
+    ends_only: bool
+    """Accepting with no way on at all: a call returning here is a tail call."""
+
+
+class Machines:
+    """The machines of one pattern's pushdown automaton, and their checks.
+
+    Raises:
+        SchemaError: a definition the main pattern reaches matches no string, or is
+            left-recursive (both named in the message).
+    """
+
+    def __init__(self, pattern: str, plan: RecursionPlan, limits: Limits) -> None:
+        nfa, ends = build_machines(plan.pattern, plan.recursive, limits)
+        self.pattern = pattern  # as written, for messages
+        self.names = ("(main)", *plan.recursive)
+        self.automata = [
+            LazyAutomaton.of_nfa(dataclasses.replace(nfa, start=start, final=end))
+            for start, end in ends
+        ]
+        self._width = marker_width(len(plan.recursive))
+        self._info: list[dict[int, FrameInfo]] = [{} for _ in self.automata]
+        self._completions: dict[bytes | None, tuple[int, ...]] = {}
+        self.reachable = [MAIN] + [
+            k + 1 for k, name in enumerate(plan.recursive) if name in plan.reachable
+        ]
+        self._check_productive()
+        self._check_left_recursion()
+
+    def initial(self, machine: int) -> int:
+        return self.automata[machine].initial
+
+    def info(self, machine: int, state: int) -> FrameInfo:
+        """What ``state`` of ``machine`` reads, calls and ends (computed once per state)."""
+        known = self._info[machine]
+        found = known.get(state)
+        if found is None:
+            found = known[state] = self._frame_info(machine, state)
+        return found
+
+    def _frame_info(self, machine: int, state: int) -> FrameInfo:
+        automaton = self.automata[machine]
+        full = automaton.row(state)
+        row = np.where(_REAL, full, DEAD).astype(np.int32)
+        accepting = automaton.is_accepting(state)
+        calls = self._calls(automaton, int(full[CALL_BYTE]))
+        return FrameInfo(row, bool(row.any()), accepting, calls, accepting and not full.any())
+
+    def _calls(self, automaton: LazyAutomaton, marked: int) -> tuple[tuple[int, int], ...]:
+        """The calls after the call byte led to ``marked``: one digit level at a time."""
+        if marked == DEAD:
+            return ()
+        frontier = [(marked, 0)]
+        for _ in range(self._width):
+            following = []
+            for state, number in frontier:
+                row = automaton.row(state)
+                for value, byte in enumerate(DIGIT_BYTES):
+                    target = int(row[byte])
+                    if target != DEAD:
+                        following.append((target, number * len(DIGIT_BYTES) + value))
+            frontier = following
+        return tuple((number + 1, state) for state, number in frontier)
+
+    # -- completion costs ---------------------------------------------------------------
+    def completions(self, usable: BoolArray | None) -> tuple[int, ...]:
+        """What completing each recursive definition (machine ``k + 1`` at entry ``k``)
+        from its start costs, in bytes of ``usable`` (``None``: any byte),
+        :data:`UNREACHABLE` where it cannot complete. The least fixpoint, computed once
+        per ``usable``."""
+        key = None if usable is None else np.asarray(usable, dtype=np.bool_).tobytes()
+        found = self._completions.get(key)
+        if found is None:
+            found = self._completions[key] = self._fixpoint(usable)
+        return found
+
+    def _fixpoint(self, usable: BoolArray | None) -> tuple[int, ...]:
+        """Costs lowered round by round until none changes: after round ``r`` a cost is
+        the cheapest over derivations nested at most ``r`` deep, and a cheapest one
+        never nests a definition in itself, so ``machines + 1`` rounds suffice."""
+        costs = [UNREACHABLE] * (len(self.automata) - 1)
+        for _ in range(len(self.automata)):
+            changed = False
+            for callee, automaton in enumerate(self.automata[1:]):
+                cost = automaton.min_bytes_to_accept(
+                    automaton.initial, usable, call_costs=tuple(costs)
+                )
+                if cost < costs[callee]:
+                    costs[callee] = cost
+                    changed = True
+            if not changed:
+                break
+        return tuple(costs)
+
+    def distance(self, machine: int, state: int, usable: BoolArray | None) -> int:
+        """Fewest ``usable`` bytes from ``state`` to ``machine``'s end, callees completed."""
+        call_costs = self.completions(usable)
+        return self.automata[machine].min_bytes_to_accept(state, usable, call_costs=call_costs)
+
+    # -- checks ---------------------------------------------------------------------------
+    def _check_productive(self) -> None:
+        """Refuse a reachable definition that cannot complete. The main pattern then can:
+        its NFA is trimmed with calls counted as edges, and all it calls can complete."""
+        costs = self.completions(None)
+        for machine in self.reachable[1:]:
+            if costs[machine - 1] >= UNREACHABLE:
+                raise refuse_definition(
+                    self.pattern,
+                    self.names[machine],
+                    "matches no string: it cannot end without calling itself again",
+                )
+
+    def _left_walk(self, machine: int, nullable: set[int]) -> tuple[set[int], bool]:
+        """The machines ``machine`` may call before reading a byte, and whether it may
+        end before reading one (calls to ``nullable`` machines return at once)."""
+        start = self.initial(machine)
+        seen = {start}
+        pending = [start]
+        callees: set[int] = set()
+        ends = False
+        while pending:
+            info = self.info(machine, pending.pop())
+            ends = ends or info.accepting
+            for callee, returned in info.calls:
+                callees.add(callee)
+                if callee in nullable and returned not in seen:
+                    seen.add(returned)
+                    pending.append(returned)
+        return callees, ends
+
+    def _check_left_recursion(self) -> None:
+        """Refuse a definition that can call itself again before reading a byte."""
+        nullable: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for machine in self.reachable[1:]:
+                if machine not in nullable and self._left_walk(machine, nullable)[1]:
+                    nullable.add(machine)
+                    changed = True
+        graph = {
+            self.names[m]: sorted(self.names[c] for c in self._left_walk(m, nullable)[0])
+            for m in self.reachable[1:]
+        }
+        for component in strongly_connected_components(graph):
+            first = component[0]
+            if len(component) > 1 or first in graph[first]:
+                names = sorted(component)
+                cycle = " -> ".join([*names, names[0]])
+                raise refuse_definition(
+                    self.pattern,
+                    names[0],
+                    f"is left-recursive: it can call itself again before reading a byte "
+                    f"({cycle}); rewrite the recursion to come after something that is read",
+                )

@@ -1,0 +1,356 @@
+"""Exact recursion: :class:`PushdownAutomaton`, a byte automaton over sets of stacks.
+
+A pattern whose definitions call each other in cycles (``(?(DEFINE)(?P<value>\\[(?&value)
+(?:,(?&value))*\\]|\\d+))(?&value)``) matches a context-free language, which no finite
+automaton reads. Here each recursive definition, and the main pattern, is a *machine*: a
+lazy DFA over bytes in which a call is a marker (:mod:`formcast.automaton.machines`). A
+*configuration* is a stack of frames ``(machine, machine state)``, the top one reading,
+each lower one waiting at the state its callee returns to. Because grammars are
+nondeterministic at the byte level (after a digit: another digit, or back to the
+caller), a state of this automaton is a **set of stacks**, interned to an int like a DFA
+state (:data:`DEAD` = 0 is the empty set), and its row of 256 transitions is built the
+first time a walk reaches it, then cached: the same contract as
+:class:`~formcast.automaton.lazy.LazyAutomaton`, so a
+:class:`~formcast.index.TokenIndex`, its cursors, masks, jump-forward and budget-safe
+endings work over it unchanged.
+
+Stacks are interned frames linked to the frame below (a frame is ``(machine, state,
+frame below)``, an int), so stacks share their suffixes: pushing costs one frame,
+however deep the nesting, and equal stacks are one int.
+
+The closure of a stack (what it becomes without reading a byte):
+
+* a top frame whose state may call ``k`` pushes ``k``'s start above the frame of the
+  return state, except for a *tail call* (the return state may only end): then the
+  callee replaces the caller, so right recursion (``list := item (, list)?``) keeps
+  stacks bounded;
+* a top frame whose machine may end pops (its caller's frame already waits at its
+  return state);
+* stacks whose top can read a byte are kept, and so is a lone frame that may end: the
+  input may end there.
+
+Left recursion and definitions matching nothing are refused when the automaton is built
+(:class:`~formcast.automaton.machines.Machines`); so every state but :data:`DEAD` can
+reach acceptance, and every closure is finite. A state holding more than
+:attr:`Limits.max_pushdown_stacks <formcast.limits.Limits.max_pushdown_stacks>` stacks
+(a grammar ambiguous enough to track that many parses at once) raises
+:class:`~formcast.errors.SchemaError` when a walk reaches it.
+
+Cost: building parses the pattern once and derives each machine's edge index (O(machines
+x NFA size)), checks left recursion and runs one completion-cost fixpoint (see
+:mod:`~formcast.automaton.machines`). A row costs one machine row per distinct (machine,
+state) of its stacks (cached) plus one closure per distinct successor, ~50-500 us for
+the few stacks of a typical grammar state. :meth:`PushdownAutomaton.step` on built rows
+is one gather, as for a lazy DFA. :meth:`~PushdownAutomaton.min_bytes_to_accept` sums,
+per stack, each frame's distance to its machine's end with callees completed at their
+cheapest, memoised per frame.
+
+What it costs an index: a state is the whole set of stacks, so the same position in a
+rule under another caller, or one level deeper, is another state, with a token row of
+its own (a vocabulary walk, ~1-20 ms for a 49k-token vocabulary). Grammars whose
+nesting stays shallow reuse their rows as a lazy DFA does; deeply nested values, and
+unconstrained values made recursive in large schemas, build a row at most new tokens.
+
+Thread safety: reads of built rows take no lock; rows (and the frames and closures they
+create) are built under a lock with a double check. Instances pickle with everything
+built so far, so state ids stay valid in the copy.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from formcast.automaton.definitions import plan_recursion
+from formcast.automaton.distances import UNREACHABLE
+from formcast.automaton.lazy import DEAD
+from formcast.automaton.machines import MAIN, Machines
+from formcast.automaton.parse import show_pattern
+from formcast.errors import SchemaError, UserError
+from formcast.limits import DEFAULT_LIMITS, Limits
+
+__all__ = ["PushdownAutomaton"]
+
+IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+
+BOTTOM = 0
+"""The frame id below every stack's last frame (the empty stack)."""
+
+_UNBUILT = -1
+_INITIAL_CAPACITY = 64
+_SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
+
+
+class PushdownAutomaton:
+    """A deterministic automaton over bytes whose states are sets of pushdown stacks.
+
+    Contract (the same as :class:`~formcast.automaton.lazy.LazyAutomaton`'s):
+        * State ids are dense ints; :data:`DEAD` (0) is the dead sink, ``initial`` is 1.
+        * A state's row never changes once built.
+        * The accepted language is the set of UTF-8 encodings of the strings
+          ``pattern`` fully matches, its definitions expanded recursively.
+        * Every state other than :data:`DEAD` can reach an accepting state.
+
+    Any pattern of the dialect is accepted, recursive or not, and definitions may call
+    definitions written after them; :func:`formcast.automaton.compile_automaton` uses a
+    :class:`~formcast.automaton.lazy.LazyAutomaton` for patterns without recursion.
+
+    Raises:
+        SchemaError: the pattern is outside the dialect, or a definition it reaches
+            matches no string or is left-recursive (named in the message).
+    """
+
+    def __init__(self, pattern: str, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.pattern = pattern
+        self._max_stacks = limits.max_pushdown_stacks
+        self._machines = Machines(pattern, plan_recursion(pattern), limits)
+        # frame id -> (machine, machine state, frame below); BOTTOM is no frame
+        self._frames: list[tuple[int, int, int]] = [(-1, -1, -1)]
+        self._frame_ids: dict[tuple[int, int, int], int] = {}
+        self._closures: dict[int, frozenset[int]] = {}
+        self._sets: list[frozenset[int]] = []
+        self._ids: dict[frozenset[int], int] = {}
+        self._table: IntArray = np.full((_INITIAL_CAPACITY, 256), _UNBUILT, dtype=np.int32)
+        self._flat: IntArray = self._table.reshape(-1)
+        self._accepting: BoolArray = np.zeros(_INITIAL_CAPACITY, dtype=np.bool_)
+        self._distances: dict[bytes | None, dict[int, int]] = {}
+        self._lock = threading.Lock()
+        self._intern(frozenset())
+        self._table[DEAD] = DEAD
+        start = self._frame(MAIN, self._machines.initial(MAIN), BOTTOM)
+        self.initial = self._intern(self._closure(start))
+
+    # -- pickling: everything built travels, the lock does not --------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"], state["_flat"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._flat = self._table.reshape(-1)
+        self._lock = threading.Lock()
+
+    # -- frames and closures ------------------------------------------------------------
+    def _frame(self, machine: int, state: int, below: int) -> int:
+        key = (machine, state, below)
+        found = self._frame_ids.get(key)
+        if found is None:
+            found = self._frame_ids[key] = len(self._frames)
+            self._frames.append(key)
+        return found
+
+    def _closure(self, frame: int) -> frozenset[int]:
+        """The stacks ``frame`` (a stack's top) stands for once every call and return
+        that reads nothing is made: those whose top reads a byte, and lone frames that
+        may end (memoised per frame)."""
+        cached = self._closures.get(frame)
+        if cached is not None:
+            return cached
+        machines, frames, closures = self._machines, self._frames, self._closures
+        kept: set[int] = set()
+        seen = {frame}
+        pending = [frame]
+        while pending:
+            current = pending.pop()
+            known = closures.get(current)
+            if known is not None and current != frame:
+                kept.update(known)
+                continue
+            machine, state, below = frames[current]
+            info = machines.info(machine, state)
+            if info.reads or (info.accepting and below == BOTTOM):
+                kept.add(current)
+            following = [below] if info.accepting and below != BOTTOM else []
+            for callee, returned in info.calls:
+                if machines.info(machine, returned).ends_only:
+                    caller = below  # a tail call: nothing is left to do on return
+                else:
+                    caller = self._frame(machine, returned, below)
+                following.append(self._frame(callee, machines.initial(callee), caller))
+            for successor in following:
+                if successor not in seen:
+                    seen.add(successor)
+                    pending.append(successor)
+        result = frozenset(kept)
+        closures[frame] = result
+        return result
+
+    def _intern(self, stacks: frozenset[int]) -> int:
+        found = self._ids.get(stacks)
+        if found is not None:
+            return found
+        if len(stacks) > self._max_stacks:
+            raise SchemaError(
+                f"expected a grammar whose states track at most {self._max_stacks} parses "
+                f"at once (Limits.max_pushdown_stacks), found a state with {len(stacks)} in "
+                f"{show_pattern(self.pattern)}: the grammar is too ambiguous; make its "
+                "alternatives start differently, or raise the limit"
+            )
+        sid = len(self._sets)
+        if sid >= self._accepting.shape[0]:
+            self._grow(2 * sid)
+        frames = self._frames
+        info = self._machines.info
+        self._accepting[sid] = any(
+            frames[f][2] == BOTTOM and info(frames[f][0], frames[f][1]).accepting for f in stacks
+        )
+        self._sets.append(stacks)
+        self._ids[stacks] = sid
+        return sid
+
+    def _grow(self, capacity: int) -> None:
+        count = len(self._sets)
+        table = np.full((capacity, 256), _UNBUILT, dtype=np.int32)
+        table[:count] = self._table[:count]
+        accepting = np.zeros(capacity, dtype=np.bool_)
+        accepting[:count] = self._accepting[:count]
+        # A reader that sees row s built in any table sees it in every later one.
+        self._table = table
+        self._flat = table.reshape(-1)
+        self._accepting = accepting
+
+    def _build_row(self, sid: int) -> None:
+        """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
+        steps in its machine; bytes whose steps agree share one closure."""
+        stacks = list(self._sets[sid])
+        frames = self._frames
+        info = self._machines.info
+        rows = [info(*frames[f][:2]).row for f in stacks]
+        live = np.flatnonzero(np.logical_or.reduce(rows)) if rows else np.zeros(0, np.intp)
+        by_successors: dict[tuple[int, ...], list[int]] = {}
+        columns = np.stack(rows)[:, live].T.tolist() if live.size else []
+        for byte, column in zip(live.tolist(), columns, strict=True):
+            by_successors.setdefault(tuple(column), []).append(byte)
+        row = np.zeros(256, dtype=np.int32)
+        for successors, read in by_successors.items():
+            kept: set[int] = set()
+            for frame, target in zip(stacks, successors, strict=True):
+                if target != DEAD:
+                    machine, _, below = frames[frame]
+                    kept.update(self._closure(self._frame(machine, target, below)))
+            row[read] = self._intern(frozenset(kept))
+        self._table[sid] = row
+
+    def _ensure(self, states: list[int]) -> None:
+        with self._lock:
+            for state in states:
+                if self._table[state, 0] == _UNBUILT:
+                    self._build_row(state)
+
+    def _check(self, state: int) -> int:
+        value = int(state)
+        if not 0 <= value < len(self._sets):
+            raise UserError(f"expected a state in [0, {len(self._sets)}), found {state!r}")
+        return value
+
+    # -- public API ---------------------------------------------------------------------
+    @property
+    def num_states(self) -> int:
+        """States (sets of stacks) materialised so far, :data:`DEAD` included."""
+        return len(self._sets)
+
+    @property
+    def machine_names(self) -> tuple[str, ...]:
+        """``"(main)"`` then the recursive definitions, in machine order (diagnostics)."""
+        return self._machines.names
+
+    def stacks(self, state: int) -> list[list[tuple[str, int]]]:
+        """The stacks of ``state``, each from its top frame down, a frame as (machine
+        name, machine state) (diagnostics and tests)."""
+        out = []
+        for frame in sorted(self._sets[self._check(state)]):
+            stack = []
+            while frame != BOTTOM:
+                machine, inner, frame = self._frames[frame]
+                stack.append((self._machines.names[machine], inner))
+            out.append(stack)
+        return out
+
+    def step(self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> IntArray:
+        """Advance many (state, byte) pairs at once: ``out[i] = delta(states[i], data[i])``.
+        One gather when the rows exist; missing rows are built (under the lock) first."""
+        if states.dtype.itemsize < 4:
+            states = states.astype(np.int32)
+        if self._table.shape[0] < _SHIFT_SAFE:
+            index = (states << 8) | data
+        else:
+            index = (states.astype(np.intp) << 8) | data
+        result: IntArray = self._flat[index]
+        unbuilt = result < 0
+        if unbuilt.any():
+            self._ensure(np.unique(states[unbuilt]).tolist())
+            result = self._flat[index]
+        return result
+
+    def row(self, state: int) -> IntArray:
+        """The 256 transitions of ``state`` (a fresh int32 array; built if needed)."""
+        state = self._check(state)
+        if self._table[state, 0] == _UNBUILT:
+            self._ensure([state])
+        row: IntArray = self._table[state].copy()
+        return row
+
+    def is_accepting(self, state: int) -> bool:
+        """Whether input may end in ``state``: some stack is one frame that may end."""
+        return bool(self._accepting[self._check(state)])
+
+    def walk(self, data: bytes, state: int | None = None) -> int:
+        """Feed ``data`` byte by byte from ``state`` (default ``initial``); DEAD once dead."""
+        current = self.initial if state is None else self._check(state)
+        for byte in data:
+            if current == DEAD:
+                return DEAD
+            if self._table[current, 0] == _UNBUILT:
+                self._ensure([current])
+            current = int(self._table[current, byte])
+        return current
+
+    def matches(self, data: bytes) -> bool:
+        """Whether ``data`` is, in full, the UTF-8 encoding of a string the pattern matches."""
+        end = self.walk(data)
+        return bool(self._accepting[end])
+
+    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
+        """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
+        return np.flatnonzero(self.row(state)).astype(np.uint8)
+
+    def min_bytes_to_accept(self, state: int, usable: BoolArray | None = None) -> int:
+        """Fewest bytes from ``state`` to acceptance (0 if accepting), using only bytes
+        ``b`` with ``usable[b]`` (``None``: all): over the stacks, the least sum over
+        frames of the frame's distance to its machine's end, every call on the way
+        completed at its cheapest. :data:`UNREACHABLE` for :data:`DEAD`.
+
+        Cost: the first call per ``usable`` runs the completion fixpoint; then each
+        frame's distance is searched once (memoised per frame), so a deep stack costs its
+        new frames only."""
+        stacks = self._sets[self._check(state)]
+        if not stacks:
+            return UNREACHABLE
+        key = None if usable is None else np.asarray(usable, dtype=np.bool_).tobytes()
+        memo = self._distances.setdefault(key, {BOTTOM: 0})
+        return min(self._stack_distance(frame, usable, memo) for frame in stacks)
+
+    def _stack_distance(self, frame: int, usable: BoolArray | None, memo: dict[int, int]) -> int:
+        """Distance of the stack topped by ``frame`` (iterative: stacks may be deep)."""
+        path = []
+        while frame not in memo:
+            path.append(frame)
+            frame = self._frames[frame][2]
+        total = memo[frame]
+        for below in reversed(path):
+            machine, state, _ = self._frames[below]
+            own = self._machines.distance(machine, state, usable)
+            total = min(total + own, UNREACHABLE)
+            memo[below] = total
+        return total
+
+    def __repr__(self) -> str:
+        return (
+            f"PushdownAutomaton(pattern={show_pattern(self.pattern)}, "
+            f"machines={len(self._machines.names)}, num_states={self.num_states})"
+        )
