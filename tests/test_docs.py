@@ -283,6 +283,7 @@ _EXAMPLES: dict[str, tuple[bool, list[str]]] = {
         [r"triplet: \((Marie Curie|Pierre Curie|Albert Einstein|Isaac Newton) \| was "],
     ),
     "sql_select.py": (False, [r"(?im)^  -> SELECT .* FROM employees.*;$"]),
+    "calculator.py": (False, [r"(?m)^  -> .+ = (-?[0-9.e+-]+|inf|division by zero)$"]),
 }
 
 

@@ -1,4 +1,4 @@
-"""Compiled grammars against the reference recognizers, for grammars without recursion.
+"""Compiled grammars against the reference recognizers, recursive ones included.
 
 For each grammar: strings derived at random are accepted by the oracle (the parser read
 the grammar as the oracle does) and by the compiled index, token by token over the
@@ -34,7 +34,7 @@ from formcast.grammar import Grammar
 # over all of Unicode; test_gbnf.py checks that), so its verdicts are used up to there.
 TCFG_NEGATED_LIMIT = 0xFF
 
-NON_RECURSIVE = [path for path in shared_grammars() if not Grammar(path.read_text()).is_recursive]
+SHARED = shared_grammars()
 
 # Hand-written GBNF: escapes, counted repeats, negated classes, left recursion rewritten.
 GBNF_CASES = {
@@ -53,6 +53,10 @@ pair ::= key "=" value ws
 key  ::= [a-z]+
 value ::= [0-9] value | [0-9]
 ws   ::= (" " ws)?
+""",
+    "nested": r"""
+root  ::= value
+value ::= "[" (value ("," value)*)? "]" | [0-9]+
 """,
     "multiline": """
 root ::= (
@@ -84,6 +88,14 @@ tail: ("x" | "y")* | DIGIT ~ 2
     "regex-flags": r"""
 start: /a.b/s ESCAPED_STRING? SIGNED_NUMBER
 %import common (ESCAPED_STRING, SIGNED_NUMBER)
+""",
+    "recursive-calc": r"""
+?start: sum
+?sum: product | sum "+" product
+?product: atom | product "*" atom
+?atom: NUMBER | "(" sum ")" | "-" atom
+%import common.INT -> NUMBER
+%ignore " "
 """,
     "override-extend": """
 start: item+
@@ -134,7 +146,7 @@ def _check(
             assert found == expected, f"{mutated!r}: index {found}, oracle {expected}"
 
 
-@pytest.mark.parametrize("path", NON_RECURSIVE, ids=lambda p: str(p.relative_to(GRAMMARS)))
+@pytest.mark.parametrize("path", SHARED, ids=lambda p: str(p.relative_to(GRAMMARS)))
 def test_shared_grammar_against_transformers_cfg(
     path: Path, vocabulary: Any, tokenizer: Any, rng: random.Random
 ) -> None:
@@ -158,7 +170,6 @@ def test_gbnf_features_against_transformers_cfg(
 ) -> None:
     text = GBNF_CASES[name]
     grammar = Grammar(text)
-    assert not grammar.is_recursive
     oracle = gbnf_oracle(ORACLE_TEXT.get(name, text))
     _check(grammar, oracle, vocabulary, tokenizer, rng, TCFG_NEGATED_LIMIT)
 
@@ -169,13 +180,11 @@ def test_lark_features_against_lark(
 ) -> None:
     text = LARK_CASES[name]
     grammar = Grammar(text, syntax="lark")
-    assert not grammar.is_recursive
     _check(grammar, lark_oracle(text), vocabulary, tokenizer, rng)
 
 
-def test_the_non_recursive_shared_grammars_are_found() -> None:
+def test_recursive_grammars_are_among_those_compared() -> None:
     if not GRAMMARS.is_dir():
         pytest.skip(f"shared grammars not found at {GRAMMARS}")
-    names = {path.name for path in NON_RECURSIVE}
-    assert {"animal.ebnf", "cIE.ebnf", "emoji.ebnf", "japanese.ebnf", "blocks.ebnf"} <= names
-    assert "json.ebnf" not in names
+    recursive = {path.name for path in SHARED if Grammar(path.read_text()).is_recursive}
+    assert {"json.ebnf", "c.ebnf", "arithmetic.ebnf", "balanced_parentheses.ebnf"} <= recursive

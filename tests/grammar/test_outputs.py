@@ -163,3 +163,15 @@ def test_a_grammar_pickles_and_hits_the_disk_cache(
     cursor = again.cursor()
     cursor.advance_bytes(b"x-12")
     assert cursor.is_accepting()
+
+
+def test_extract_with_a_recursive_grammar(tiny_extractor: Extractor) -> None:
+    nested = Grammar('root ::= "[" (root ("," root)*)? "]" | [0-9]')
+    assert nested.is_recursive
+    for seed in range(3):
+        value = tiny_extractor.extract(nested, "a list", max_new_tokens=24, seed=seed)
+        depth = 0
+        for char in value:  # brackets balance: the pushdown constraint holds at any depth
+            depth += {"[": 1, "]": -1}.get(char, 0)
+            assert depth >= 0, value
+        assert depth == 0 and re.fullmatch(r"[\[\],0-9]+", value), value
