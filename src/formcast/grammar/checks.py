@@ -21,7 +21,7 @@ Cost: linear in the grammar per fixpoint round (rounds: at most the number of ru
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from formcast import charset
@@ -173,17 +173,25 @@ def _without_direct_left_recursion(rule: Rule) -> Rule:
     return Rule(rule.name, Seq(where, (base, Repeat(where, tail, 0, None))), rule.where)
 
 
-def _nullable_rules(rules: Mapping[str, Rule]) -> set[str]:
-    """The rules that derive the empty string (least fixpoint)."""
-    nullable: set[str] = set()
+def _least_fixpoint(rules: Mapping[str, Rule], holds: Callable[[Node, set[str]], bool]) -> set[str]:
+    """The names of the rules whose body ``holds``, given the names found so far: the
+    smallest set closed under ``holds`` (``holds`` must be monotone in that set).
+
+    Cost: one pass over the rules per round, at most one round per rule."""
+    found: set[str] = set()
     changed = True
     while changed:
         changed = False
         for name, rule in rules.items():
-            if name not in nullable and _nullable(rule.body, nullable):
-                nullable.add(name)
+            if name not in found and holds(rule.body, found):
+                found.add(name)
                 changed = True
-    return nullable
+    return found
+
+
+def _nullable_rules(rules: Mapping[str, Rule]) -> set[str]:
+    """The rules that derive the empty string."""
+    return _least_fixpoint(rules, _nullable)
 
 
 def _nullable(node: Node, nullable: set[str]) -> bool:
@@ -318,14 +326,7 @@ def _cycle_from(name: str, edges: Mapping[str, list[RuleRef]]) -> list[RuleRef]:
 
 
 def _refuse_unproductive(rules: Mapping[str, Rule]) -> None:
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, rule in rules.items():
-            if name not in productive and _productive(rule.body, productive):
-                productive.add(name)
-                changed = True
+    productive = _least_fixpoint(rules, _productive)
     stuck = [rule for name, rule in rules.items() if name not in productive]
     if stuck:
         listed = ", ".join(f"{rule.name!r} ({rule.where})" for rule in stuck)
