@@ -23,20 +23,7 @@ import pytest
 from formcast import charset
 from formcast.automaton import LazyAutomaton
 from formcast.errors import TokenNotAllowedError
-from formcast.grammar import Grammar
-from formcast.grammar.nodes import (
-    CharClass,
-    Choice,
-    Embedded,
-    Literal,
-    Node,
-    RegexTerminal,
-    Repeat,
-    Rule,
-    RuleRef,
-    Seq,
-    Where,
-)
+from formcast.grammar import Grammar, nodes
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
 
@@ -98,11 +85,11 @@ def derive(
     over Latin-1 only (transformers-CFG)."""
     rules = grammar.checked.rules
     heights = _heights(rules)
-    start = RuleRef(Where(0, 0), grammar.checked.start)
+    start = nodes.RuleRef(nodes.Where(0, 0), grammar.checked.start)
     return _Deriver(rules, heights, rng, max_depth, wide_limit).node(start, 0)
 
 
-def _heights(rules: Mapping[str, Rule]) -> dict[str, int]:
+def _heights(rules: Mapping[str, nodes.Rule]) -> dict[str, int]:
     """Fewest nested rules needed to finish each rule (a fixpoint)."""
     heights: dict[str, int] = {}
     changed = True
@@ -116,19 +103,19 @@ def _heights(rules: Mapping[str, Rule]) -> dict[str, int]:
     return heights
 
 
-def _node_height(node: Node, heights: Mapping[str, int]) -> int | None:
-    if isinstance(node, RuleRef):
+def _node_height(node: nodes.Node, heights: Mapping[str, int]) -> int | None:
+    if isinstance(node, nodes.RuleRef):
         return heights.get(node.name)
-    if isinstance(node, Seq):
+    if isinstance(node, nodes.Seq):
         parts = [_node_height(item, heights) for item in node.items]
         known = [part for part in parts if part is not None]
         return None if len(known) < len(parts) else max([0, *known])
-    if isinstance(node, Choice):
+    if isinstance(node, nodes.Choice):
         parts = [h for h in (_node_height(a, heights) for a in node.alternatives) if h is not None]
         return min(parts) if parts else None
-    if isinstance(node, Repeat):
+    if isinstance(node, nodes.Repeat):
         return 0 if node.low == 0 else _node_height(node.item, heights)
-    if isinstance(node, CharClass):
+    if isinstance(node, nodes.CharClass):
         return 0 if charset.minus(node.ranges, ((0xD800, 0xDFFF),)) else None
     return 0
 
@@ -136,7 +123,7 @@ def _node_height(node: Node, heights: Mapping[str, int]) -> int | None:
 class _Deriver:
     def __init__(
         self,
-        rules: Mapping[str, Rule],
+        rules: Mapping[str, nodes.Rule],
         heights: dict[str, int],
         rng: random.Random,
         limit: int,
@@ -145,24 +132,24 @@ class _Deriver:
         self.rules, self.heights, self.rng, self.limit = rules, heights, rng, limit
         self.wide_limit = wide_limit
 
-    def node(self, node: Node, depth: int) -> str:
+    def node(self, node: nodes.Node, depth: int) -> str:
         rng = self.rng
-        if isinstance(node, Literal):
+        if isinstance(node, nodes.Literal):
             return node.text
-        if isinstance(node, CharClass):
+        if isinstance(node, nodes.CharClass):
             ranges = node.ranges
             if self.wide_limit is not None and sum(b - a + 1 for a, b in ranges) > 0x10000:
                 ranges = charset.intersect(ranges, ((0x20, self.wide_limit),))
             return random_char(ranges, rng)
-        if isinstance(node, RuleRef):
+        if isinstance(node, nodes.RuleRef):
             return self.node(self.rules[node.name].body, depth + 1)
-        if isinstance(node, RegexTerminal):
+        if isinstance(node, nodes.RegexTerminal):
             return sample_regex(node.pattern, rng)
-        if isinstance(node, Embedded):
+        if isinstance(node, nodes.Embedded):
             raise ValueError("derive() does not sample embedded constraints")
-        if isinstance(node, Seq):
+        if isinstance(node, nodes.Seq):
             return "".join(self.node(item, depth) for item in node.items)
-        if isinstance(node, Choice):
+        if isinstance(node, nodes.Choice):
             options = [a for a in node.alternatives if _node_height(a, self.heights) is not None]
             if depth > self.limit:
                 least = min(_node_height(a, self.heights) or 0 for a in options)
