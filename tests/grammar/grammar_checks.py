@@ -22,8 +22,8 @@ import pytest
 
 from formcast import charset
 from formcast.automaton import LazyAutomaton
-from formcast.errors import TokenNotAllowedError
-from formcast.grammar import Grammar, nodes
+from formcast.errors import GrammarError, TokenNotAllowedError
+from formcast.grammar import Grammar, Syntax, nodes
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
 
@@ -35,6 +35,19 @@ Accepts = Callable[[str], bool]
 def shared_grammars() -> list[Path]:
     """Every grammar file of the shared data (an empty list when it is absent)."""
     return sorted(GRAMMARS.rglob("*.ebnf")) if GRAMMARS.is_dir() else []
+
+
+# ----------------------------------------------------------------------------- refusals
+
+
+def refusal(text: str, syntax: Syntax, line: int, column: int, message: str) -> GrammarError:
+    """The error reading ``text`` raises, checked to name ``(line, column)`` and to say
+    ``message``; fails the test when reading succeeds or the error says otherwise."""
+    with pytest.raises(GrammarError) as caught:
+        Grammar(text, syntax=syntax)
+    assert (caught.value.line, caught.value.column) == (line, column), str(caught.value)
+    assert message in str(caught.value)
+    return caught.value
 
 
 # ----------------------------------------------------------------------------- oracles
