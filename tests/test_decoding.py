@@ -6,19 +6,17 @@ import re
 from typing import Any
 
 import pytest
-import torch
-from transformers import LogitsProcessorList
 
 from formcast.automaton import LazyAutomaton
 from formcast.decoding import (
     ForcedTokenizer,
-    FormcastLogitsProcessor,
     SamplingOptions,
     generate,
 )
 from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
+from generate_support import sample_under_processor
 
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 RECEIPT = (
@@ -143,20 +141,7 @@ def test_top_p_and_seed_are_repeatable(
 def test_logits_processor_with_model_generate(
     seed: int, tiny_model: Any, tokenizer: Any, receipt_index: TokenIndex
 ) -> None:
-    torch.manual_seed(seed)
-    prompt = torch.tensor([tokenizer.encode("receipt:")] * 2)
-    processor = FormcastLogitsProcessor(receipt_index, max_new_tokens=40)
-    out = tiny_model.generate(
-        prompt,
-        attention_mask=torch.ones_like(prompt),
-        logits_processor=LogitsProcessorList([processor]),
-        max_new_tokens=40,
-        do_sample=True,
-        pad_token_id=2,
-        eos_token_id=2,
-    )
-    for row in out[:, prompt.shape[1] :].tolist():
-        text = tokenizer.decode([t for t in row if t != 2])
+    for text in sample_under_processor(tiny_model, tokenizer, receipt_index, "receipt:", 40, seed):
         assert re.fullmatch(RECEIPT, text), text
 
 

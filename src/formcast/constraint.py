@@ -183,15 +183,8 @@ def constraint_key(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTION
             described = output.key()
             if described is None:
                 return None
-            grammar_options = [
-                options.mode,
-                options.whitespace,
-                _from_text_key(options.from_text),
-            ]
-            if limits.key():
-                grammar_options.append(limits.key())
             return json.dumps(
-                {**described, "options": grammar_options},
+                {**described, "options": _options_key(options, recursion_depth=False)},
                 ensure_ascii=False,
                 separators=(",", ":"),
             )
@@ -212,16 +205,8 @@ def constraint_key(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTION
             document = pydantic_schema(output)
         else:
             document = pydantic_schema(_wrap(output))
-        key_options = [
-            options.mode,
-            options.whitespace,
-            options.max_recursion_depth,
-            _from_text_key(options.from_text),
-        ]
-        if limits.key():
-            key_options.append(limits.key())
         return json.dumps(
-            {"schema": document, "options": key_options},
+            {"schema": document, "options": _options_key(options, recursion_depth=True)},
             ensure_ascii=False,
             allow_nan=False,
             separators=(",", ":"),
@@ -250,6 +235,19 @@ def text_constraint(output: Any) -> Any:
             f"formcast.Grammar(...)] (one constraint on str), found {output!r}"
         )
     return found[0]
+
+
+def _options_key(options: CompileOptions, *, recursion_depth: bool) -> list[Any]:
+    """The options in a :func:`constraint_key`, in a fixed order: mode, whitespace,
+    ``max_recursion_depth`` (only where ``recursion_depth``: a grammar does not read it),
+    ``from_text``, and the limits when they differ from the defaults."""
+    key: list[Any] = [options.mode, options.whitespace]
+    if recursion_depth:
+        key.append(options.max_recursion_depth)
+    key.append(_from_text_key(options.from_text))
+    if options.limits.key():
+        key.append(options.limits.key())
+    return key
 
 
 def _from_text_key(from_text: FromText | bool | None) -> Any:

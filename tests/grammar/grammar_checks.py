@@ -22,21 +22,8 @@ import pytest
 
 from formcast import charset
 from formcast.automaton import LazyAutomaton
-from formcast.errors import TokenNotAllowedError
-from formcast.grammar import Grammar
-from formcast.grammar.nodes import (
-    CharClass,
-    Choice,
-    Embedded,
-    Literal,
-    Node,
-    RegexTerminal,
-    Repeat,
-    Rule,
-    RuleRef,
-    Seq,
-    Where,
-)
+from formcast.errors import GrammarError, TokenNotAllowedError
+from formcast.grammar import Grammar, Syntax, nodes
 from formcast.guide import Cursor
 from formcast.index import TokenIndex
 
@@ -48,6 +35,19 @@ Accepts = Callable[[str], bool]
 def shared_grammars() -> list[Path]:
     """Every grammar file of the shared data (an empty list when it is absent)."""
     return sorted(GRAMMARS.rglob("*.ebnf")) if GRAMMARS.is_dir() else []
+
+
+# ----------------------------------------------------------------------------- refusals
+
+
+def refusal(text: str, syntax: Syntax, line: int, column: int, message: str) -> GrammarError:
+    """The error reading ``text`` raises, checked to name ``(line, column)`` and to say
+    ``message``; fails the test when reading succeeds or the error says otherwise."""
+    with pytest.raises(GrammarError) as caught:
+        Grammar(text, syntax=syntax)
+    assert (caught.value.line, caught.value.column) == (line, column), str(caught.value)
+    assert message in str(caught.value)
+    return caught.value
 
 
 # ----------------------------------------------------------------------------- oracles
@@ -98,11 +98,11 @@ def derive(
     over Latin-1 only (transformers-CFG)."""
     rules = grammar.checked.rules
     heights = _heights(rules)
-    start = RuleRef(Where(0, 0), grammar.checked.start)
+    start = nodes.RuleRef(nodes.Where(0, 0), grammar.checked.start)
     return _Deriver(rules, heights, rng, max_depth, wide_limit).node(start, 0)
 
 
-def _heights(rules: Mapping[str, Rule]) -> dict[str, int]:
+def _heights(rules: Mapping[str, nodes.Rule]) -> dict[str, int]:
     """Fewest nested rules needed to finish each rule (a fixpoint)."""
     heights: dict[str, int] = {}
     changed = True
@@ -116,19 +116,19 @@ def _heights(rules: Mapping[str, Rule]) -> dict[str, int]:
     return heights
 
 
-def _node_height(node: Node, heights: Mapping[str, int]) -> int | None:
-    if isinstance(node, RuleRef):
+def _node_height(node: nodes.Node, heights: Mapping[str, int]) -> int | None:
+    if isinstance(node, nodes.RuleRef):
         return heights.get(node.name)
-    if isinstance(node, Seq):
+    if isinstance(node, nodes.Seq):
         parts = [_node_height(item, heights) for item in node.items]
         known = [part for part in parts if part is not None]
         return None if len(known) < len(parts) else max([0, *known])
-    if isinstance(node, Choice):
+    if isinstance(node, nodes.Choice):
         parts = [h for h in (_node_height(a, heights) for a in node.alternatives) if h is not None]
         return min(parts) if parts else None
-    if isinstance(node, Repeat):
+    if isinstance(node, nodes.Repeat):
         return 0 if node.low == 0 else _node_height(node.item, heights)
-    if isinstance(node, CharClass):
+    if isinstance(node, nodes.CharClass):
         return 0 if charset.minus(node.ranges, ((0xD800, 0xDFFF),)) else None
     return 0
 
@@ -136,7 +136,7 @@ def _node_height(node: Node, heights: Mapping[str, int]) -> int | None:
 class _Deriver:
     def __init__(
         self,
-        rules: Mapping[str, Rule],
+        rules: Mapping[str, nodes.Rule],
         heights: dict[str, int],
         rng: random.Random,
         limit: int,
@@ -145,24 +145,24 @@ class _Deriver:
         self.rules, self.heights, self.rng, self.limit = rules, heights, rng, limit
         self.wide_limit = wide_limit
 
-    def node(self, node: Node, depth: int) -> str:
+    def node(self, node: nodes.Node, depth: int) -> str:
         rng = self.rng
-        if isinstance(node, Literal):
+        if isinstance(node, nodes.Literal):
             return node.text
-        if isinstance(node, CharClass):
+        if isinstance(node, nodes.CharClass):
             ranges = node.ranges
             if self.wide_limit is not None and sum(b - a + 1 for a, b in ranges) > 0x10000:
                 ranges = charset.intersect(ranges, ((0x20, self.wide_limit),))
             return random_char(ranges, rng)
-        if isinstance(node, RuleRef):
+        if isinstance(node, nodes.RuleRef):
             return self.node(self.rules[node.name].body, depth + 1)
-        if isinstance(node, RegexTerminal):
+        if isinstance(node, nodes.RegexTerminal):
             return sample_regex(node.pattern, rng)
-        if isinstance(node, Embedded):
+        if isinstance(node, nodes.Embedded):
             raise ValueError("derive() does not sample embedded constraints")
-        if isinstance(node, Seq):
+        if isinstance(node, nodes.Seq):
             return "".join(self.node(item, depth) for item in node.items)
-        if isinstance(node, Choice):
+        if isinstance(node, nodes.Choice):
             options = [a for a in node.alternatives if _node_height(a, self.heights) is not None]
             if depth > self.limit:
                 least = min(_node_height(a, self.heights) or 0 for a in options)

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import pytest
-import torch
-from transformers import LogitsProcessorList
 
 import formcast
 from formcast import Extractor, Grammar, PromptTemplate, Regex
@@ -21,6 +19,7 @@ from formcast.constraint import CompileOptions, constraint_key, output_spec, out
 from formcast.errors import SchemaError
 from formcast.prompts import MAX_GRAMMAR_SHOWN, grammar_instructions
 from formcast.vocabulary import Vocabulary
+from generate_support import sample_under_processor
 
 CODE = Grammar(
     """
@@ -127,21 +126,9 @@ def test_decorator_with_an_annotated_grammar(tiny_extractor: Extractor) -> None:
 def test_logits_processor_with_generate(
     tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
 ) -> None:
-    torch.manual_seed(0)
     index = formcast.compile(CODE, vocabulary, cache=False)
-    prompt = torch.tensor([tokenizer.encode("code:")] * 2)
-    processor = formcast.FormcastLogitsProcessor(index, max_new_tokens=12)
-    out = tiny_model.generate(
-        prompt,
-        attention_mask=torch.ones_like(prompt),
-        logits_processor=LogitsProcessorList([processor]),
-        max_new_tokens=12,
-        do_sample=True,
-        pad_token_id=2,
-        eos_token_id=2,
-    )
-    for row in out[:, prompt.shape[1] :].tolist():
-        assert re.fullmatch(CODE_RE, tokenizer.decode([t for t in row if t != 2]))
+    for text in sample_under_processor(tiny_model, tokenizer, index, "code:", 12, seed=0):
+        assert re.fullmatch(CODE_RE, text), text
 
 
 def test_a_grammar_pickles_and_hits_the_disk_cache(

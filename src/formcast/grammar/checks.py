@@ -21,35 +21,20 @@ Cost: linear in the grammar per fixpoint round (rounds: at most the number of ru
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from formcast import charset
 from formcast.errors import GrammarError
+from formcast.grammar import nodes
 from formcast.grammar.embed import embedded_may_be_empty
-from formcast.grammar.nodes import (
-    CharClass,
-    Choice,
-    Embedded,
-    Literal,
-    Node,
-    RegexTerminal,
-    Repeat,
-    Rule,
-    RuleRef,
-    RuleSet,
-    Seq,
-    Where,
-    children,
-    references,
-)
 
 __all__ = ["check_rules"]
 
 _SURROGATES = ((0xD800, 0xDFFF),)
 
 
-def check_rules(ruleset: RuleSet, embedded: Mapping[str, Any]) -> RuleSet:
+def check_rules(ruleset: nodes.RuleSet, embedded: Mapping[str, Any]) -> nodes.RuleSet:
     """The rules of ``ruleset`` reachable from its start, checked and rewritten (see the
     module docstring). ``embedded`` maps rule names to the hashable sources of
     :class:`Embedded` nodes.
@@ -66,13 +51,13 @@ def check_rules(ruleset: RuleSet, embedded: Mapping[str, Any]) -> RuleSet:
     rules = {name: rules[name] for name in rules if name in reachable}
     _refuse_left_recursion(rules)
     _refuse_unproductive(rules)
-    return RuleSet(rules, ruleset.start)
+    return nodes.RuleSet(rules, ruleset.start)
 
 
 # ----------------------------------------------------------------------------- names
 
 
-def _resolve(ruleset: RuleSet, embedded: Mapping[str, Any]) -> dict[str, Rule]:
+def _resolve(ruleset: nodes.RuleSet, embedded: Mapping[str, Any]) -> dict[str, nodes.Rule]:
     rules = dict(ruleset.rules)
     for name in embedded:
         if name in rules:
@@ -88,12 +73,15 @@ def _resolve(ruleset: RuleSet, embedded: Mapping[str, Any]) -> dict[str, Rule]:
         defined = ", ".join(repr(name) for name in rules) or "none"
         raise GrammarError(f"expected a start rule named {start!r}, found rules {defined}")
     resolved = {
-        name: Rule(name, _embed(rule.body, embedded), rule.where) for name, rule in rules.items()
+        name: nodes.Rule(name, _embed(rule.body, embedded), rule.where)
+        for name, rule in rules.items()
     }
     if start not in resolved:
-        resolved[start] = Rule(start, Embedded(Where(0, 0), start, embedded[start]), Where(0, 0))
+        resolved[start] = nodes.Rule(
+            start, nodes.Embedded(nodes.Where(0, 0), start, embedded[start]), nodes.Where(0, 0)
+        )
     for rule in resolved.values():
-        for ref in references(rule.body):
+        for ref in nodes.references(rule.body):
             if ref.name not in resolved:
                 raise GrammarError(
                     f"expected a definition of rule {ref.name!r} (used in rule "
@@ -104,24 +92,24 @@ def _resolve(ruleset: RuleSet, embedded: Mapping[str, Any]) -> dict[str, Rule]:
     return resolved
 
 
-def _embed(node: Node, embedded: Mapping[str, Any]) -> Node:
+def _embed(node: nodes.Node, embedded: Mapping[str, Any]) -> nodes.Node:
     """``node`` with references to embedded names replaced by :class:`Embedded` nodes."""
-    if isinstance(node, RuleRef) and node.name in embedded:
-        return Embedded(node.where, node.name, embedded[node.name])
-    if isinstance(node, Seq):
-        return Seq(node.where, tuple(_embed(item, embedded) for item in node.items))
-    if isinstance(node, Choice):
-        return Choice(node.where, tuple(_embed(alt, embedded) for alt in node.alternatives))
-    if isinstance(node, Repeat):
-        return Repeat(node.where, _embed(node.item, embedded), node.low, node.high)
+    if isinstance(node, nodes.RuleRef) and node.name in embedded:
+        return nodes.Embedded(node.where, node.name, embedded[node.name])
+    if isinstance(node, nodes.Seq):
+        return nodes.Seq(node.where, tuple(_embed(item, embedded) for item in node.items))
+    if isinstance(node, nodes.Choice):
+        return nodes.Choice(node.where, tuple(_embed(alt, embedded) for alt in node.alternatives))
+    if isinstance(node, nodes.Repeat):
+        return nodes.Repeat(node.where, _embed(node.item, embedded), node.low, node.high)
     return node
 
 
-def _reachable(rules: Mapping[str, Rule], start: str) -> set[str]:
+def _reachable(rules: Mapping[str, nodes.Rule], start: str) -> set[str]:
     seen = {start}
     stack = [start]
     while stack:
-        for ref in references(rules[stack.pop()].body):
+        for ref in nodes.references(rules[stack.pop()].body):
             if ref.name not in seen:
                 seen.add(ref.name)
                 stack.append(ref.name)
@@ -131,27 +119,27 @@ def _reachable(rules: Mapping[str, Rule], start: str) -> set[str]:
 # ----------------------------------------------------------------------------- left recursion
 
 
-def _alternatives(node: Node) -> tuple[Node, ...]:
-    return node.alternatives if isinstance(node, Choice) else (node,)
+def _alternatives(node: nodes.Node) -> tuple[nodes.Node, ...]:
+    return node.alternatives if isinstance(node, nodes.Choice) else (node,)
 
 
-def _left_tail(node: Node, name: str) -> Node | None:
+def _left_tail(node: nodes.Node, name: str) -> nodes.Node | None:
     """What follows a leading reference to ``name`` in alternative ``node``, or None
     when ``node`` does not start with one."""
-    if isinstance(node, RuleRef) and node.name == name:
-        return Seq(node.where, ())
-    if isinstance(node, Seq) and node.items:
+    if isinstance(node, nodes.RuleRef) and node.name == name:
+        return nodes.Seq(node.where, ())
+    if isinstance(node, nodes.Seq) and node.items:
         first = node.items[0]
-        if isinstance(first, RuleRef) and first.name == name:
+        if isinstance(first, nodes.RuleRef) and first.name == name:
             rest = node.items[1:]
-            return rest[0] if len(rest) == 1 else Seq(node.where, rest)
+            return rest[0] if len(rest) == 1 else nodes.Seq(node.where, rest)
     return None
 
 
-def _without_direct_left_recursion(rule: Rule) -> Rule:
+def _without_direct_left_recursion(rule: nodes.Rule) -> nodes.Rule:
     """``a ::= a x | b`` as ``a ::= b x*``; other rules unchanged."""
-    tails: list[Node] = []
-    bases: list[Node] = []
+    tails: list[nodes.Node] = []
+    bases: list[nodes.Node] = []
     for option in _alternatives(rule.body):
         tail = _left_tail(option, rule.name)
         if tail is None:
@@ -168,38 +156,50 @@ def _without_direct_left_recursion(rule: Rule) -> Rule:
             where.line,
             where.column,
         )
-    base = bases[0] if len(bases) == 1 else Choice(where, tuple(bases))
-    tail = tails[0] if len(tails) == 1 else Choice(where, tuple(tails))
-    return Rule(rule.name, Seq(where, (base, Repeat(where, tail, 0, None))), rule.where)
+    base = bases[0] if len(bases) == 1 else nodes.Choice(where, tuple(bases))
+    tail = tails[0] if len(tails) == 1 else nodes.Choice(where, tuple(tails))
+    return nodes.Rule(
+        rule.name, nodes.Seq(where, (base, nodes.Repeat(where, tail, 0, None))), rule.where
+    )
 
 
-def _nullable_rules(rules: Mapping[str, Rule]) -> set[str]:
-    """The rules that derive the empty string (least fixpoint)."""
-    nullable: set[str] = set()
+def _least_fixpoint(
+    rules: Mapping[str, nodes.Rule], holds: Callable[[nodes.Node, set[str]], bool]
+) -> set[str]:
+    """The names of the rules whose body ``holds``, given the names found so far: the
+    smallest set closed under ``holds`` (``holds`` must be monotone in that set).
+
+    Cost: one pass over the rules per round, at most one round per rule."""
+    found: set[str] = set()
     changed = True
     while changed:
         changed = False
         for name, rule in rules.items():
-            if name not in nullable and _nullable(rule.body, nullable):
-                nullable.add(name)
+            if name not in found and holds(rule.body, found):
+                found.add(name)
                 changed = True
-    return nullable
+    return found
 
 
-def _nullable(node: Node, nullable: set[str]) -> bool:
-    if isinstance(node, Literal):
+def _nullable_rules(rules: Mapping[str, nodes.Rule]) -> set[str]:
+    """The rules that derive the empty string."""
+    return _least_fixpoint(rules, _nullable)
+
+
+def _nullable(node: nodes.Node, nullable: set[str]) -> bool:
+    if isinstance(node, nodes.Literal):
         return not node.text
-    if isinstance(node, CharClass):
+    if isinstance(node, nodes.CharClass):
         return False
-    if isinstance(node, RuleRef):
+    if isinstance(node, nodes.RuleRef):
         return node.name in nullable
-    if isinstance(node, RegexTerminal):
+    if isinstance(node, nodes.RegexTerminal):
         return _regex_may_be_empty(node.pattern)
-    if isinstance(node, Embedded):
+    if isinstance(node, nodes.Embedded):
         return embedded_may_be_empty(node.source)
-    if isinstance(node, Seq):
+    if isinstance(node, nodes.Seq):
         return all(_nullable(item, nullable) for item in node.items)
-    if isinstance(node, Choice):
+    if isinstance(node, nodes.Choice):
         return any(_nullable(alt, nullable) for alt in node.alternatives)
     return node.low == 0 or _nullable(node.item, nullable)
 
@@ -208,10 +208,10 @@ class _NotTail(Exception):
     """The rule refers to itself other than at the very end of an alternative."""
 
 
-def _without_tail_recursion(rule: Rule) -> Rule:
+def _without_tail_recursion(rule: nodes.Rule) -> nodes.Rule:
     """``a ::= P a | R`` as ``a ::= P* R`` when every reference of ``a`` to itself ends
     an alternative; other rules unchanged."""
-    if all(ref.name != rule.name for ref in references(rule.body)):
+    if all(ref.name != rule.name for ref in nodes.references(rule.body)):
         return rule
     try:
         rest, prefix = _split_tail(rule.body, rule.name)
@@ -220,39 +220,43 @@ def _without_tail_recursion(rule: Rule) -> Rule:
     if rest is None or prefix is None:  # never finishes (checked later), or no recursion
         return rule
     where = rule.body.where
-    return Rule(rule.name, Seq(where, (Repeat(where, prefix, 0, None), rest)), rule.where)
+    return nodes.Rule(
+        rule.name, nodes.Seq(where, (nodes.Repeat(where, prefix, 0, None), rest)), rule.where
+    )
 
 
-def _split_tail(node: Node, name: str) -> tuple[Node | None, Node | None]:
+def _split_tail(node: nodes.Node, name: str) -> tuple[nodes.Node | None, nodes.Node | None]:
     """``(R, P)`` with ``node = P name | R``: R the strings that do not end with a
     reference to ``name``, P what comes before such a reference (None: no strings).
 
     Raises _NotTail when ``name`` stands anywhere but at the end."""
-    if all(ref.name != name for ref in references(node)):
+    if all(ref.name != name for ref in nodes.references(node)):
         return node, None
     where = node.where
-    if isinstance(node, RuleRef):
-        return None, Seq(where, ())
-    if isinstance(node, Seq):
+    if isinstance(node, nodes.RuleRef):
+        return None, nodes.Seq(where, ())
+    if isinstance(node, nodes.Seq):
         head = node.items[:-1]
-        if any(ref.name == name for item in head for ref in references(item)):
+        if any(ref.name == name for item in head for ref in nodes.references(item)):
             raise _NotTail
         rest, prefix = _split_tail(node.items[-1], name)
         return (
-            None if rest is None else Seq(where, (*head, rest)),
-            None if prefix is None else Seq(where, (*head, prefix)),
+            None if rest is None else nodes.Seq(where, (*head, rest)),
+            None if prefix is None else nodes.Seq(where, (*head, prefix)),
         )
-    if isinstance(node, Choice):
+    if isinstance(node, nodes.Choice):
         parts = [_split_tail(option, name) for option in node.alternatives]
         rests = tuple(rest for rest, _ in parts if rest is not None)
         prefixes = tuple(prefix for _, prefix in parts if prefix is not None)
         return (
-            (rests[0] if len(rests) == 1 else Choice(where, rests)) if rests else None,
-            (prefixes[0] if len(prefixes) == 1 else Choice(where, prefixes)) if prefixes else None,
+            (rests[0] if len(rests) == 1 else nodes.Choice(where, rests)) if rests else None,
+            (prefixes[0] if len(prefixes) == 1 else nodes.Choice(where, prefixes))
+            if prefixes
+            else None,
         )
-    if isinstance(node, Repeat) and (node.low, node.high) == (0, 1):
+    if isinstance(node, nodes.Repeat) and (node.low, node.high) == (0, 1):
         rest, prefix = _split_tail(node.item, name)
-        return (Seq(where, ()) if rest is None else Repeat(where, rest, 0, 1)), prefix
+        return (nodes.Seq(where, ()) if rest is None else nodes.Repeat(where, rest, 0, 1)), prefix
     raise _NotTail
 
 
@@ -263,21 +267,21 @@ def _regex_may_be_empty(pattern: str) -> bool:
         return True
 
 
-def _leftmost(node: Node, nullable: set[str]) -> Iterable[RuleRef]:
+def _leftmost(node: nodes.Node, nullable: set[str]) -> Iterable[nodes.RuleRef]:
     """References that can stand first in a string ``node`` derives."""
-    if isinstance(node, RuleRef):
+    if isinstance(node, nodes.RuleRef):
         yield node
-    elif isinstance(node, Seq):
+    elif isinstance(node, nodes.Seq):
         for item in node.items:
             yield from _leftmost(item, nullable)
             if not _nullable(item, nullable):
                 break
-    elif isinstance(node, Choice) or (isinstance(node, Repeat) and node.high != 0):
-        for child in children(node):
+    elif isinstance(node, nodes.Choice) or (isinstance(node, nodes.Repeat) and node.high != 0):
+        for child in nodes.children(node):
             yield from _leftmost(child, nullable)
 
 
-def _refuse_left_recursion(rules: Mapping[str, Rule]) -> None:
+def _refuse_left_recursion(rules: Mapping[str, nodes.Rule]) -> None:
     nullable = _nullable_rules(rules)
     edges = {name: list(_leftmost(rule.body, nullable)) for name, rule in rules.items()}
     for name in rules:
@@ -293,9 +297,9 @@ def _refuse_left_recursion(rules: Mapping[str, Rule]) -> None:
             )
 
 
-def _cycle_from(name: str, edges: Mapping[str, list[RuleRef]]) -> list[RuleRef]:
+def _cycle_from(name: str, edges: Mapping[str, list[nodes.RuleRef]]) -> list[nodes.RuleRef]:
     """References leading from ``name`` back to ``name`` through leftmost positions."""
-    parent: dict[str, tuple[str, RuleRef]] = {}
+    parent: dict[str, tuple[str, nodes.RuleRef]] = {}
     stack = [name]
     seen = {name}
     while stack:
@@ -317,15 +321,8 @@ def _cycle_from(name: str, edges: Mapping[str, list[RuleRef]]) -> list[RuleRef]:
 # ----------------------------------------------------------------------------- productivity
 
 
-def _refuse_unproductive(rules: Mapping[str, Rule]) -> None:
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, rule in rules.items():
-            if name not in productive and _productive(rule.body, productive):
-                productive.add(name)
-                changed = True
+def _refuse_unproductive(rules: Mapping[str, nodes.Rule]) -> None:
+    productive = _least_fixpoint(rules, _productive)
     stuck = [rule for name, rule in rules.items() if name not in productive]
     if stuck:
         listed = ", ".join(f"{rule.name!r} ({rule.where})" for rule in stuck)
@@ -338,15 +335,15 @@ def _refuse_unproductive(rules: Mapping[str, Rule]) -> None:
         )
 
 
-def _productive(node: Node, productive: set[str]) -> bool:
-    if isinstance(node, CharClass):
+def _productive(node: nodes.Node, productive: set[str]) -> bool:
+    if isinstance(node, nodes.CharClass):
         return bool(charset.minus(node.ranges, _SURROGATES))
-    if isinstance(node, RuleRef):
+    if isinstance(node, nodes.RuleRef):
         return node.name in productive
-    if isinstance(node, Seq):
+    if isinstance(node, nodes.Seq):
         return all(_productive(item, productive) for item in node.items)
-    if isinstance(node, Choice):
+    if isinstance(node, nodes.Choice):
         return any(_productive(alt, productive) for alt in node.alternatives)
-    if isinstance(node, Repeat):
+    if isinstance(node, nodes.Repeat):
         return node.low == 0 or _productive(node.item, productive)
     return True  # literals, checked regexes and embedded constraints match something

@@ -21,20 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from formcast.errors import GrammarError
+from formcast.grammar import nodes
 from formcast.grammar.embed import embedded_regex
-from formcast.grammar.nodes import (
-    CharClass,
-    Choice,
-    Embedded,
-    Literal,
-    Node,
-    RegexTerminal,
-    Rule,
-    RuleRef,
-    RuleSet,
-    Seq,
-    references,
-)
 from formcast.limits import Limits
 from formcast.regex import dialect
 from formcast.schema import Mode
@@ -42,7 +30,9 @@ from formcast.schema import Mode
 __all__ = ["emit_regex", "recursive_rules"]
 
 
-def emit_regex(ruleset: RuleSet, *, mode: Mode, whitespace: bool | int, limits: Limits) -> str:
+def emit_regex(
+    ruleset: nodes.RuleSet, *, mode: Mode, whitespace: bool | int, limits: Limits
+) -> str:
     """The regex of checked rules (:func:`formcast.grammar.checks.check_rules`).
 
     Raises:
@@ -64,12 +54,12 @@ def emit_regex(ruleset: RuleSet, *, mode: Mode, whitespace: bool | int, limits: 
     return regex
 
 
-def recursive_rules(rules: Mapping[str, Rule]) -> set[str]:
+def recursive_rules(rules: Mapping[str, nodes.Rule]) -> set[str]:
     """The rules on a cycle of references (a rule calling itself included)."""
     found: set[str] = set()
     for component in _components(rules):
         if len(component) > 1 or any(
-            ref.name == component[0] for ref in references(rules[component[0]].body)
+            ref.name == component[0] for ref in nodes.references(rules[component[0]].body)
         ):
             found.update(component)
     return found
@@ -77,7 +67,7 @@ def recursive_rules(rules: Mapping[str, Rule]) -> set[str]:
 
 @dataclass
 class _Writer:
-    rules: Mapping[str, Rule]
+    rules: Mapping[str, nodes.Rule]
     mode: Mode
     whitespace: bool | int
     limits: Limits
@@ -89,7 +79,7 @@ class _Writer:
 
     def __post_init__(self) -> None:
         for rule in self.rules.values():
-            for ref in references(rule.body):
+            for ref in nodes.references(rule.body):
                 self._uses[ref.name] = self._uses.get(ref.name, 0) + 1
 
     def write_component(self, component: list[str]) -> None:
@@ -119,25 +109,25 @@ class _Writer:
         self._named += 1
         return f"g{self._named}_{re.sub(r'[^A-Za-z0-9_]', '_', rule)}"
 
-    def node(self, node: Node) -> str | None:
+    def node(self, node: nodes.Node) -> str | None:
         """The regex of ``node``; None when it matches nothing."""
-        if isinstance(node, Literal):
+        if isinstance(node, nodes.Literal):
             return dialect.escape_literal(node.text)
-        if isinstance(node, CharClass):
+        if isinstance(node, nodes.CharClass):
             return dialect.char_class(node.ranges)
-        if isinstance(node, RuleRef):
+        if isinstance(node, nodes.RuleRef):
             text = self.call[node.name]
             return None if text is None else dialect.group_alt(text)
-        if isinstance(node, RegexTerminal):
+        if isinstance(node, nodes.RegexTerminal):
             return f"(?:{node.pattern})"
-        if isinstance(node, Embedded):
+        if isinstance(node, nodes.Embedded):
             return self.embedded(node)
-        if isinstance(node, Seq):
+        if isinstance(node, nodes.Seq):
             parts = [self.node(item) for item in node.items]
             if any(part is None for part in parts):
                 return None
             return "".join(dialect.group_alt(part) for part in parts if part)
-        if isinstance(node, Choice):
+        if isinstance(node, nodes.Choice):
             options = [self.node(option) for option in node.alternatives]
             return dialect.alt(option for option in options if option is not None)
         item = self.node(node.item)
@@ -145,7 +135,7 @@ class _Writer:
             return "" if node.low == 0 else None
         return dialect.repeat(item, node.low, node.high)
 
-    def embedded(self, node: Embedded) -> str:
+    def embedded(self, node: nodes.Embedded) -> str:
         """The main part of an embedded constraint; its definitions join the grammar's,
         renamed. Written once per distinct source."""
         known = self._embedded.get(node.source)
@@ -167,11 +157,11 @@ class _Writer:
         return text
 
 
-def _components(rules: Mapping[str, Rule]) -> list[list[str]]:
+def _components(rules: Mapping[str, nodes.Rule]) -> list[list[str]]:
     """Strongly connected components of the reference graph, callees first (Tarjan's
     algorithm, iterative: rule chains of any length)."""
     edges = {
-        name: [ref.name for ref in references(rule.body) if ref.name in rules]
+        name: [ref.name for ref in nodes.references(rule.body) if ref.name in rules]
         for name, rule in rules.items()
     }
     index: dict[str, int] = {}

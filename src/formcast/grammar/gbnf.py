@@ -25,17 +25,7 @@ from __future__ import annotations
 
 from formcast import charset
 from formcast.errors import GrammarError
-from formcast.grammar.nodes import (
-    CharClass,
-    Choice,
-    Literal,
-    Node,
-    Repeat,
-    Rule,
-    RuleRef,
-    RuleSet,
-    Seq,
-)
+from formcast.grammar import nodes
 from formcast.grammar.source import Source
 
 __all__ = ["parse_gbnf"]
@@ -46,7 +36,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _QUANTIFIERS: dict[str, tuple[int, int | None]] = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 
 
-def parse_gbnf(text: str, start: str | None = None) -> RuleSet:
+def parse_gbnf(text: str, start: str | None = None) -> nodes.RuleSet:
     """Read GBNF ``text`` into rules; the start rule is ``start`` (default ``root``).
 
     Raises:
@@ -57,7 +47,7 @@ def parse_gbnf(text: str, start: str | None = None) -> RuleSet:
         rules = parser.grammar()
     except RecursionError:
         raise GrammarError("expected fewer nested parentheses, found too many to read") from None
-    return RuleSet(rules, start or "root")
+    return nodes.RuleSet(rules, start or "root")
 
 
 def _is_name_char(char: str) -> bool:
@@ -83,8 +73,8 @@ class _Parser:
                 return
 
     # -- rules ---------------------------------------------------------------------------
-    def grammar(self) -> dict[str, Rule]:
-        rules: dict[str, Rule] = {}
+    def grammar(self) -> dict[str, nodes.Rule]:
+        rules: dict[str, nodes.Rule] = {}
         self.skip(newlines=True)
         while not self.src.at_end():
             rule = self.rule()
@@ -100,7 +90,7 @@ class _Parser:
             self.skip(newlines=True)
         return rules
 
-    def rule(self) -> Rule:
+    def rule(self) -> nodes.Rule:
         src = self.src
         where = src.where()
         name = self.name()
@@ -117,7 +107,7 @@ class _Parser:
                 f"the end of rule {name!r} (a newline), or an item of it; a rule ends at a "
                 "newline outside parentheses"
             )
-        return Rule(name, body, where)
+        return nodes.Rule(name, body, where)
 
     def name(self) -> str:
         src = self.src
@@ -127,19 +117,19 @@ class _Parser:
         return src.text[begin : src.pos]
 
     # -- expressions ---------------------------------------------------------------------
-    def alternatives(self, nested: bool) -> Node:
+    def alternatives(self, nested: bool) -> nodes.Node:
         where = self.src.where()
         options = [self.sequence(nested)]
         while self.src.peek() == "|":
             self.src.pos += 1
             self.skip(newlines=True)
             options.append(self.sequence(nested))
-        return options[0] if len(options) == 1 else Choice(where, tuple(options))
+        return options[0] if len(options) == 1 else nodes.Choice(where, tuple(options))
 
-    def sequence(self, nested: bool) -> Node:
+    def sequence(self, nested: bool) -> nodes.Node:
         src = self.src
         where = src.where()
-        items: list[Node] = []
+        items: list[nodes.Node] = []
         while not src.at_end():
             char = src.peek()
             if char in _QUANTIFIERS or char == "{":
@@ -154,9 +144,9 @@ class _Parser:
             self.skip(newlines=nested)
         if len(items) == 1:
             return items[0]
-        return Seq(where, tuple(items))
+        return nodes.Seq(where, tuple(items))
 
-    def item(self) -> Node | None:
+    def item(self) -> nodes.Node | None:
         """One item (literal, class, ``.``, reference, group), or None at a non-item."""
         src = self.src
         char = src.peek()
@@ -167,7 +157,7 @@ class _Parser:
             return self.char_class()
         if char == ".":
             src.pos += 1
-            return CharClass(where, charset.ANY)
+            return nodes.CharClass(where, charset.ANY)
         if char == "(":
             return self.group()
         if char == "<" or src.startswith("!<"):
@@ -176,10 +166,10 @@ class _Parser:
                 "formcast constrains text, not token ids",
             )
         if _is_name_char(char):
-            return RuleRef(where, self.name())
+            return nodes.RuleRef(where, self.name())
         return None
 
-    def group(self) -> Node:
+    def group(self) -> nodes.Node:
         src = self.src
         opened = src.pos
         src.pos += 1
@@ -190,12 +180,12 @@ class _Parser:
         src.pos += 1
         return inner
 
-    def quantified(self, item: Node) -> Node:
+    def quantified(self, item: nodes.Node) -> nodes.Node:
         src = self.src
         char = src.peek()
         if char in _QUANTIFIERS:
             src.pos += 1
-            return Repeat(item.where, item, *_QUANTIFIERS[char])
+            return nodes.Repeat(item.where, item, *_QUANTIFIERS[char])
         opened = src.pos
         src.pos += 1
         self.skip(newlines=False)
@@ -220,7 +210,7 @@ class _Parser:
         low = int(low_text) if low_text else 0
         if high is not None and high < low:
             src.fail(f"a count range with m <= n, found {{{low},{high}}}", opened, found="")
-        return Repeat(item.where, item, low, high)
+        return nodes.Repeat(item.where, item, low, high)
 
     def digits(self) -> str:
         src = self.src
@@ -230,7 +220,7 @@ class _Parser:
         return src.text[begin : src.pos]
 
     # -- terminals -----------------------------------------------------------------------
-    def literal(self) -> Literal:
+    def literal(self) -> nodes.Literal:
         src = self.src
         where = src.where()
         opened = src.pos
@@ -241,9 +231,9 @@ class _Parser:
                 src.fail(f"'\"' closing the string opened at {src.where(opened)}")
             chars.append(self.char())
         src.pos += 1
-        return Literal(where, "".join(chars))
+        return nodes.Literal(where, "".join(chars))
 
-    def char_class(self) -> CharClass:
+    def char_class(self) -> nodes.CharClass:
         src = self.src
         where = src.where()
         opened = src.pos
@@ -271,7 +261,7 @@ class _Parser:
             ranges.append((low, high))
         src.pos += 1
         normalized = charset.normalize(ranges)
-        return CharClass(where, charset.complement(normalized) if negated else normalized)
+        return nodes.CharClass(where, charset.complement(normalized) if negated else normalized)
 
     def char(self) -> str:
         """One character of a literal or class, escapes decoded."""

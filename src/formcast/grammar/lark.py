@@ -37,23 +37,10 @@ from dataclasses import dataclass, field
 
 from formcast import charset
 from formcast.errors import GrammarError
+from formcast.grammar import nodes
 from formcast.grammar.embed import JsonSchemaText
 from formcast.grammar.lark_common import COMMON_TERMINALS, COMMON_TEXT
 from formcast.grammar.lark_terminals import check_regex, folded, with_ignored
-from formcast.grammar.nodes import (
-    CharClass,
-    Choice,
-    Embedded,
-    Literal,
-    Node,
-    RegexTerminal,
-    Repeat,
-    Rule,
-    RuleRef,
-    RuleSet,
-    Seq,
-    references,
-)
 from formcast.grammar.source import Source
 
 __all__ = ["parse_lark"]
@@ -90,7 +77,7 @@ _REFUSED_FLAGS = {
 }
 
 
-def parse_lark(text: str, start: str | None = None) -> RuleSet:
+def parse_lark(text: str, start: str | None = None) -> nodes.RuleSet:
     """Read Lark ``text`` into rules; the start rule is ``start`` (default ``start``).
 
     Raises:
@@ -108,8 +95,8 @@ def parse_lark(text: str, start: str | None = None) -> RuleSet:
 @dataclass
 class _Parser:
     src: Source
-    rules: dict[str, Rule] = field(default_factory=dict)
-    ignored: list[Node] = field(default_factory=list)
+    rules: dict[str, nodes.Rule] = field(default_factory=dict)
+    ignored: list[nodes.Node] = field(default_factory=list)
     in_terminal: bool = False  # inside a terminal's body or %ignore: no rules allowed
     depth: int = 0  # open groups: inside one, newlines are layout
 
@@ -186,9 +173,9 @@ class _Parser:
         self.skip()
         body = self.expansions()
         self.in_terminal = False
-        self.store(Rule(name, body, where), mode)
+        self.store(nodes.Rule(name, body, where), mode)
 
-    def store(self, rule: Rule, mode: str) -> None:
+    def store(self, rule: nodes.Rule, mode: str) -> None:
         known = self.rules.get(rule.name)
         where = rule.where
         if mode == "define" and known is not None:
@@ -206,9 +193,9 @@ class _Parser:
             )
         if mode == "extend" and known is not None:
             body = known.body
-            options = body.alternatives if isinstance(body, Choice) else (body,)
-            added = rule.body.alternatives if isinstance(rule.body, Choice) else (rule.body,)
-            rule = Rule(rule.name, Choice(body.where, (*options, *added)), known.where)
+            options = body.alternatives if isinstance(body, nodes.Choice) else (body,)
+            added = rule.body.alternatives if isinstance(rule.body, nodes.Choice) else (rule.body,)
+            rule = nodes.Rule(rule.name, nodes.Choice(body.where, (*options, *added)), known.where)
         self.rules[rule.name] = rule
 
     def statement(self) -> None:
@@ -290,10 +277,10 @@ class _Parser:
                     where.line,
                     where.column,
                 )
-            self.rules[renamed] = Rule(renamed, rule.body, where)
+            self.rules[renamed] = nodes.Rule(renamed, rule.body, where)
 
     # -- expressions ---------------------------------------------------------------------
-    def expansions(self) -> Node:
+    def expansions(self) -> nodes.Node:
         src = self.src
         where = src.where()
         options = [self.alias()]
@@ -305,9 +292,9 @@ class _Parser:
                 options.append(self.alias())
             else:
                 break
-        return options[0] if len(options) == 1 else Choice(where, tuple(options))
+        return options[0] if len(options) == 1 else nodes.Choice(where, tuple(options))
 
-    def alias(self) -> Node:
+    def alias(self) -> nodes.Node:
         node = self.expansion()
         self.skip()
         if self.src.startswith("->"):
@@ -316,18 +303,18 @@ class _Parser:
             self.take(_NAME, "an alias name after '->'")
         return node
 
-    def expansion(self) -> Node:
+    def expansion(self) -> nodes.Node:
         where = self.src.where()
-        items: list[Node] = []
+        items: list[nodes.Node] = []
         while True:
             self.skip(newlines=self.depth > 0)
             item = self.expr()
             if item is None:
                 break
             items.append(item)
-        return items[0] if len(items) == 1 else Seq(where, tuple(items))
+        return items[0] if len(items) == 1 else nodes.Seq(where, tuple(items))
 
-    def expr(self) -> Node | None:
+    def expr(self) -> nodes.Node | None:
         atom = self.atom()
         if atom is None:
             return None
@@ -337,13 +324,13 @@ class _Parser:
             char = src.peek()
             if char in _OPERATORS and not (char == "?" and src.peek(2)[1:].islower()):
                 src.pos += 1
-                atom = Repeat(atom.where, atom, *_OPERATORS[char])
+                atom = nodes.Repeat(atom.where, atom, *_OPERATORS[char])
             elif char == "~":
                 atom = self.counted(atom)
             else:
                 return atom
 
-    def counted(self, atom: Node) -> Node:
+    def counted(self, atom: nodes.Node) -> nodes.Node:
         src = self.src
         src.pos += 1
         self.skip()
@@ -355,9 +342,9 @@ class _Parser:
             high = int(self.take(_COUNT, "a count after '..'"))
             if high < low:
                 src.fail(f"a range n..m with n <= m, found {low}..{high}", found="")
-        return Repeat(atom.where, atom, low, high)
+        return nodes.Repeat(atom.where, atom, low, high)
 
-    def atom(self) -> Node | None:
+    def atom(self) -> nodes.Node | None:
         src = self.src
         if src.at_end():
             return None
@@ -384,9 +371,9 @@ class _Parser:
             )
         if self.in_terminal and not name.lstrip("_")[:1].isupper():
             src.fail("terminals only inside a terminal (UPPERCASE names)", src.pos - len(name))
-        return RuleRef(where, name)
+        return nodes.RuleRef(where, name)
 
-    def group(self, opening: str) -> Node:
+    def group(self, opening: str) -> nodes.Node:
         src = self.src
         opened = src.pos
         closing = ")" if opening == "(" else "]"
@@ -399,9 +386,9 @@ class _Parser:
         if src.peek() != closing:
             src.fail(f"{closing!r} closing the group opened at {src.where(opened)}")
         src.pos += 1
-        return inner if opening == "(" else Repeat(inner.where, inner, 0, 1)
+        return inner if opening == "(" else nodes.Repeat(inner.where, inner, 0, 1)
 
-    def literal(self) -> Node:
+    def literal(self) -> nodes.Node:
         src = self.src
         where = src.where()
         first = self.string()
@@ -410,7 +397,7 @@ class _Parser:
             src.pos += 1
         self.skip()
         if not src.startswith(".."):
-            return folded(where, first) if insensitive else Literal(where, first)
+            return folded(where, first) if insensitive else nodes.Literal(where, first)
         src.pos += 2
         self.skip()
         if src.peek() != '"':
@@ -421,7 +408,7 @@ class _Parser:
                 f"a range of two single characters in order, found {first!r}..{last!r}",
                 found="",
             )
-        return CharClass(where, ((ord(first), ord(last)),))
+        return nodes.CharClass(where, ((ord(first), ord(last)),))
 
     def string(self) -> str:
         src = self.src
@@ -459,7 +446,7 @@ class _Parser:
         src.pos += 1 + width
         return chr(code)
 
-    def regex(self) -> Node:
+    def regex(self) -> nodes.Node:
         src = self.src
         where = src.where()
         begin = src.pos
@@ -481,9 +468,9 @@ class _Parser:
             scoped += _EXACT_FLAGS[flag]
         text = f"(?{scoped}:{pattern})" if scoped else pattern
         check_regex(src, text, begin)
-        return RegexTerminal(where, text)
+        return nodes.RegexTerminal(where, text)
 
-    def inline_json(self) -> Node:
+    def inline_json(self) -> nodes.Node:
         src = self.src
         where = src.where()
         begin = src.pos
@@ -497,13 +484,13 @@ class _Parser:
             src.fail("a JSON Schema object after %json", begin)
         src.pos = end
         text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
-        return Embedded(where, "%json", JsonSchemaText(text))
+        return nodes.Embedded(where, "%json", JsonSchemaText(text))
 
     # -- result --------------------------------------------------------------------------
-    def result(self, start: str) -> RuleSet:
+    def result(self, start: str) -> nodes.RuleSet:
         for rule in self.rules.values():
             if _TERMINAL.fullmatch(rule.name):
-                for ref in references(rule.body):
+                for ref in nodes.references(rule.body):
                     if not _TERMINAL.fullmatch(ref.name):
                         raise GrammarError(
                             f"expected terminals only inside terminal {rule.name!r}, found "
@@ -512,25 +499,25 @@ class _Parser:
                             ref.where.column,
                         )
         if not self.ignored:
-            return RuleSet(self.rules, start)
+            return nodes.RuleSet(self.rules, start)
         return with_ignored(self.rules, self.ignored, start)
 
 
 @functools.cache
-def _common_parsed() -> dict[str, Rule]:
+def _common_parsed() -> dict[str, nodes.Rule]:
     parser = _Parser(Source(COMMON_TEXT))
     parser.grammar()
     return parser.rules
 
 
-def _common_rules(name: str) -> list[Rule]:
+def _common_rules(name: str) -> list[nodes.Rule]:
     """Terminal ``name`` of common.lark and the terminals it uses."""
     rules = _common_parsed()
     needed = [name]
-    found: list[Rule] = []
+    found: list[nodes.Rule] = []
     while needed:
         rule = rules[needed.pop()]
         if rule not in found:
             found.append(rule)
-            needed.extend(ref.name for ref in references(rule.body))
+            needed.extend(ref.name for ref in nodes.references(rule.body))
     return found

@@ -13,20 +13,7 @@ import re
 from formcast import charset
 from formcast.automaton.parse import build_nfa
 from formcast.errors import SchemaError
-from formcast.grammar.nodes import (
-    CharClass,
-    Choice,
-    Embedded,
-    Literal,
-    Node,
-    RegexTerminal,
-    Repeat,
-    Rule,
-    RuleRef,
-    RuleSet,
-    Seq,
-    Where,
-)
+from formcast.grammar import nodes
 from formcast.grammar.source import Source
 from formcast.regex import dialect
 
@@ -39,36 +26,38 @@ IGNORING_START = "%start"
 """The rule that allows ignored text before the start rule; no grammar can define it."""
 
 
-def with_ignored(rules: dict[str, Rule], ignored: list[Node], start: str) -> RuleSet:
+def with_ignored(
+    rules: dict[str, nodes.Rule], ignored: list[nodes.Node], start: str
+) -> nodes.RuleSet:
     """Rules where each terminal of a rule may be followed by ignored text, under a new
     start that may begin with it: ignored text may stand before, between and after the
     terminals, as Lark's lexer skips it."""
     where = ignored[0].where
-    skip = Repeat(
-        where, ignored[0] if len(ignored) == 1 else Choice(where, tuple(ignored)), 0, None
+    skip = nodes.Repeat(
+        where, ignored[0] if len(ignored) == 1 else nodes.Choice(where, tuple(ignored)), 0, None
     )
     rewritten = {
         name: rule
         if TERMINAL_NAME.fullmatch(name)
-        else Rule(name, _ignoring(rule.body, skip), rule.where)
+        else nodes.Rule(name, _ignoring(rule.body, skip), rule.where)
         for name, rule in rules.items()
     }
-    rewritten[IGNORING_START] = Rule(
-        IGNORING_START, Seq(where, (skip, RuleRef(where, start))), Where(0, 0)
+    rewritten[IGNORING_START] = nodes.Rule(
+        IGNORING_START, nodes.Seq(where, (skip, nodes.RuleRef(where, start))), nodes.Where(0, 0)
     )
-    return RuleSet(rewritten, IGNORING_START if start in rules else start)
+    return nodes.RuleSet(rewritten, IGNORING_START if start in rules else start)
 
 
-def _ignoring(node: Node, skip: Node) -> Node:
-    if isinstance(node, RuleRef) and not TERMINAL_NAME.fullmatch(node.name):
+def _ignoring(node: nodes.Node, skip: nodes.Node) -> nodes.Node:
+    if isinstance(node, nodes.RuleRef) and not TERMINAL_NAME.fullmatch(node.name):
         return node
-    if isinstance(node, Literal | CharClass | RegexTerminal | Embedded | RuleRef):
-        return Seq(node.where, (node, skip))
-    if isinstance(node, Seq):
-        return Seq(node.where, tuple(_ignoring(item, skip) for item in node.items))
-    if isinstance(node, Choice):
-        return Choice(node.where, tuple(_ignoring(alt, skip) for alt in node.alternatives))
-    return Repeat(node.where, _ignoring(node.item, skip), node.low, node.high)
+    if isinstance(node, nodes.Leaf):
+        return nodes.Seq(node.where, (node, skip))
+    if isinstance(node, nodes.Seq):
+        return nodes.Seq(node.where, tuple(_ignoring(item, skip) for item in node.items))
+    if isinstance(node, nodes.Choice):
+        return nodes.Choice(node.where, tuple(_ignoring(alt, skip) for alt in node.alternatives))
+    return nodes.Repeat(node.where, _ignoring(node.item, skip), node.low, node.high)
 
 
 def check_regex(src: Source, pattern: str, begin: int) -> None:
@@ -79,14 +68,14 @@ def check_regex(src: Source, pattern: str, begin: int) -> None:
         src.refuse(f"the regex /{pattern}/", str(error), begin)
 
 
-def folded(where: Where, text: str) -> Node:
+def folded(where: nodes.Where, text: str) -> nodes.Node:
     """A case-insensitive literal: each character as the class Python's ``re`` matches
     under ``IGNORECASE``; one terminal (ignored text never stands inside it)."""
     pieces = []
     for char in text:
         cases = _case_variants(char)
         pieces.append(dialect.char_class(charset.from_chars("".join(cases))) or "")
-    return RegexTerminal(where, "".join(pieces))
+    return nodes.RegexTerminal(where, "".join(pieces))
 
 
 def _case_variants(char: str) -> set[str]:

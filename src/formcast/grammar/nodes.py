@@ -23,6 +23,7 @@ __all__ = [
     "CharClass",
     "Choice",
     "Embedded",
+    "Leaf",
     "Literal",
     "Node",
     "RegexTerminal",
@@ -49,40 +50,44 @@ class Where:
 
 
 @dataclass(frozen=True)
-class Literal:
-    """Exactly ``text`` (the empty literal matches the empty string)."""
+class _Located:
+    """What every node starts with: where its text starts (the first field, so that a
+    node is built as ``Kind(where, ...)``)."""
 
     where: Where
+
+
+@dataclass(frozen=True)
+class Literal(_Located):
+    """Exactly ``text`` (the empty literal matches the empty string)."""
+
     text: str
 
 
 @dataclass(frozen=True)
-class CharClass:
+class CharClass(_Located):
     """One character among ``ranges`` (normalized code-point ranges; empty: none)."""
 
-    where: Where
     ranges: Ranges
 
 
 @dataclass(frozen=True)
-class RuleRef:
+class RuleRef(_Located):
     """A reference to the rule (or Lark terminal) ``name``."""
 
-    where: Where
     name: str
 
 
 @dataclass(frozen=True)
-class RegexTerminal:
+class RegexTerminal(_Located):
     """A regex in formcast's dialect, matched as a whole (``pattern`` carries its flags
     as a scoped group, e.g. ``(?s:...)``)."""
 
-    where: Where
     pattern: str
 
 
 @dataclass(frozen=True)
-class Embedded:
+class Embedded(_Located):
     """A constraint supplied by the caller, in place of a rule.
 
     ``label`` names it in messages (the rule name, or ``%json``); ``source`` is the
@@ -90,38 +95,37 @@ class Embedded:
     Schema as compact JSON text, a :class:`formcast.Regex`, or a tuple of strings.
     """
 
-    where: Where
     label: str
     source: Any
 
 
 @dataclass(frozen=True)
-class Seq:
+class Seq(_Located):
     """Its items one after another (no items: the empty string)."""
 
-    where: Where
     items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
-class Choice:
+class Choice(_Located):
     """One of its alternatives (at least one)."""
 
-    where: Where
     alternatives: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
-class Repeat:
+class Repeat(_Located):
     """``item`` repeated ``low`` to ``high`` times (``high=None``: no upper bound)."""
 
-    where: Where
     item: Node
     low: int
     high: int | None
 
 
-Node: TypeAlias = Literal | CharClass | RuleRef | RegexTerminal | Embedded | Seq | Choice | Repeat
+Leaf: TypeAlias = Literal | CharClass | RuleRef | RegexTerminal | Embedded
+"""The nodes without sub-nodes."""
+
+Node: TypeAlias = Leaf | Seq | Choice | Repeat
 
 
 @dataclass(frozen=True)
