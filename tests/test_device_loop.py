@@ -27,6 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from formcast import batching as batching_module
 from formcast import generation as generation_module
+from formcast import slotcache as slotcache_module
 from formcast.automaton import LazyAutomaton
 from formcast.batching import BatchDecoder, RowRequest
 from formcast.decoding import FieldSteering, ForcedTokenizer, LoopGuard, SamplingOptions
@@ -214,3 +215,65 @@ def test_a_cached_mask_is_the_same_device_tensor(vocabulary: Vocabulary) -> None
     assert generation_module.allowed_mask(cursor, 49_216, device, 200) is first  # budget binds not
     wider = generation_module.allowed_mask(cursor, 49_280, device, None)
     assert wider.shape == (49_280,) and not bool(wider[49_216:].any())
+
+
+# ------------------------------------------------------------------ the static slot cache
+
+
+@pytest.mark.parametrize("capacity", [2, 3])
+def test_slot_cache_decodes_as_the_growing_cache(
+    capacity: int,
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_model: Any,
+    tokenizer: Any,
+    vocabulary: Vocabulary,
+) -> None:
+    """``compile=True`` keeps the rows in a SlotCache: the same outputs as the growing
+    cache, through joins, rollbacks, repacks and a widening (small width steps force
+    them), and every compiled pass has the same shape. The compiled function is replaced
+    by a recorder (tracing takes minutes on a CPU); the shapes it sees are what a
+    compiled graph would be traced for."""
+    monkeypatch.setattr(slotcache_module, "WIDTH_STEP", 8)
+    shapes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+
+    def recording(model: Any) -> Any:
+        def run(**inputs: Any) -> Any:
+            shapes.append((tuple(inputs["input_ids"].shape), tuple(inputs["attention_mask"].shape)))
+            return model(**inputs)
+
+        return run
+
+    monkeypatch.setattr(batching_module, "compiled", recording)
+    index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
+    texts = [*TEXTS, "the longest text of all, which joins last, " * 8]
+    prompts = [list(tokenizer.encode(f"Text: {t} >>", add_special_tokens=False)) for t in texts]
+    steering = FieldSteering(_second_value_rejected, max_retries=1)
+
+    def run(compile: bool) -> list[tuple[str, int]]:
+        decoder = BatchDecoder(
+            tiny_model,
+            capacity=capacity,
+            max_new_tokens=30,
+            forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
+            loop_guard=LoopGuard(),
+            compile=compile,
+        )
+        requests = [RowRequest(i, p, index.cursor(), steering) for i, p in enumerate(prompts)]
+        finished = {done.key: done.generation for done in decoder.run(requests)}
+        return [(finished[i].text, finished[i].rollbacks) for i in range(len(prompts))]
+
+    growing = run(compile=False)
+    assert shapes == []
+    widened = []
+    original = slotcache_module.SlotCache._widen
+
+    def widen(cache: Any, width: int) -> None:
+        widened.append(width)
+        original(cache, width)
+
+    monkeypatch.setattr(slotcache_module.SlotCache, "_widen", widen)
+    assert run(compile=True) == growing
+    assert any(rollbacks for _, rollbacks in growing)
+    assert shapes and {ids for ids, _ in shapes} == {(capacity, 1)}
+    assert len({mask for _, mask in shapes}) == len(widened) + 1
+    assert widened, "the last, longest prompt does not fit the first width"
