@@ -229,11 +229,11 @@ def test_slot_cache_decodes_as_the_growing_cache(
     vocabulary: Vocabulary,
 ) -> None:
     """``compile=True`` keeps the rows in a SlotCache: the same outputs as the growing
-    cache, through joins, rollbacks, repacks and a widening (small width steps force
-    them), and every compiled pass has the same shape. The compiled function is replaced
+    cache, through joins, rollbacks, repacks and a widening (a small minimum width
+    forces them), and every compiled pass has the same shape. The compiled function is replaced
     by a recorder (tracing takes minutes on a CPU); the shapes it sees are what a
     compiled graph would be traced for."""
-    monkeypatch.setattr(slotcache_module, "WIDTH_STEP", 8)
+    monkeypatch.setattr(slotcache_module, "MIN_WIDTH", 8)
     shapes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
 
     def recording(model: Any) -> Any:
@@ -245,7 +245,7 @@ def test_slot_cache_decodes_as_the_growing_cache(
 
     monkeypatch.setattr(batching_module, "compiled", recording)
     index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
-    texts = [*TEXTS, "the longest text of all, which joins last, " * 8]
+    texts = [*TEXTS, "the longest text of all, which joins last, " * 16]
     prompts = [list(tokenizer.encode(f"Text: {t} >>", add_special_tokens=False)) for t in texts]
     steering = FieldSteering(_second_value_rejected, max_retries=1)
 

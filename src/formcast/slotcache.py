@@ -38,16 +38,19 @@ from formcast.kvcache import RowCache, upload
 
 __all__ = ["SlotCache", "static_width"]
 
-#: Widths are rounded up to a multiple of this (fewer distinct compiled shapes).
-WIDTH_STEP = 256
+#: The narrowest buffers; wider ones double it (few distinct shapes, few graphs).
+MIN_WIDTH = 256
 
 
 def static_width(columns: int) -> int:
     """The buffer width for rows of up to ``columns`` columns: half as much again, for
-    the hidden columns that accumulate between repacks, rounded up to
-    :data:`WIDTH_STEP`."""
+    the hidden columns that accumulate between repacks, rounded up to a power of two
+    times :data:`MIN_WIDTH`."""
     wanted = columns + columns // 2
-    return -(-wanted // WIDTH_STEP) * WIDTH_STEP
+    width = MIN_WIDTH
+    while width < wanted:
+        width *= 2
+    return width
 
 
 class SlotCache:
