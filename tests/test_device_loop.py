@@ -127,17 +127,21 @@ def _run(decoder: BatchDecoder, requests: list[RowRequest], recorder: _Recorder)
     return steps
 
 
-@pytest.mark.parametrize("temperature", [0.0, 1.0])
+@pytest.mark.parametrize(("temperature", "compile"), [(0.0, False), (1.0, False), (0.0, True)])
 def test_each_step_launches_first_and_waits_once(
     temperature: float,
+    compile: bool,
     monkeypatch: pytest.MonkeyPatch,
     tiny_model: Any,
     tokenizer: Any,
     vocabulary: Vocabulary,
 ) -> None:
     """Rows joining and leaving, jump-forward, the loop guard, rollbacks, compactions
-    (forced at every step) and sampling: every step that runs the model launches its
-    passes before any mask work and reads the device once, after all of it."""
+    (forced at every step) and sampling, over the growing cache and over the slot cache
+    of ``compile=True`` (its compiled function replaced by the model itself): every step
+    that runs the model launches its passes before any mask work and reads the device
+    once, after all of it."""
+    monkeypatch.setattr(batching_module, "compiled", lambda model: model)
     monkeypatch.setattr(batching_module, "COMPACT_MIN_COLUMNS", 0)
     monkeypatch.setattr(batching_module, "COMPACT_SHARE", 0.0)
     index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
@@ -151,6 +155,7 @@ def test_each_step_launches_first_and_waits_once(
             forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
             sampling=SamplingOptions(temperature=temperature),
             loop_guard=LoopGuard(),
+            compile=compile,
         )
         requests = [
             RowRequest(i, p, index.cursor(), steering, seed=i) for i, p in enumerate(prompts)
