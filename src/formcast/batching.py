@@ -18,12 +18,17 @@ it (compared id by id) are not prefilled: their keys and values, computed once, 
 copied into the row.
 
 Device work: the masks of the automaton states are cached on the model's device (one
-boolean tensor per state and width); a step uploads the input ids, the new mask columns
-and position ids without waiting (pinned memory on a GPU), launches the forward passes,
-and only then builds the rows' masks on the host side (first visits of a state compute
-its row of the index), so on a GPU that work overlaps the forward pass. Reading the
-chosen token ids is the only synchronisation of a step; rollbacks and compactions add
-none. On the CPU all of this runs in order and costs nothing extra.
+boolean tensor per state and width, and per count of tokens left where the budget binds);
+a step uploads the input ids, the new mask columns and position ids without waiting
+(pinned memory on a GPU), launches the forward passes, and only then does the host work
+that does not need their result: first visits of states (a state's row of the index),
+the budget check, loop-guard and steering bans, the masks. On a GPU that work overlaps
+the forward pass. Reading the chosen token ids is the only synchronisation of a step;
+what follows it is the next step's input and cannot overlap: advancing the cursors,
+jump-forward, judging closed fields (a rollback), the bookkeeping of rows that end
+(device copies, queued without a read). On the CPU all of this runs in order and costs
+nothing extra. With ``compile=True`` the running rows live in a
+:class:`~formcast.slotcache.SlotCache`, so every one-token pass has the same shapes.
 
 torch is imported here; :mod:`formcast.decoding` builds on this module.
 """
