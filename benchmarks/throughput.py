@@ -16,7 +16,8 @@ cursors, cache bookkeeping: the run's time less its passes). Then the prefill th
 prefix saved (tokens fed, padding included, and seconds of prefill passes, per batch
 size and batching) and the tokens/s of free decoding (transformers ``generate``: the same
 model and prompts, greedy, no constraint, left-padded batches of the same size, ending
-at EOS or the budget) against formcast's continuous runs with the shared prefix.
+at EOS or the budget, over the first ``--free-count`` receipts, at least a batch) against
+formcast's continuous runs with the shared prefix.
 
 ``--suite models``: formcast (continuous, shared prefix, one attempt per receipt) against
 free decoding, output tokens/s, at batch 1, 8 and 32, for the default model and for a
@@ -28,6 +29,8 @@ KV cache and ``torch.compile``.
     python benchmarks/throughput.py --count 16
     python benchmarks/throughput.py --count 8 --batch-sizes 1 8 --no-free --profile
     python benchmarks/throughput.py --suite models --device cuda --dtype bfloat16 --count 64
+    python benchmarks/throughput.py --suite models --device cuda --dtype bfloat16 --count 64 \
+        --compile
 """
 
 from __future__ import annotations
