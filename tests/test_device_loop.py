@@ -282,3 +282,27 @@ def test_slot_cache_decodes_as_the_growing_cache(
     assert shapes and {ids for ids, _ in shapes} == {(capacity, 1)}
     assert len({mask for _, mask in shapes}) == len(widened) + 1
     assert widened, "the last, longest prompt does not fit the first width"
+
+
+def test_slot_cache_refuses_sliding_window_layers() -> None:
+    """A sliding-window layer keeps only its last columns, not the shared layout."""
+    from transformers import MistralConfig
+
+    from formcast.errors import InvalidOptionError
+    from formcast.kvcache import RowCache
+
+    config = MistralConfig(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=16,
+    )
+    rows = RowCache.empty_rows(1, torch.device("cpu"))
+    keys = torch.zeros((1, 2, 3, 8))
+    for layer in range(2):
+        rows.cache.update(keys, keys, layer)
+    with pytest.raises(InvalidOptionError, match="layer 0 with a StaticSlidingWindowLayer"):
+        slotcache_module.SlotCache(config, 2, 64, rows)
