@@ -18,12 +18,17 @@ it (compared id by id) are not prefilled: their keys and values, computed once, 
 copied into the row.
 
 Device work: the masks of the automaton states are cached on the model's device (one
-boolean tensor per state and width); a step uploads the input ids, the new mask columns
-and position ids without waiting (pinned memory on a GPU), launches the forward passes,
-and only then builds the rows' masks on the host side (first visits of a state compute
-its row of the index), so on a GPU that work overlaps the forward pass. Reading the
-chosen token ids is the only synchronisation of a step; rollbacks and compactions add
-none. On the CPU all of this runs in order and costs nothing extra.
+boolean tensor per state and width, and per count of tokens left where the budget binds);
+a step uploads the input ids, the new mask columns and position ids without waiting
+(pinned memory on a GPU), launches the forward passes, and only then does the host work
+that does not need their result: first visits of states (a state's row of the index),
+the budget check, loop-guard and steering bans, the masks. On a GPU that work overlaps
+the forward pass. Reading the chosen token ids is the only synchronisation of a step;
+what follows it is the next step's input and cannot overlap: advancing the cursors,
+jump-forward, judging closed fields (a rollback), the bookkeeping of rows that end
+(device copies, queued without a read). On the CPU all of this runs in order and costs
+nothing extra. With ``compile=True`` the running rows live in a
+:class:`~formcast.slotcache.SlotCache`, so every one-token pass has the same shapes.
 
 torch is imported here; :mod:`formcast.decoding` builds on this module.
 """
@@ -54,6 +59,7 @@ from formcast.guide import Cursor
 from formcast.index import UNREACHABLE
 from formcast.jsonscan import Member
 from formcast.kvcache import RowCache, SharedPrefix, upload
+from formcast.slotcache import SlotCache, static_width
 from formcast.steering import FieldSteer, RowText
 
 __all__ = ["BatchDecoder", "Finished", "RowRequest", "check_budget", "compiled", "row_seed"]
@@ -143,7 +149,10 @@ class BatchDecoder:
         prefix: the prompt prefix whose KV is computed once and copied into each row
             whose prompt starts with (some of) its token ids; None to prefill whole
             prompts.
-        compile: run the forward passes through ``torch.compile`` (see :func:`compiled`).
+        compile: keep the running rows in a :class:`~formcast.slotcache.SlotCache` (a
+            transformers ``StaticCache`` of ``capacity`` rows) and run their one-token
+            decoding passes through ``torch.compile`` (see :func:`compiled`); prefills
+            and passes that feed forced tokens run uncompiled.
 
     Memory: the KV cache holds at most ``capacity`` rows; its width is the longest row's
     tokens plus the hidden columns (left padding, a row's padding in steps where another
@@ -176,10 +185,11 @@ class BatchDecoder:
         self.pad_token_id = pad_token_id
         self.loop_guard = loop_guard
         self.prefix = prefix
-        self._run_model = compiled(model) if compile else model
+        self.compile = compile
+        self._compiled = compiled(model) if compile else model
         self.device = model_device(model)
         self._running: list[_Row] = []
-        self._cache = RowCache.empty_rows(0, self.device)
+        self._cache: RowCache | SlotCache = RowCache.empty_rows(0, self.device)
         self._waiting: list[_Row] = []  # added, not yet prefilled
         self._done: list[_Row] = []  # ended before any forward pass
 
@@ -253,7 +263,7 @@ class BatchDecoder:
         self._waiting = []
         for rows, cache in self._prefill_groups(joined):
             logits.append(self._forward(cache, rows))
-            self._cache.append(cache)
+            self._join(cache)
             self._running.extend(rows)
         scores = torch.cat(logits) if len(logits) > 1 else logits[0]
         width = scores.shape[-1]
@@ -303,8 +313,19 @@ class BatchDecoder:
             self.prefix.compute(self.model, self.device)
         return shared
 
-    def _forward(self, cache: RowCache, rows: list[_Row]) -> torch.Tensor:
-        """Feed every row's pending tokens, left-padded to one width; the last logits."""
+    def _join(self, cache: RowCache) -> None:
+        """Add prefilled rows to the running ones (into a new slot cache the first time,
+        when compiling)."""
+        if self.compile and not isinstance(self._cache, SlotCache):
+            columns = max(cache.visible) + self.max_new_tokens
+            config = self.model.config
+            self._cache = SlotCache(config, self.capacity, static_width(columns), cache)
+        self._cache.append(cache)
+
+    def _forward(self, cache: RowCache | SlotCache, rows: list[_Row]) -> torch.Tensor:
+        """Feed every row's pending tokens, left-padded to one width; the last logits.
+
+        A slot cache is fed one row per slot; its one-token passes run compiled."""
         lengths = [len(r.pending) for r in rows]
         width = max(lengths)
         input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
@@ -312,7 +333,11 @@ class BatchDecoder:
             input_ids[i, width - len(row.pending) :] = torch.tensor(row.pending)
             row.pending = []
         attention, positions = cache.feed(lengths)
-        out = self._run_model(
+        run = self.model
+        if isinstance(cache, SlotCache):
+            input_ids = cache.spread(input_ids, self.pad_token_id)
+            run = self._compiled if width == 1 else self.model
+        out = run(
             input_ids=upload(input_ids, self.device),
             attention_mask=attention,
             position_ids=upload(positions, self.device),
@@ -320,7 +345,8 @@ class BatchDecoder:
             use_cache=True,
             logits_to_keep=1,
         )
-        return out.logits[:, -1, :]  # type: ignore[no-any-return]
+        logits = out.logits[:, -1, :]
+        return cache.gather(logits) if isinstance(cache, SlotCache) else logits
 
     def _row_mask(self, row: _Row, width: int) -> torch.Tensor:
         """The row's allowed tokens on the device: the constraint's (budget-safe) mask,
@@ -424,18 +450,21 @@ _compiled: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def compiled(model: Any) -> Any:
-    """``torch.compile(model, dynamic=True)``, made once per model and kept while the model
-    lives, so every decoder over it shares the compiled graphs.
+    """``torch.compile(model, dynamic=False)`` (with CUDA graphs, ``mode="reduce-overhead"``,
+    when the model is on a GPU), made once per model and kept while the model lives, so
+    every decoder over it shares the compiled graphs.
 
-    Shapes change at every step (rows, new columns, cache width), hence ``dynamic=True``.
-    Cost: the first forward passes compile (minutes on a CPU); measured on the 2-core
-    CPU of ``benchmarks/README.md`` it did not pay back, so it is off by default. It is
-    meant for GPUs, where a compiled graph saves most of the per-kernel launch overhead
-    that dominates decoding with a small model.
+    It runs the decoding passes over a :class:`~formcast.slotcache.SlotCache`, whose
+    shapes are fixed: one graph per (capacity, cache width), traced on first use.
+    Cost: the first pass of each shape compiles (a minute or more on a CPU). Measured on
+    the shared 2-core CPU of ``benchmarks/README.md`` it does not pay back, hence off by
+    default; it is meant for GPUs, where replaying a graph saves the per-kernel launch
+    overhead that dominates decoding with a small model (GPU figures are pending).
     """
     found = _compiled.get(model)
     if found is None:
-        found = torch.compile(model, dynamic=True)
+        mode = "reduce-overhead" if model_device(model).type == "cuda" else None
+        found = torch.compile(model, dynamic=False, mode=mode)
         _compiled[model] = found
     return found
 

@@ -107,9 +107,13 @@ class Extractor:
         jump_forward: append forced text without sampling (faster; on by default).
         mode: default schema mode, ``"generation"`` or ``"specification"``.
         whitespace: default whitespace policy (False: compact JSON).
-        compile: run the model's forward passes through ``torch.compile`` (off by
-            default: on a CPU the compilation, minutes long, did not pay back; see
-            :func:`formcast.batching.compiled`).
+        compile: decode over a static KV cache of ``batch_size`` fixed slots (a
+            transformers ``StaticCache``) with the one-token passes run through
+            ``torch.compile`` (CUDA graphs on a GPU). Off by default: on the CPU the
+            compilation does not pay back (``benchmarks/throughput.py``); meant for GPUs
+            (see :func:`formcast.batching.compiled`). Needs a model whose layers all use
+            full attention (no sliding window): the first batch raises
+            :class:`InvalidOptionError` otherwise.
     """
 
     def __init__(

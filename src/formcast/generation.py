@@ -186,9 +186,11 @@ def _complete_utf8_prefix(data: bytes) -> bytes:
     return data
 
 
-_mask_cache: weakref.WeakKeyDictionary[TokenIndex, dict[tuple[int, int, str], torch.Tensor]] = (
-    weakref.WeakKeyDictionary()
-)
+#: Per index: the device masks, keyed ``(state, width, device, tokens_left)``;
+#: ``tokens_left`` is None for a state's full row and set only where the budget binds.
+_mask_cache: weakref.WeakKeyDictionary[
+    TokenIndex, dict[tuple[int, int, str, int | None], torch.Tensor]
+] = weakref.WeakKeyDictionary()
 
 
 def budget_restricts(cursor: Cursor, tokens_left: int | None) -> bool:
@@ -201,17 +203,18 @@ def budget_restricts(cursor: Cursor, tokens_left: int | None) -> bool:
 def allowed_mask(
     cursor: Cursor, width: int, device: torch.device, tokens_left: int | None
 ) -> torch.Tensor:
-    """The cursor's boolean mask on ``device``; cached per (state, width, device) in a
-    per-index cache unless the budget restricts the row, so steady-state decoding does no
-    host-to-device copy. The first mask of a state is uploaded without waiting for the
-    device (see :func:`upload`)."""
-    if budget_restricts(cursor, tokens_left):
-        return upload(cursor.mask(width, tokens_left=tokens_left), device)
+    """The cursor's boolean mask on ``device``, cached per index: a (state, width,
+    device) seen before costs a dict lookup and no host-to-device copy. Where the budget
+    binds (the last tokens of a row), the budget-safe mask is cached under the tokens
+    left as well: at most one mask per state and count of tokens left below the state's
+    longest distance to an accepting state. A new mask is uploaded without waiting for
+    the device (see :func:`upload`). Do not modify the returned tensor."""
+    limit = tokens_left if budget_restricts(cursor, tokens_left) else None
     per_index = _mask_cache.setdefault(cursor.index, {})
-    key = (cursor.state, width, str(device))
+    key = (cursor.state, width, str(device), limit)
     mask = per_index.get(key)
     if mask is None:
-        mask = upload(cursor.mask(width), device)
+        mask = upload(cursor.mask(width, tokens_left=limit), device)
         per_index[key] = mask
     return mask
 
