@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
-from tests.test_properties import RandomLogitsModel
 
 import formcast
 from formcast import FromText, NoTextValueError, UnsupportedSchemaError
@@ -27,6 +26,7 @@ from formcast.errors import InvalidOptionError, SchemaError
 from formcast.regex.translator import schema_to_regex
 from formcast.text import TextAutomaton, TextSlot, number_candidates, text_slots
 from formcast.vocabulary import Vocabulary
+from test_properties import RandomLogitsModel  # (transformers-cfg installs a package named tests)
 
 ALL_BYTES = np.ones(256, dtype=bool)
 
