@@ -1,16 +1,36 @@
 """Graph algorithms shared by the compile stages (a leaf module: imports no formcast).
 
-A graph is a mapping from each node to the nodes it points at (every target a key).
+A graph gives, indexed by a node, the nodes it points at (every target a node of it
+again): a mapping, or a list indexed by int nodes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Protocol, TypeVar
 
-__all__ = ["strongly_connected_components"]
+__all__ = ["Graph", "reachable", "strongly_connected_components"]
 
 Node = TypeVar("Node", bound=Hashable)
+
+
+class Graph(Protocol[Node]):
+    """What the algorithms read of a graph: ``graph[node]``, the nodes ``node`` points at."""
+
+    def __getitem__(self, node: Node, /) -> Iterable[Node]: ...
+
+
+def reachable(graph: Graph[Node], starts: Iterable[Node]) -> set[Node]:
+    """The nodes reachable from ``starts`` in ``graph``, ``starts`` included.
+    Cost: O(nodes + edges reached)."""
+    seen = set(starts)
+    pending = list(seen)
+    while pending:
+        for target in graph[pending.pop()]:
+            if target not in seen:
+                seen.add(target)
+                pending.append(target)
+    return seen
 
 
 def strongly_connected_components(graph: Mapping[Node, Sequence[Node]]) -> list[list[Node]]:

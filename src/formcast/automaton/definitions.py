@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from formcast.automaton.parse import show_pattern
 from formcast.errors import SchemaError
-from formcast.graphs import strongly_connected_components
+from formcast.graphs import reachable, strongly_connected_components
 
 __all__ = [
     "Definition",
@@ -134,14 +134,8 @@ def plan_recursion(pattern: str) -> RecursionPlan:
         first, last = scan.definitions[0].start, scan.definitions[-1].end
         ordered = pattern[:first] + texts + pattern[last:]
     names = tuple(d.name for d in order if d.name in recursive)
-    reachable = set(name for name in scan.main_calls if name in graph)
-    pending = list(reachable)
-    while pending:
-        for callee in graph[pending.pop()]:
-            if callee not in reachable:
-                reachable.add(callee)
-                pending.append(callee)
-    return RecursionPlan(ordered, names, frozenset(reachable))
+    called = reachable(graph, (name for name in scan.main_calls if name in graph))
+    return RecursionPlan(ordered, names, frozenset(called))
 
 
 def _copy_order(
