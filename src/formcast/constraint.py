@@ -27,31 +27,28 @@ from pydantic import BaseModel, TypeAdapter
 
 from formcast.errors import OutputValidationError, SchemaError
 from formcast.grammar import Grammar
-from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.pattern import Regex
-from formcast.regex.translator import loaded_schema_to_regex
-from formcast.schema import Mode, load_schema, pydantic_schema
+from formcast.regex.translator import (
+    DEFAULT_COMPILE_OPTIONS,
+    CompileOptions,
+    loaded_schema_to_regex,
+)
+from formcast.schema import load_schema, pydantic_schema
 from formcast.text import FromText
 
-__all__ = ["CompileOptions", "Grammar", "OutputSpec", "Regex", "constraint_key", "output_spec"]
+# CompileOptions lives with the translation it configures; exported here for the compiler.
+__all__ = [
+    "DEFAULT_COMPILE_OPTIONS",
+    "CompileOptions",
+    "Grammar",
+    "OutputSpec",
+    "Regex",
+    "constraint_key",
+    "output_spec",
+]
 
 #: Name of the field that wraps non-object output types (see ``_wrap``).
 RESULT_FIELD = "result"
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    """How an output type is read into a constraint: the keyword options of
-    :func:`formcast.compile` in one value (their meanings are documented there)."""
-
-    mode: Mode = "generation"
-    whitespace: bool | int = False
-    max_recursion_depth: int | None = 3
-    from_text: FromText | bool | None = None
-    limits: Limits = DEFAULT_LIMITS
-
-
-DEFAULT_COMPILE_OPTIONS = CompileOptions()
 
 
 @dataclass(frozen=True)
@@ -139,14 +136,7 @@ def output_spec(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTIONS) 
         key_options["limits"] = limits.key()
     source, parse = _source(output)
     schema = load_schema(source)
-    regex = loaded_schema_to_regex(
-        schema,
-        mode=options.mode,
-        whitespace=options.whitespace,
-        max_recursion_depth=options.max_recursion_depth,
-        from_text=options.from_text,
-        limits=limits,
-    )
+    regex = loaded_schema_to_regex(schema, options)
     shown = schema if isinstance(schema, dict) else None
     return OutputSpec(regex, shown, parse, True, _key(regex, key_options))
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from formcast.automaton.parse import show_pattern
 from formcast.errors import SchemaError
+from formcast.graphs import reachable, strongly_connected_components
 
 __all__ = [
     "Definition",
@@ -28,7 +29,6 @@ __all__ = [
     "plan_recursion",
     "refuse_definition",
     "scan_definitions",
-    "strongly_connected_components",
 ]
 
 # The tokens that matter to the structure: escapes and classes (skipped, they may hold
@@ -134,14 +134,8 @@ def plan_recursion(pattern: str) -> RecursionPlan:
         first, last = scan.definitions[0].start, scan.definitions[-1].end
         ordered = pattern[:first] + texts + pattern[last:]
     names = tuple(d.name for d in order if d.name in recursive)
-    reachable = set(name for name in scan.main_calls if name in graph)
-    pending = list(reachable)
-    while pending:
-        for callee in graph[pending.pop()]:
-            if callee not in reachable:
-                reachable.add(callee)
-                pending.append(callee)
-    return RecursionPlan(ordered, names, frozenset(reachable))
+    called = reachable(graph, (name for name in scan.main_calls if name in graph))
+    return RecursionPlan(ordered, names, frozenset(called))
 
 
 def _copy_order(
@@ -168,52 +162,6 @@ def _copy_order(
             placed.add(following)
             stack.append((following, iter(graph[following])))
     return order
-
-
-def strongly_connected_components(graph: dict[str, list[str]]) -> list[list[str]]:
-    """Tarjan's strongly connected components of ``graph`` (iterative: no recursion
-    limit), each listed once, callees' components before their callers'."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    components: list[list[str]] = []
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(graph[root]))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, successors = work[-1]
-            advanced = False
-            for successor in successors:
-                if successor not in index:
-                    index[successor] = low[successor] = len(index)
-                    stack.append(successor)
-                    on_stack.add(successor)
-                    work.append((successor, iter(graph[successor])))
-                    advanced = True
-                    break
-                if successor in on_stack:
-                    low[node] = min(low[node], index[successor])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                components.append(component)
-    return components
 
 
 def refuse_definition(pattern: str, name: str, reason: str) -> SchemaError:

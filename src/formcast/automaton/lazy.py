@@ -13,7 +13,9 @@ Cost: a row ~20-100 us (a few hundred us for states with hundreds of NFA members
 
 Thread safety: reads (:meth:`LazyAutomaton.step` on built rows) take no lock; building
 rows is serialised by a lock with a double check, so concurrent walkers are safe.
-Instances pickle as their :class:`Nfa` and the rows built so far.
+Instances pickle as their :class:`Nfa` and the rows built so far. The table of rows,
+and what only reads it (:meth:`~LazyAutomaton.step`, :meth:`~LazyAutomaton.walk`, ...),
+is :class:`~formcast.automaton.table.TableAutomaton`'s.
 """
 
 from __future__ import annotations
@@ -30,26 +32,20 @@ import numpy.typing as npt
 from formcast.automaton.distances import DistanceTables
 from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr
 from formcast.automaton.parse import build_nfa, show_pattern
-from formcast.errors import UserError
+from formcast.automaton.table import DEAD, INITIAL_CAPACITY, UNBUILT, TableAutomaton
 from formcast.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["DEAD", "LazyAutomaton"]
-
-DEAD = 0
-"""The dead sink state: every byte leads from it to itself. Its frozenset is empty."""
 
 IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 # A template state's edges relative to its copy's first id, and whether it is the end.
 _Relative = tuple[list[tuple[int, int, int]], list[int], bool]
 
-_UNBUILT = -1  # table entries of rows not built yet
 _END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
-_SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
-_INITIAL_CAPACITY = 64
 
 
-class LazyAutomaton:
+class LazyAutomaton(TableAutomaton):
     """A deterministic automaton over bytes whose states are determinized on demand.
 
     Contract:
@@ -81,7 +77,6 @@ class LazyAutomaton:
         self._adopt(nfa, [], None, None)
         self._add_state(frozenset())
         self._table[DEAD] = DEAD
-        self._built[DEAD] = True
         self._add_state(self._closure(self._nfa.start))
 
     def __getstate__(self) -> dict[str, Any]:
@@ -90,7 +85,7 @@ class LazyAutomaton:
             "nfa": self._nfa,
             "sets": self._sets,
             "table": self._table[:count].copy(),
-            "built": self._built[:count].copy(),
+            "built": self._table[:count, 0] != UNBUILT,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -104,7 +99,7 @@ class LazyAutomaton:
             count = len(self._sets)
             members = [sorted(members) for members in self._sets]
             table = self._table[:count].copy()
-            built = self._built[:count].copy()
+        built = table[:, 0] != UNBUILT
         meta, arrays = self._nfa.to_arrays()
         arrays = {f"nfa.{name}": array for name, array in arrays.items()}
         arrays["set_offsets"] = np.cumsum([0, *map(len, members)], dtype=np.int64)
@@ -156,17 +151,11 @@ class LazyAutomaton:
         self._nfa = nfa
         self.pattern = nfa.pattern
         self.initial = 1
-        count = len(sets)
-        capacity = max(_INITIAL_CAPACITY, 2 * count)
         self._sets = sets
-        self._table: IntArray = np.full((capacity, 256), _UNBUILT, dtype=np.int32)
-        self._built: BoolArray = np.zeros(capacity, dtype=np.bool_)
         if table is not None and built is not None:
-            self._table[:count] = table
-            self._built[:count] = built
-        self._flat: IntArray = self._table.reshape(-1)
-        self._accepting: BoolArray = np.zeros(capacity, dtype=np.bool_)
-        self._accepting[:count] = [nfa.final in members for members in sets]
+            self._table = np.where(built[:, None], table, UNBUILT).astype(np.int32)
+        self._accepting = np.array([nfa.final in members for members in sets], dtype=np.bool_)
+        self._allocate(max(INITIAL_CAPACITY, 2 * len(sets)))
         self._prepare()
 
     # -- derived structures (rebuilt after unpickling) --------------------------------
@@ -386,24 +375,7 @@ class LazyAutomaton:
         return found
 
     def _add_state(self, members: frozenset[int]) -> int:
-        sid = len(self._sets)
-        if sid >= self._built.shape[0]:
-            capacity = 2 * sid
-            table = np.full((capacity, 256), _UNBUILT, dtype=np.int32)
-            table[:sid] = self._table[:sid]
-            built = np.zeros(capacity, dtype=np.bool_)
-            built[:sid] = self._built[:sid]
-            accepting = np.zeros(capacity, dtype=np.bool_)
-            accepting[:sid] = self._accepting[:sid]
-            # A reader that sees row s built in any table sees it in every later one.
-            self._table = table
-            self._flat = table.reshape(-1)
-            self._built = built
-            self._accepting = accepting
-        self._accepting[sid] = self._final in members
-        self._sets.append(members)
-        self._ids[members] = sid
-        return sid
+        return self._register(members, self._final in members)
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock).
@@ -428,7 +400,6 @@ class LazyAutomaton:
                 target = self._add_state(successors)
             row[lo : hi + 1] = target
         self._table[sid] = row  # readers see each entry as UNBUILT or final, never stale
-        self._built[sid] = True
 
     def _single_segments(
         self, members: frozenset[int]
@@ -533,26 +504,7 @@ class LazyAutomaton:
         self._template_move_lists[key] = moves
         return moves
 
-    def _ensure(self, states: Iterable[int]) -> None:
-        with self._lock:
-            built = self._built
-            for state in states:
-                if not built[state]:
-                    self._build_row(state)
-                    built = self._built
-
-    def _check(self, state: int) -> int:
-        value = int(state)
-        if not 0 <= value < len(self._sets):
-            raise UserError(f"expected a state in [0, {len(self._sets)}), found {state!r}")
-        return value
-
-    # -- public API --------------------------------------------------------------------
-    @property
-    def num_states(self) -> int:
-        """DFA states materialized so far, :data:`DEAD` included (grows as walks go on)."""
-        return len(self._sets)
-
+    # -- public API (the rest is TableAutomaton's) ------------------------------------
     @property
     def nfa_size(self) -> tuple[int, int, int]:
         """``(concrete states, byte edges, epsilon edges)`` of the NFA (diagnostics)."""
@@ -563,63 +515,10 @@ class LazyAutomaton:
         """NFA states of counted-repeat copies that exist only virtually (diagnostics)."""
         return self._nfa.virtual_states
 
-    def step(self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> IntArray:
-        """Advance many (state, byte) pairs at once: ``out[i] = delta(states[i], data[i])``.
-
-        ``states`` are ids returned by this automaton (int32 preferred), ``data`` bytes
-        (uint8), same shape. One gather from the flat table; rows not built yet read as
-        ``-1`` there, so they are then built (under the lock) and gathered again. Cost when
-        all rows exist: one index computation and one gather, ~7 ns per element.
-        """
-        if states.dtype.itemsize < 4:
-            states = states.astype(np.int32)
-        if self._table.shape[0] < _SHIFT_SAFE:
-            index = (states << 8) | data
-        else:
-            index = (states.astype(np.intp) << 8) | data
-        result: IntArray = self._flat[index]
-        unbuilt = result < 0
-        if unbuilt.any():
-            self._ensure(np.unique(states[unbuilt]).tolist())
-            result = self._flat[index]
-        return result
-
-    def row(self, state: int) -> IntArray:
-        """The 256 transitions of ``state`` (a fresh int32 array; builds the row if needed)."""
-        state = self._check(state)
-        if not self._built[state]:
-            self._ensure((state,))
-        row: IntArray = self._table[state].copy()
-        return row
-
-    def is_accepting(self, state: int) -> bool:
-        """Whether input may end in ``state``."""
-        return bool(self._accepting[self._check(state)])
-
     @property
     def accepting(self) -> BoolArray:
         """Acceptance of the states materialized so far (a copy, shape ``(num_states,)``)."""
         return self._accepting[: len(self._sets)].copy()
-
-    def walk(self, data: bytes, state: int | None = None) -> int:
-        """Feed ``data`` byte by byte from ``state`` (default ``initial``); DEAD once dead."""
-        current = self.initial if state is None else self._check(state)
-        for byte in data:
-            if current == DEAD:
-                return DEAD
-            if not self._built[current]:
-                self._ensure((current,))
-            current = int(self._table[current, byte])
-        return current
-
-    def matches(self, data: bytes) -> bool:
-        """Whether ``data`` is, in full, the UTF-8 encoding of a string the pattern matches."""
-        end = self.walk(data)  # may grow the arrays: read them afterwards
-        return bool(self._accepting[end])
-
-    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
-        """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
-        return np.flatnonzero(self.row(state)).astype(np.uint8)
 
     def min_bytes_to_accept(
         self,

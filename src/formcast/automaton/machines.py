@@ -32,15 +32,12 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from formcast.automaton.definitions import (
-    RecursionPlan,
-    refuse_definition,
-    strongly_connected_components,
-)
+from formcast.automaton.definitions import RecursionPlan, refuse_definition
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
 from formcast.automaton.markers import CALL_BYTE, DIGIT_BYTES, MARKER_BYTES, marker_width
 from formcast.automaton.parse import build_machines
+from formcast.graphs import strongly_connected_components
 from formcast.limits import Limits
 
 __all__ = ["MAIN", "FrameInfo", "Machines"]

@@ -66,26 +66,21 @@ import numpy.typing as npt
 
 from formcast.automaton.definitions import plan_recursion
 from formcast.automaton.distances import UNREACHABLE
-from formcast.automaton.lazy import DEAD
 from formcast.automaton.machines import MAIN, Machines
 from formcast.automaton.parse import show_pattern
-from formcast.errors import SchemaError, UserError
+from formcast.automaton.table import DEAD, INITIAL_CAPACITY, TableAutomaton
+from formcast.errors import SchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["PushdownAutomaton"]
 
-IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 BOTTOM = 0
 """The frame id below every stack's last frame (the empty stack)."""
 
-_UNBUILT = -1
-_INITIAL_CAPACITY = 64
-_SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 
-
-class PushdownAutomaton:
+class PushdownAutomaton(TableAutomaton):
     """A deterministic automaton over bytes whose states are sets of pushdown stacks.
 
     Contract (the same as :class:`~formcast.automaton.lazy.LazyAutomaton`'s):
@@ -114,9 +109,7 @@ class PushdownAutomaton:
         self._closures: dict[int, frozenset[int]] = {}
         self._sets: list[frozenset[int]] = []
         self._ids: dict[frozenset[int], int] = {}
-        self._table: IntArray = np.full((_INITIAL_CAPACITY, 256), _UNBUILT, dtype=np.int32)
-        self._flat: IntArray = self._table.reshape(-1)
-        self._accepting: BoolArray = np.zeros(_INITIAL_CAPACITY, dtype=np.bool_)
+        self._allocate(INITIAL_CAPACITY)
         self._distances: dict[bytes | None, dict[int, int]] = {}
         self._lock = threading.Lock()
         self._intern(frozenset())
@@ -191,28 +184,12 @@ class PushdownAutomaton:
                 f"{show_pattern(self.pattern)}: the grammar is too ambiguous; make its "
                 "alternatives start differently, or raise the limit"
             )
-        sid = len(self._sets)
-        if sid >= self._accepting.shape[0]:
-            self._grow(2 * sid)
         frames = self._frames
         info = self._machines.info
-        self._accepting[sid] = any(
+        accepting = any(
             frames[f][2] == BOTTOM and info(frames[f][0], frames[f][1]).accepting for f in stacks
         )
-        self._sets.append(stacks)
-        self._ids[stacks] = sid
-        return sid
-
-    def _grow(self, capacity: int) -> None:
-        count = len(self._sets)
-        table = np.full((capacity, 256), _UNBUILT, dtype=np.int32)
-        table[:count] = self._table[:count]
-        accepting = np.zeros(capacity, dtype=np.bool_)
-        accepting[:count] = self._accepting[:count]
-        # A reader that sees row s built in any table sees it in every later one.
-        self._table = table
-        self._flat = table.reshape(-1)
-        self._accepting = accepting
+        return self._register(stacks, accepting)
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
@@ -236,24 +213,7 @@ class PushdownAutomaton:
             row[read] = self._intern(frozenset(kept))
         self._table[sid] = row
 
-    def _ensure(self, states: list[int]) -> None:
-        with self._lock:
-            for state in states:
-                if self._table[state, 0] == _UNBUILT:
-                    self._build_row(state)
-
-    def _check(self, state: int) -> int:
-        value = int(state)
-        if not 0 <= value < len(self._sets):
-            raise UserError(f"expected a state in [0, {len(self._sets)}), found {state!r}")
-        return value
-
-    # -- public API ---------------------------------------------------------------------
-    @property
-    def num_states(self) -> int:
-        """States (sets of stacks) materialised so far, :data:`DEAD` included."""
-        return len(self._sets)
-
+    # -- public API (the rest is TableAutomaton's) -------------------------------------
     @property
     def machine_names(self) -> tuple[str, ...]:
         """``"(main)"`` then the recursive definitions, in machine order (diagnostics)."""
@@ -270,54 +230,6 @@ class PushdownAutomaton:
                 stack.append((self._machines.names[machine], inner))
             out.append(stack)
         return out
-
-    def step(self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> IntArray:
-        """Advance many (state, byte) pairs at once: ``out[i] = delta(states[i], data[i])``.
-        One gather when the rows exist; missing rows are built (under the lock) first."""
-        if states.dtype.itemsize < 4:
-            states = states.astype(np.int32)
-        if self._table.shape[0] < _SHIFT_SAFE:
-            index = (states << 8) | data
-        else:
-            index = (states.astype(np.intp) << 8) | data
-        result: IntArray = self._flat[index]
-        unbuilt = result < 0
-        if unbuilt.any():
-            self._ensure(np.unique(states[unbuilt]).tolist())
-            result = self._flat[index]
-        return result
-
-    def row(self, state: int) -> IntArray:
-        """The 256 transitions of ``state`` (a fresh int32 array; built if needed)."""
-        state = self._check(state)
-        if self._table[state, 0] == _UNBUILT:
-            self._ensure([state])
-        row: IntArray = self._table[state].copy()
-        return row
-
-    def is_accepting(self, state: int) -> bool:
-        """Whether input may end in ``state``: some stack is one frame that may end."""
-        return bool(self._accepting[self._check(state)])
-
-    def walk(self, data: bytes, state: int | None = None) -> int:
-        """Feed ``data`` byte by byte from ``state`` (default ``initial``); DEAD once dead."""
-        current = self.initial if state is None else self._check(state)
-        for byte in data:
-            if current == DEAD:
-                return DEAD
-            if self._table[current, 0] == _UNBUILT:
-                self._ensure([current])
-            current = int(self._table[current, byte])
-        return current
-
-    def matches(self, data: bytes) -> bool:
-        """Whether ``data`` is, in full, the UTF-8 encoding of a string the pattern matches."""
-        end = self.walk(data)
-        return bool(self._accepting[end])
-
-    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
-        """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
-        return np.flatnonzero(self.row(state)).astype(np.uint8)
 
     def min_bytes_to_accept(self, state: int, usable: BoolArray | None = None) -> int:
         """Fewest bytes from ``state`` to acceptance (0 if accepting), using only bytes

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from formcast.errors import GrammarError
 from formcast.grammar import nodes
 from formcast.grammar.embed import embedded_regex
+from formcast.graphs import strongly_connected_components
 from formcast.limits import Limits
 from formcast.regex import dialect
 from formcast.schema import Mode
@@ -158,46 +159,10 @@ class _Writer:
 
 
 def _components(rules: Mapping[str, nodes.Rule]) -> list[list[str]]:
-    """Strongly connected components of the reference graph, callees first (Tarjan's
-    algorithm, iterative: rule chains of any length)."""
+    """Strongly connected components of the reference graph, callees first, members in
+    the order a depth-first search from the first rules reaches them."""
     edges = {
         name: [ref.name for ref in nodes.references(rule.body) if ref.name in rules]
         for name, rule in rules.items()
     }
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    found: list[list[str]] = []
-    for root in rules:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            name, position = work.pop()
-            if position == 0:
-                index[name] = low[name] = len(index)
-                stack.append(name)
-                on_stack.add(name)
-            targets = edges[name]
-            if position < len(targets):
-                work.append((name, position + 1))
-                target = targets[position]
-                if target not in index:
-                    work.append((target, 0))
-                elif target in on_stack:
-                    low[name] = min(low[name], index[target])
-                continue
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[name])
-            if low[name] == index[name]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == name:
-                        break
-                found.append(component[::-1])
-    return found
+    return strongly_connected_components(edges)

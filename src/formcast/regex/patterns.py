@@ -47,6 +47,7 @@ from formcast.charset import (
     normalize,
     unicode_ranges,
 )
+from formcast.graphs import reachable
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.dialect import alt, encoded_set, group_alt, repeat
 
@@ -505,14 +506,7 @@ def pattern_dfa(
         return None
 
     def closure(states: Iterable[int]) -> frozenset[int]:
-        seen = set(states)
-        stack = list(seen)
-        while stack:
-            for target in eps[stack.pop()]:
-                if target not in seen:
-                    seen.add(target)
-                    stack.append(target)
-        return frozenset(seen)
+        return frozenset(reachable(eps, states))
 
     ids = {closure([0]): 0}
     order = [closure([0])]
@@ -556,22 +550,16 @@ def dfa_regex(
     Raises DfaTooLarge past ``limits.max_eliminated_states`` live states or
     ``limits.max_eliminated_regex_length`` characters in any intermediate regex."""
     count = len(moves)
-    reachable = {0}
-    stack = [0]
-    while stack:
-        for _, target in moves[stack.pop()]:
-            if target not in reachable:
-                reachable.add(target)
-                stack.append(target)
+    reached = reachable([[target for _, target in row] for row in moves], [0])
     productive = {q for q in range(count) if accepting[q]}
     changed = True
     while changed:
         changed = False
-        for q in reachable - productive:
+        for q in reached - productive:
             if any(t in productive for _, t in moves[q]):
                 productive.add(q)
                 changed = True
-    live = reachable & productive
+    live = reached & productive
     if 0 not in live:
         return None
     if len(live) > limits.max_eliminated_states:

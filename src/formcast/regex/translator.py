@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
@@ -55,7 +56,12 @@ from formcast.regex.text_values import TextSlots, text_value
 from formcast.schema import Mode, load_schema
 from formcast.text import FromText, TextSlot
 
-__all__ = ["loaded_schema_to_regex", "schema_to_regex"]
+__all__ = [
+    "DEFAULT_COMPILE_OPTIONS",
+    "CompileOptions",
+    "loaded_schema_to_regex",
+    "schema_to_regex",
+]
 
 _ANY_VALUE = "#any"  # the recursive definition of any JSON value (no JSON pointer)
 
@@ -405,6 +411,21 @@ class _Translator:
         return call
 
 
+@dataclass(frozen=True)
+class CompileOptions:
+    """The options of a schema's translation in one value: the keywords of
+    :func:`schema_to_regex` and :func:`formcast.compile` (documented there)."""
+
+    mode: Mode = "generation"
+    whitespace: bool | int = False
+    max_recursion_depth: int | None = 3
+    from_text: FromText | bool | None = None
+    limits: Limits = DEFAULT_LIMITS
+
+
+DEFAULT_COMPILE_OPTIONS = CompileOptions()
+
+
 def schema_to_regex(
     schema: Mapping[str, Any] | bool | str | type[pydantic.BaseModel],
     *,
@@ -448,27 +469,18 @@ def schema_to_regex(
     Cost: pure Python, proportional to the size of the output (see :mod:`formcast.regex`);
     compile once and reuse the result.
     """
-    return loaded_schema_to_regex(
-        load_schema(schema),
-        mode=mode,
-        whitespace=whitespace,
-        max_recursion_depth=max_recursion_depth,
-        from_text=from_text,
-        limits=limits,
-    )
+    options = CompileOptions(mode, whitespace, max_recursion_depth, from_text, limits)
+    return loaded_schema_to_regex(load_schema(schema), options)
 
 
 def loaded_schema_to_regex(
-    root: dict[str, Any] | bool,
-    *,
-    mode: Mode = "generation",
-    whitespace: bool | int = False,
-    max_recursion_depth: int | None = 3,
-    from_text: FromText | bool | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    root: dict[str, Any] | bool, options: CompileOptions = DEFAULT_COMPILE_OPTIONS
 ) -> str:
     """:func:`schema_to_regex` of a document :func:`~formcast.schema.load_schema` returned,
-    without a second copy and metaschema check (~0.2 s for an ``enum`` of 100,000 names)."""
+    without a second copy and metaschema check (~0.2 s for an ``enum`` of 100,000 names).
+    Raises as :func:`schema_to_regex`."""
+    mode, whitespace, limits = options.mode, options.whitespace, options.limits
+    max_recursion_depth, from_text = options.max_recursion_depth, options.from_text
     if mode not in ("generation", "specification"):
         raise InvalidOptionError(f"expected mode 'generation' or 'specification', found {mode!r}")
     if isinstance(whitespace, bool):
