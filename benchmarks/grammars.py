@@ -72,6 +72,7 @@ class GrammarRun:
     name: str
     recursive: bool
     sequences: list[list[int]]
+    texts: list[str]
     runs: dict[str, EngineRun] = field(default_factory=dict)
 
 
@@ -161,7 +162,9 @@ def run_engine(
                 _walk(new_matcher(), key, tokens[:token_cap], run.again_us, [])
         except RuntimeError as e:
             run.refused += 1
-            run.detail = run.detail or f"string {number}: {e}"[:200]
+            shown = grammar.texts[number][:60]
+            message = " ".join(str(e).split())
+            run.detail = run.detail or f"string {number} ({shown!r}...): {message}"[:300]
         except Exception as e:  # an internal error of the engine: report it, keep going
             run.status, run.detail = "crash", f"{type(e).__name__}: {e}"[:200]
             return run
@@ -182,7 +185,7 @@ def _walk(
         walk.fill()
         masks[(*key, position)] = (time.perf_counter() - tick) * 1e6
         if not walk.allows(token):
-            raise RuntimeError(f"token {token} not allowed at position {position}")
+            raise RuntimeError(f"its mask refuses token {token} at position {position}")
         tick = time.perf_counter()
         walk.advance(token)
         advances.append((time.perf_counter() - tick) * 1e6)
@@ -386,7 +389,8 @@ def main() -> int:
         sequences = sample_sequences(
             text, vocabulary, tokenizer, rng, args.strings, args.max_tokens
         )
-        result = GrammarRun(name, formcast.Grammar(text).is_recursive, sequences)
+        texts = [tokenizer.decode(tokens) for tokens in sequences]
+        result = GrammarRun(name, formcast.Grammar(text).is_recursive, sequences, texts)
         for engine in engines.values():
             cap = args.tcfg_tokens if engine.name == "transformers-cfg" else None
             result.runs[engine.name] = run_engine(engine, result, text, args.repeats, cap)
@@ -401,7 +405,8 @@ def main() -> int:
     for result in results:
         for name, run in result.runs.items():
             if run.detail:
-                print(f"  {result.name} / {name}: {run.status}: {run.detail}")
+                status = "refused" if run.status == "ok" else run.status
+                print(f"  {result.name} / {name}: {status}: {run.detail}")
     return 0
 
 
