@@ -8,6 +8,9 @@ Three kinds of checks, over many schemas:
   interegular FSM, driven by Hypothesis) must parse as JSON and validate with jsonschema,
   and with the Pydantic model when there is one;
 * unsupported keywords raise ``UnsupportedSchemaError`` naming keyword and pointer.
+
+Each test module lists its cases and gets the tests over them from :func:`case_tests`,
+:func:`specification_tests` and :func:`unsupported_tests`.
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import interegular
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from interegular.fsm import anything_else
 from pydantic import AnyUrl, BaseModel, EmailStr, TypeAdapter
 
@@ -167,6 +172,10 @@ class Node(BaseModel):
 
 
 Case = tuple[str, Any, list[Any], list[Any]]
+#: (schema, keyword, pointer, mode): a schema refused for ``keyword`` at ``pointer``.
+Unsupported = tuple[Any, str, str, str]
+TestFunction = Callable[..., None]
+_CASE_FIELDS = ("name", "schema", "valid", "invalid")
 
 
 def case_ids(cases: list[Case]) -> list[str]:
@@ -216,3 +225,44 @@ def check_unsupported(schema: Any, keyword: str, pointer: str, mode: str) -> Non
         schema_to_regex(schema, mode=mode)  # type: ignore[arg-type]
     assert info.value.keyword == keyword, str(info.value)
     assert info.value.pointer == pointer, str(info.value)
+
+
+def case_tests(cases: list[Case]) -> tuple[TestFunction, TestFunction]:
+    """The tests of a module's generation-mode cases: its hand-written values
+    (:func:`check_hand_written`) and random samples (:func:`check_samples`, 15 seeds)."""
+
+    @pytest.mark.parametrize(_CASE_FIELDS, cases, ids=case_ids(cases))
+    def hand_written(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
+        check_hand_written(name, schema, valid, invalid)
+
+    @pytest.mark.parametrize(_CASE_FIELDS, cases, ids=case_ids(cases))
+    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(seed=st.integers(0, 2**32))
+    def samples(name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int) -> None:
+        check_samples(name, schema, seed)
+
+    return cast(TestFunction, hand_written), cast(TestFunction, samples)
+
+
+def specification_tests(cases: list[Case]) -> TestFunction:
+    """The test of a module's specification-mode cases (:func:`check_specification_case`)."""
+
+    @pytest.mark.parametrize(_CASE_FIELDS, cases, ids=case_ids(cases))
+    def specification(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
+        check_specification_case(schema, valid, invalid)
+
+    return cast(TestFunction, specification)
+
+
+def unsupported_tests(cases: list[Unsupported]) -> TestFunction:
+    """The test of a module's refused schemas (:func:`check_unsupported`)."""
+
+    @pytest.mark.parametrize(
+        ("schema", "keyword", "pointer", "mode"),
+        cases,
+        ids=[f"{case[1]}-{i}" for i, case in enumerate(cases)],
+    )
+    def unsupported(schema: Any, keyword: str, pointer: str, mode: str) -> None:
+        check_unsupported(schema, keyword, pointer, mode)
+
+    return cast(TestFunction, unsupported)

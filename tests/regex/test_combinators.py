@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from regex_checks import (
     Case,
-    case_ids,
-    check_hand_written,
-    check_samples,
-    check_specification_case,
-    check_unsupported,
+    Unsupported,
+    case_tests,
     fullmatch,
+    specification_tests,
+    unsupported_tests,
 )
 
 from formcast.errors import UnsupportedSchemaError
@@ -178,18 +173,7 @@ CASES: list[Case] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
-def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
-    check_hand_written(name, schema, valid, invalid)
-
-
-@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(0, 2**32))
-def test_samples_are_valid(
-    name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int
-) -> None:
-    check_samples(name, schema, seed)
+test_hand_written_cases, test_samples_are_valid = case_tests(CASES)
 
 
 SPEC_CASES: list[Case] = [
@@ -234,16 +218,10 @@ SPEC_CASES: list[Case] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "schema", "valid", "invalid"), SPEC_CASES, ids=case_ids(SPEC_CASES)
-)
-def test_specification_mode_cases(
-    name: str, schema: Any, valid: list[Any], invalid: list[Any]
-) -> None:
-    check_specification_case(schema, valid, invalid)
+test_specification_mode_cases = specification_tests(SPEC_CASES)
 
 
-UNSUPPORTED: list[tuple[Any, str, str, str]] = [
+UNSUPPORTED: list[Unsupported] = [
     ({"if": {"pattern": "^a"}, "then": {"minLength": 2}}, "if", "/", "generation"),
     ({"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}, "oneOf", "/", "specification"),
     (
@@ -259,13 +237,7 @@ UNSUPPORTED: list[tuple[Any, str, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("schema", "keyword", "pointer", "mode"),
-    UNSUPPORTED,
-    ids=[f"{u[1]}-{i}" for i, u in enumerate(UNSUPPORTED)],
-)
-def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str) -> None:
-    check_unsupported(schema, keyword, pointer, mode)
+test_unsupported_keywords = unsupported_tests(UNSUPPORTED)
 
 
 # Decimal's schema as Pydantic before 2.14 writes it: the string branch has a lookahead.

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from regex_checks import (
     Case,
-    case_ids,
-    check_hand_written,
-    check_samples,
-    check_unsupported,
+    Unsupported,
+    case_tests,
+    unsupported_tests,
 )
 
 CASES: list[Case] = [
@@ -38,21 +32,10 @@ CASES: list[Case] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
-def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
-    check_hand_written(name, schema, valid, invalid)
+test_hand_written_cases, test_samples_are_valid = case_tests(CASES)
 
 
-@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(0, 2**32))
-def test_samples_are_valid(
-    name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int
-) -> None:
-    check_samples(name, schema, seed)
-
-
-UNSUPPORTED: list[tuple[Any, str, str, str]] = [
+UNSUPPORTED: list[Unsupported] = [
     (
         {"type": "string", "allOf": [{"pattern": "a"}, {"pattern": "b"}]},
         "pattern",
@@ -63,10 +46,4 @@ UNSUPPORTED: list[tuple[Any, str, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("schema", "keyword", "pointer", "mode"),
-    UNSUPPORTED,
-    ids=[f"{u[1]}-{i}" for i, u in enumerate(UNSUPPORTED)],
-)
-def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str) -> None:
-    check_unsupported(schema, keyword, pointer, mode)
+test_unsupported_keywords = unsupported_tests(UNSUPPORTED)

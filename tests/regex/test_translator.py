@@ -9,18 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from regex_checks import (
     MASKBENCH,
     Case,
-    case_ids,
-    check_hand_written,
-    check_samples,
-    check_specification_case,
-    check_unsupported,
+    Unsupported,
+    case_tests,
     dumps,
     fullmatch,
+    specification_tests,
+    unsupported_tests,
 )
 
 from formcast.automaton import LazyAutomaton
@@ -41,18 +38,7 @@ CASES: list[Case] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
-def test_hand_written_cases(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
-    check_hand_written(name, schema, valid, invalid)
-
-
-@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=case_ids(CASES))
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(0, 2**32))
-def test_samples_are_valid(
-    name: str, schema: Any, valid: list[Any], invalid: list[Any], seed: int
-) -> None:
-    check_samples(name, schema, seed)
+test_hand_written_cases, test_samples_are_valid = case_tests(CASES)
 
 
 SPEC_CASES: list[Case] = [
@@ -60,28 +46,16 @@ SPEC_CASES: list[Case] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "schema", "valid", "invalid"), SPEC_CASES, ids=case_ids(SPEC_CASES)
-)
-def test_specification_mode_cases(
-    name: str, schema: Any, valid: list[Any], invalid: list[Any]
-) -> None:
-    check_specification_case(schema, valid, invalid)
+test_specification_mode_cases = specification_tests(SPEC_CASES)
 
 
-UNSUPPORTED: list[tuple[Any, str, str, str]] = [
+UNSUPPORTED: list[Unsupported] = [
     (False, "false", "/", "generation"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "type", "/allOf/0", "generation"),
 ]
 
 
-@pytest.mark.parametrize(
-    ("schema", "keyword", "pointer", "mode"),
-    UNSUPPORTED,
-    ids=[f"{u[1]}-{i}" for i, u in enumerate(UNSUPPORTED)],
-)
-def test_unsupported_keywords(schema: Any, keyword: str, pointer: str, mode: str) -> None:
-    check_unsupported(schema, keyword, pointer, mode)
+test_unsupported_keywords = unsupported_tests(UNSUPPORTED)
 
 
 def test_unconstrained_values_nest_to_the_depth_limit_in_large_schemas() -> None:
