@@ -16,8 +16,9 @@ from typing import Annotated, Any, Literal
 
 import pytest
 import torch
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
+from decoding_cases import ASSISTANT, DMY, EVENT, ISO, NAME, RECEIPT, Event
 from formcast import FromText
 from formcast import batching as batching_module
 from formcast.automaton import LazyAutomaton
@@ -37,15 +38,6 @@ from formcast.kvcache import RowCache, SharedPrefix, common_prefix_length
 from formcast.vocabulary import Vocabulary
 from scripted_model import ScriptedModel, following
 
-JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-RECEIPT = (
-    r'\{"company":' + JSON_STRING + r',"total":-?(0|[1-9][0-9]*)(\.[0-9]+)?,'
-    r'"paid":(true|false)\}'
-)
-NAME = r'\{"name":' + JSON_STRING + r"\}"
-EVENT = r'\{"date":' + JSON_STRING + r',"city":' + JSON_STRING + r"\}"
-ISO = '{"date":"2018-03-12","city":"Paris"}'
-DMY = '{"date":"12/03/2018","city":"Paris"}'
 SHARED = "You read texts and answer in JSON. Fields: company, total, paid.\nText:\n"
 TEXTS = [
     "ACME",
@@ -358,20 +350,6 @@ def test_row_cache_keeps_each_rows_tokens_in_order() -> None:
 
 
 # ------------------------------------------------------------------ extract_many
-
-ASSISTANT = "<|im_start|>assistant\n"
-
-
-class Event(BaseModel):
-    date: str
-    city: str
-
-    @field_validator("date")
-    @classmethod
-    def day_month_year(cls, value: str) -> str:
-        if not re.fullmatch(r"[0-9]{2}/[0-9]{2}/[0-9]{4}", value):
-            raise ValueError("expected a date written dd/mm/yyyy")
-        return value
 
 
 class Copied(BaseModel):

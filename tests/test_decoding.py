@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from decoding_cases import JSON_STRING, RECEIPT
 from formcast.automaton import LazyAutomaton
 from formcast.decoding import (
     ForcedTokenizer,
@@ -17,12 +18,6 @@ from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
 from generate_support import sample_under_processor
-
-JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-RECEIPT = (
-    r'\{"company":' + JSON_STRING + r',"total":-?(0|[1-9][0-9]*)(\.[0-9]+)?,'
-    r'"paid":(true|false)\}'
-)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import pytest
 import torch
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from decoding_cases import ASSISTANT, DMY, EVENT, ISO, JSON_STRING, NAME, Event
 from formcast.automaton import LazyAutomaton
 from formcast.decoding import FieldSteering, ForcedTokenizer, LoopGuard, generate
 from formcast.errors import InvalidOptionError, OutputValidationError
@@ -28,14 +29,9 @@ from formcast.text import FromText
 from formcast.vocabulary import Vocabulary
 from scripted_model import ScriptedModel, following
 
-JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-NAME = r'\{"name":' + JSON_STRING + r"\}"
 CHUNK = "DOMINOS.COM.MY/"
 LOOP = '{"name":"' + CHUNK * 40 + '"}'
 NUMBERS = r'\{"s":' + JSON_STRING + r',"n":\[(0|[1-9][0-9]*)(,(0|[1-9][0-9]*))*\]\}'
-EVENT = r'\{"date":' + JSON_STRING + r',"city":' + JSON_STRING + r"\}"
-ISO = '{"date":"2018-03-12","city":"Paris"}'
-DMY = '{"date":"12/03/2018","city":"Paris"}'
 
 
 def _index(vocabulary: Vocabulary, pattern: str) -> TokenIndex:
@@ -289,20 +285,6 @@ def test_rolled_back_row_continues_as_a_fresh_run(
 
 
 # ------------------------------------------------------------------ the extractor's options
-
-ASSISTANT = "<|im_start|>assistant\n"
-
-
-class Event(BaseModel):
-    date: str
-    city: str
-
-    @field_validator("date")
-    @classmethod
-    def day_month_year(cls, value: str) -> str:
-        if not re.fullmatch(r"[0-9]{2}/[0-9]{2}/[0-9]{4}", value):
-            raise ValueError("expected a date written dd/mm/yyyy")
-        return value
 
 
 class Span(BaseModel):
