@@ -28,11 +28,11 @@ How each engine is driven:
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+from engines import import_problem, installed_version
 
 ENGINES = ("formcast", "transformers-cfg", "llguidance", "xgrammar")
 _DISTRIBUTIONS = {
@@ -74,19 +74,12 @@ class Engine(Protocol):
 
 
 def version_of(name: str) -> str:
-    try:
-        return importlib.metadata.version(_DISTRIBUTIONS[name])
-    except importlib.metadata.PackageNotFoundError:
-        return ""
+    return installed_version(_DISTRIBUTIONS[name])
 
 
 def missing_reason(name: str) -> str | None:
     """Why engine ``name`` cannot run here (``None`` when it can)."""
-    try:
-        __import__(_MODULES[name])
-    except ImportError as e:
-        return "not installed" if not version_of(name) else f"does not import: {e}"
-    return None
+    return import_problem(_MODULES[name], _DISTRIBUTIONS[name])
 
 
 def _bit(words: Any, token: int) -> bool:

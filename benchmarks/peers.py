@@ -20,7 +20,6 @@ A compile error is ``unsupported``; an engine error while walking allowed tokens
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import re
 import time
@@ -29,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from engines import import_problem, installed_version
 from maskbench import Matcher, SchemaResult, judge_instances, origin_of
 
 PEERS = ("llguidance", "xgrammar", "outlines-core")
@@ -60,23 +60,14 @@ class Engine(Protocol):
 
 
 def version_of(name: str) -> str:
-    try:
-        return importlib.metadata.version(_DISTRIBUTIONS[name])
-    except importlib.metadata.PackageNotFoundError:
-        return ""
+    return installed_version(_DISTRIBUTIONS[name])
 
 
 def missing_reason(name: str) -> str | None:
     """Why ``name`` cannot run here (``None`` when it can)."""
     if name not in PEERS:
         return f"unknown engine {name!r}"
-    try:
-        __import__(_MODULES[name])
-    except ImportError as e:
-        if not version_of(name):
-            return "not installed"
-        return f"installed but does not import: {e}"
-    return None
+    return import_problem(_MODULES[name], _DISTRIBUTIONS[name])
 
 
 def allocate(width: int) -> Bitmask:
