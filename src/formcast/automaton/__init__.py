@@ -123,6 +123,5 @@ def compile_automaton(
         pass
     plan = plan_recursion(pattern)
     if not plan.recursive:
-        automaton = LazyAutomaton(plan.pattern, limits)
-        return automaton
-    return PushdownAutomaton(pattern, limits)
+        return LazyAutomaton(plan.pattern, limits)
+    return PushdownAutomaton(pattern, limits, plan)

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from formcast.automaton.definitions import plan_recursion
+from formcast.automaton.definitions import RecursionPlan, plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.machines import MAIN, Machines
 from formcast.automaton.parse import show_pattern
@@ -94,15 +94,22 @@ class PushdownAutomaton(TableAutomaton):
     definitions written after them; :func:`formcast.automaton.compile_automaton` uses a
     :class:`~formcast.automaton.lazy.LazyAutomaton` for patterns without recursion.
 
+    ``plan``: the pattern's :func:`~formcast.automaton.definitions.plan_recursion`, when
+    the caller has it already.
+
     Raises:
         SchemaError: the pattern is outside the dialect, or a definition it reaches
             matches no string or is left-recursive (named in the message).
     """
 
-    def __init__(self, pattern: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, pattern: str, limits: Limits = DEFAULT_LIMITS, plan: RecursionPlan | None = None
+    ) -> None:
         self.pattern = pattern
         self._max_stacks = limits.max_pushdown_stacks
-        self._machines = Machines(pattern, plan_recursion(pattern), limits)
+        if plan is None:
+            plan = plan_recursion(pattern)
+        self._machines = Machines(pattern, plan, limits)
         # frame id -> (machine, machine state, frame below); BOTTOM is no frame
         self._frames: list[tuple[int, int, int]] = [(-1, -1, -1)]
         self._frame_ids: dict[tuple[int, int, int], int] = {}
