@@ -241,7 +241,6 @@ def test_json_schema_keyword() -> None:
         (Annotated[bool, FromText()], "x-formcast-from-text"),
         (Annotated[Receipt, FromText()], "x-formcast-from-text"),
         (Annotated[list[str], FromText()], "x-formcast-from-text"),
-        (Annotated[str, FromText(), Field(pattern="^[A-Z]+$")], "pattern"),
         (Annotated[Literal["a", "b"], FromText()], "enum"),
     ],
 )

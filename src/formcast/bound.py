@@ -2,7 +2,8 @@
 
 A schema with ``FromText`` values compiles, once, to an automaton whose slots are marker
 bytes (:mod:`formcast.text`). :class:`BoundAutomaton` runs that automaton and, inside
-each slot, the :class:`~formcast.text.TextAutomaton` of the request's text, as one lazily
+each slot, the :class:`~formcast.text.TextAutomaton` of the request's text (crossed with
+the slot's pattern where it has one, :mod:`formcast.shapes`), as one lazily
 built automaton: a state is a set of schema states plus a set of open slots
 ``(kind, text state, schema state waiting for the slot's end)``. Marker bytes are never
 read nor written: entering a slot, and leaving it once its value is complete, are moves
@@ -28,7 +29,8 @@ import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.errors import InvalidOptionError, NoTextValueError
-from formcast.text import KIND_BYTES, MARKER_BYTES, SLOT_CLOSE, SLOT_OPEN, TextAutomaton, TextSlot
+from formcast.shapes import slot_automaton
+from formcast.text import KIND_BYTES, MARKER_BYTES, SLOT_CLOSE, SLOT_OPEN, TextSlot
 
 __all__ = ["BoundAutomaton"]
 
@@ -62,7 +64,7 @@ class BoundAutomaton:
         self.pattern = schema.pattern
         self.slots = tuple(slots)
         self.usable = np.asarray(usable, dtype=bool)
-        self.texts = [TextAutomaton(text, slot, self.usable) for slot in self.slots]
+        self.texts = [slot_automaton(text, slot, self.usable) for slot in self.slots]
         self._kinds = [(KIND_BYTES[k], k) for k in range(len(self.slots))]
         self._schema_rows: dict[int, IntArray] = {}
         self._keys: list[Key] = [((), ())]

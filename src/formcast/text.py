@@ -182,21 +182,31 @@ class TextSlot:
         options: the string options (for strings).
         bounds: numeric keywords the number must satisfy, e.g. ``(("minimum", "0"),)``.
         pointers: JSON pointers of the schema objects compiled to this kind.
+        shape: for strings with a ``pattern`` or a ``format``, the regex (formcast's
+            dialect) of the JSON string content the value must also match
+            (:mod:`formcast.shapes`); None when any substring will do.
     """
 
     value: Literal["string", "number", "integer"]
     options: FromText = field(default_factory=FromText)
     bounds: tuple[tuple[str, str], ...] = ()
     pointers: tuple[str, ...] = ()
+    shape: str | None = None
 
     def describe(self) -> str:
         """The slot's fields and what they hold, for error messages."""
         where = ", ".join(p or "/" for p in self.pointers)
-        what = "a substring of the text" if self.value == "string" else f"a {self.value}"
-        return f"{where} ({what} written in the text)"
+        what = f"a {self.value} written in the text"
+        if self.value == "string":
+            what = "a substring of the text"
+        shaped = "" if self.shape is None else " that matches its pattern or format"
+        return f"{where} ({what}{shaped})"
 
     def same_kind(self, other: TextSlot) -> bool:
-        return (self.value, self.options, self.bounds) == (other.value, other.options, other.bounds)
+        return self._kind() == other._kind()
+
+    def _kind(self) -> tuple[Any, ...]:
+        return (self.value, self.options, self.bounds, self.shape)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,6 +214,7 @@ class TextSlot:
             "options": self.options.keyword_value(),
             "bounds": [list(b) for b in self.bounds],
             "pointers": list(self.pointers),
+            "shape": self.shape,
         }
 
     @classmethod
@@ -213,6 +224,7 @@ class TextSlot:
             FromText(**data["options"]),
             tuple((str(k), str(v)) for k, v in data["bounds"]),
             tuple(data["pointers"]),
+            data.get("shape"),
         )
 
 

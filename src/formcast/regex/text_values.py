@@ -18,6 +18,7 @@ from formcast.regex.context import Translation
 from formcast.regex.dialect import NULL, alt
 from formcast.regex.numbers import is_number
 from formcast.regex.parts import Never, Part, Result
+from formcast.regex.strings import string_regex
 from formcast.text import (
     FROM_TEXT_KEYWORD,
     KIND_BYTES,
@@ -59,7 +60,10 @@ class TextSlots:
 
 
 #: Keywords a value copied from the text cannot have (its values come from the text only).
-_NOT_FROM_TEXT = frozenset({"enum", "const", "pattern", "format", "not"})
+_NOT_FROM_TEXT = frozenset({"enum", "const", "not"})
+#: Keywords that give a copied string a shape (:mod:`formcast.shapes`); the ``from_text=``
+#: option leaves the strings that have them alone.
+_SHAPE_KEYWORDS = frozenset({"pattern", "format"})
 _TEXT_BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
@@ -86,7 +90,8 @@ def _text_bounds(flat: Sequence[Part]) -> tuple[tuple[str, str], ...]:
 def text_value(t: Translation, flat: list[Part]) -> Result | None:
     """The slots of a value copied from the text (``x-formcast-from-text``), or None
     when the value is not one. The keyword applies to strings and numbers only, and
-    never together with an enumeration, a pattern, a format or ``not``."""
+    never together with an enumeration or ``not``; a string's ``pattern`` or ``format``
+    becomes the slot's shape (the value must be written in the text and match it)."""
     options: FromText | None = None
     pointer = flat[0].pointer
     explicit = False
@@ -101,7 +106,8 @@ def text_value(t: Translation, flat: list[Part]) -> Result | None:
     types = t.types(flat)
     if not explicit:
         plain = types <= {"string", "null"} and "string" in types
-        if t.from_text is None or not plain or _keywords_in(flat, _NOT_FROM_TEXT):
+        skipped = _NOT_FROM_TEXT | _SHAPE_KEYWORDS
+        if t.from_text is None or not plain or _keywords_in(flat, skipped):
             return None
         options = t.from_text
     if options is None:
@@ -127,8 +133,31 @@ def text_value(t: Translation, flat: list[Part]) -> Result | None:
         lengths = _text_lengths(flat, options)
         if isinstance(lengths, Never):
             return lengths
-        alts.append(f'"{t.text_slot(TextSlot("string", lengths), pointer)}"')
+        shape = _shape(t, flat)
+        if isinstance(shape, Never):
+            return shape
+        slot = TextSlot("string", lengths, shape=shape)
+        alts.append(f'"{t.text_slot(slot, pointer)}"')
     return alt(alts) or ""
+
+
+def _shape(t: Translation, flat: list[Part]) -> str | Never | None:
+    """The JSON string content regex of the value's ``pattern`` or ``format`` (None when
+    it has neither): the string keywords compiled as for any string."""
+    if not _keywords_in(flat, _SHAPE_KEYWORDS):
+        return None
+    string = string_regex(t, flat, [])
+    if isinstance(string, Never):
+        return string
+    if "(?&" in string:
+        keyword = "pattern" if _keywords_in(flat, frozenset({"pattern"})) else "format"
+        raise UnsupportedSchemaError(
+            keyword,
+            flat[0].pointer,
+            f"this {keyword} cannot be combined with {FROM_TEXT_KEYWORD}: its regex calls "
+            "shared definitions",
+        )
+    return string[1:-1]
 
 
 def _text_lengths(flat: list[Part], options: FromText) -> FromText | Never:
