@@ -11,6 +11,9 @@ model and the same prompt are used:
 * ``from-text`` - constrained decoding of ``CopiedReceipt``: the same fields and
                   descriptions, each ``FromText`` (its value copied from the receipt);
 * ``from-text-no-guard`` - the same with the loop guard off;
+* ``from-text-shaped`` - ``ShapedReceipt``: ``CopiedReceipt`` whose ``date`` also has a
+                  ``pattern`` (:data:`DATE_PATTERN`, day, month and year as receipts
+                  write them), so it is a date written in the text;
 * ``from-text-validated`` - ``ValidatedReceipt``: ``CopiedReceipt`` plus a
                   ``field_validator`` that wants a date (day, month and year) in ``date``,
                   with validators that steer (``max_attempts=3``);
@@ -38,7 +41,7 @@ invented ``examples`` that appear in no SROIE receipt).
     python benchmarks/sroie.py --modes free formcast outlines
     python benchmarks/sroie.py --count 12 --modes formcast --receipt-models plain current described
     python benchmarks/sroie.py --modes formcast no-guard from-text from-text-no-guard \
-        from-text-validated from-text-unsteered
+        from-text-shaped from-text-validated from-text-unsteered
 
 ``--ceiling`` runs no model: it prints the share of gold values a ``FromText`` field
 can write at all (``python benchmarks/sroie.py --ceiling --count 200``).
@@ -88,6 +91,15 @@ class CopiedReceipt(BaseModel):
 
 
 _DATE = re.compile(r"[0-9]{1,4}[/.-][0-9]{1,2}[/.-][0-9]{2,4}")
+#: A date with day, month and year as receipts write it: digits with separators
+#: (25/12/2018, 2018-12-25, 25.12.18) or a month's name (25 DEC 2018).
+DATE_PATTERN = r"^([0-9]{1,4}[/.-][0-9]{1,2}[/.-][0-9]{2,4}|[0-9]{1,2} [A-Za-z]{3,9} [0-9]{2,4})$"
+
+
+class ShapedReceipt(CopiedReceipt):
+    date: Annotated[str, formcast.FromText(), Field(pattern=DATE_PATTERN)] = Field(
+        description="date of the receipt, as written on it"
+    )
 
 
 class ValidatedReceipt(CopiedReceipt):
@@ -106,6 +118,7 @@ FORMCAST_MODES: dict[str, tuple[type[BaseModel] | None, dict[str, Any]]] = {
     "no-guard": (None, {"loop_guard": False}),
     "from-text": (CopiedReceipt, {}),
     "from-text-no-guard": (CopiedReceipt, {"loop_guard": False}),
+    "from-text-shaped": (ShapedReceipt, {}),
     "from-text-validated": (ValidatedReceipt, {"max_attempts": 3}),
     "from-text-unsteered": (ValidatedReceipt, {"max_attempts": 1}),
 }
@@ -416,7 +429,7 @@ def main() -> None:
     extractor.run(Receipt, receipts[0][0], max_new_tokens=args.max_new_tokens)  # warm-up
     for name in args.receipt_models:
         extractor.compile(RECEIPT_MODELS[name])  # compiled before timing, as Receipt is
-    for copied in (CopiedReceipt, ValidatedReceipt):
+    for copied in (CopiedReceipt, ShapedReceipt, ValidatedReceipt):
         extractor.compile(copied)
     labelled = args.receipt_models != ["current"]
     width = 24 + labelled * (1 + max(len(name) for name in args.receipt_models))
