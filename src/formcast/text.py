@@ -89,6 +89,7 @@ _UNREACHABLE = int(np.iinfo(np.int32).max // 2)
 _INF = np.int64(1) << 40  # a separator unit's cost: larger than any text
 
 Whitespace = Literal["collapse", "exact"]
+Spelling = Literal["json", "raw"]
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,9 @@ class TextSlot:
         shape: for strings with a ``pattern`` or a ``format``, the regex (formcast's
             dialect) of the JSON string content the value must also match
             (:mod:`formcast.shapes`); None when any substring will do.
+        spelling: how a string's characters are written: ``"json"`` as inside a JSON
+            string (escaped), ``"raw"`` as their UTF-8 bytes (a span of a grammar's
+            output); characters that are marker bytes cannot be written raw.
     """
 
     value: Literal["string", "number", "integer"]
@@ -192,6 +196,7 @@ class TextSlot:
     bounds: tuple[tuple[str, str], ...] = ()
     pointers: tuple[str, ...] = ()
     shape: str | None = None
+    spelling: Spelling = "json"
 
     def describe(self) -> str:
         """The slot's fields and what they hold, for error messages."""
@@ -206,7 +211,7 @@ class TextSlot:
         return self._kind() == other._kind()
 
     def _kind(self) -> tuple[Any, ...]:
-        return (self.value, self.options, self.bounds, self.shape)
+        return (self.value, self.options, self.bounds, self.shape, self.spelling)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -215,6 +220,7 @@ class TextSlot:
             "bounds": [list(b) for b in self.bounds],
             "pointers": list(self.pointers),
             "shape": self.shape,
+            "spelling": self.spelling,
         }
 
     @classmethod
@@ -225,6 +231,7 @@ class TextSlot:
             tuple((str(k), str(v)) for k, v in data["bounds"]),
             tuple(data["pointers"]),
             data.get("shape"),
+            data.get("spelling", "json"),
         )
 
 
@@ -268,6 +275,19 @@ def _json_spelling(char: str) -> bytes | None:
         return char.encode("utf-8")
     except UnicodeEncodeError:
         return None
+
+
+def _raw_spelling(char: str) -> bytes | None:
+    """The UTF-8 bytes of ``char`` (None for a lone surrogate or a marker byte)."""
+    if ord(char) in MARKER_BYTES:
+        return None
+    try:
+        return char.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+_SPELLINGS = {"json": _json_spelling, "raw": _raw_spelling}
 
 
 def _char_class(char: str) -> str:
@@ -374,13 +394,14 @@ def _normalized(text: str, options: FromText) -> str:
     return _WHITESPACE_RUN.sub(" ", text) if options.whitespace == "collapse" else text
 
 
-def _string_lines(chars: str, options: FromText) -> _Lines:
+def _string_lines(chars: str, options: FromText, spelling: Spelling = "json") -> _Lines:
     """The general form of a string slot's text: each character with its spellings (its
-    other cases too when case-insensitive)."""
+    other cases too when case-insensitive), JSON-escaped or raw."""
+    spell = _SPELLINGS[spelling]
     starts, ends = (_boundaries if options.word_boundaries else _plain_boundaries)(chars)
     units: list[list[bytes] | None] = []
     for char in chars:
-        spelled = _json_spelling(char)
+        spelled = spell(char)
         if spelled is None:
             units.append(None)
             continue
@@ -390,7 +411,7 @@ def _string_lines(chars: str, options: FromText) -> _Lines:
             for other in (char.lower(), char.upper(), folded):
                 # only true case variants: equal once case-folded (not "I" for "ı")
                 if len(other) == 1 and other != char and other.casefold() == folded:
-                    extra = _json_spelling(other)
+                    extra = spell(other)
                     if extra is not None and extra not in forms:
                         forms.append(extra)
         units.append(forms)
@@ -508,10 +529,10 @@ class TextAutomaton:
         else:
             chars = _normalized(text, options)
             linear = options.case_sensitive and not _SURROGATE.search(chars)
-            if linear:
+            if linear and slot.spelling == "json":
                 starts = self._build_linear(chars, options, usable)
             else:
-                starts = self._build(_string_lines(chars, options), usable)
+                starts = self._build(_string_lines(chars, options, slot.spelling), usable)
         self._ids: dict[tuple[bytes, int], int] = {}
         self._nodes: list[IntArray] = [np.empty(0, dtype=np.int32)]
         self._counts: list[int] = [0]

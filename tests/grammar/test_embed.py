@@ -88,7 +88,6 @@ def test_an_embedded_rule_may_be_the_start() -> None:
 @pytest.mark.parametrize(
     ("rules", "message"),
     [
-        ({"x": formcast.FromText()}, "embedding formcast.FromText for rule 'x' is not supported"),
         ({"x": 42}, "expected rule 'x' in rules= to be a Pydantic model class"),
         ({"x": []}, "expected rule 'x' in rules= to be a Pydantic model class"),
         ({"root": ["a"]}, "expected rule 'root' either defined in the grammar or given in rules="),

@@ -37,6 +37,7 @@ from formcast.grammar.nodes import RuleSet
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.pattern import Regex
 from formcast.schema import Mode, pydantic_schema
+from formcast.text import FromText
 
 __all__ = ["Grammar", "Syntax"]
 
@@ -147,6 +148,8 @@ def _source_key(source: Any) -> Any:
         return {"choice": list(source)}
     if isinstance(source, Regex):
         return {"regex": source.pattern}
+    if isinstance(source, FromText):
+        return {"from_text": source.keyword_value()}
     if isinstance(source, JsonSchemaText):
         return {"schema": json.loads(source.text)}
     if isinstance(source, type) and issubclass(source, BaseModel):

@@ -9,9 +9,9 @@ and Lark's ``%json {...}``).
 Accepted: a Pydantic model class or a JSON Schema (a mapping, or :class:`JsonSchemaText`)
 -> the compact JSON text it validates, through
 :func:`formcast.regex.translator.schema_to_regex`; a :class:`formcast.Regex`; a list or
-tuple of strings -> one of them. Refused by name: :class:`formcast.FromText` (a span of
-the request's text: its slots are spelled as JSON strings and bound per request, which a
-grammar's raw text does not follow), and schemas that copy values from the text.
+tuple of strings -> one of them; a :class:`formcast.FromText` -> a span of the request's
+text, written raw (the emitter numbers its slot, :mod:`formcast.grammar.spans`). Refused
+by name: schemas that copy values from the text (their slots are JSON strings).
 """
 
 from __future__ import annotations
@@ -62,13 +62,7 @@ def freeze_embedding(name: str, value: Any) -> Any:
     """
     if not isinstance(name, str):
         raise GrammarError(f"expected rule names in rules= to be str, found {name!r}")
-    if isinstance(value, FromText):
-        raise GrammarError(
-            f"embedding formcast.FromText for rule {name!r} is not supported: values copied "
-            "from the text are JSON strings or numbers bound per request; embed a Pydantic "
-            "model or list the allowed strings instead"
-        )
-    if isinstance(value, Regex):
+    if isinstance(value, FromText | Regex):
         return value
     if isinstance(value, type) and issubclass(value, BaseModel):
         return value
@@ -86,7 +80,7 @@ def freeze_embedding(name: str, value: Any) -> Any:
         return tuple(value)
     raise GrammarError(
         f"expected rule {name!r} in rules= to be a Pydantic model class, a JSON Schema dict, "
-        f"a formcast.Regex or a non-empty list of strings, found {value!r}"
+        f"a formcast.Regex, a formcast.FromText or a non-empty list of strings, found {value!r}"
     )
 
 
@@ -104,6 +98,8 @@ def embedded_regex(
         return dialect.trie(source) or ""
     if isinstance(source, Regex):
         return _scoped(source.pattern)
+    if isinstance(source, FromText):
+        raise GrammarError(f"expected the span {label!r} to be written by the grammar's emitter")
     schema = source.text if isinstance(source, JsonSchemaText) else source
     regex = schema_to_regex(schema, mode=mode, whitespace=whitespace, limits=limits)
     if text_slots(regex):
@@ -142,6 +138,8 @@ def embedded_may_be_empty(source: Any) -> bool:
     that Python's ``re`` cannot test counts as possibly empty)."""
     if isinstance(source, tuple):
         return "" in source
+    if isinstance(source, FromText):
+        return source.min_length == 0
     if isinstance(source, Regex):
         try:
             plain = dialect.inline_definitions(_scoped(source.pattern))
@@ -158,6 +156,8 @@ def describe_embedding(source: Any) -> str:
         return "one of " + ", ".join(json.dumps(word, ensure_ascii=False) for word in source)
     if isinstance(source, Regex):
         return f"text matching the regular expression {source.pattern}"
+    if isinstance(source, FromText):
+        return "a span copied exactly from the text"
     if isinstance(source, JsonSchemaText):
         text = source.text
     else:

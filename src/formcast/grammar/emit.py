@@ -10,6 +10,8 @@
   pushdown calls, which the plain automaton refuses ("a call must follow its
   definition").
 * Embedded constraints keep their own definitions, renamed ``eN_name``.
+* A :class:`~formcast.text.FromText` span becomes a slot written raw; the slot table
+  ends the regex (:mod:`formcast.grammar.spans` checks the grammar can hold one).
 
 Cost: linear in the output text; the text is bounded by ``Limits.max_regex_length``.
 """
@@ -22,11 +24,14 @@ from dataclasses import dataclass, field
 
 from formcast.errors import GrammarError
 from formcast.grammar import nodes
-from formcast.grammar.embed import embedded_regex
+from formcast.grammar.embed import JsonSchemaText, embedded_regex
+from formcast.grammar.spans import check_no_marker_bytes, copies_text
 from formcast.graphs import strongly_connected_components
 from formcast.limits import Limits
 from formcast.regex import dialect
+from formcast.regex.text_values import TextSlots
 from formcast.schema import Mode
+from formcast.text import FromText, TextSlot
 
 __all__ = ["emit_regex", "recursive_rules"]
 
@@ -46,7 +51,7 @@ def emit_regex(
     main = writer.call[ruleset.start]
     if main is None:  # unreachable after the productivity check; kept as a guard
         raise GrammarError(f"expected rule {ruleset.start!r} to match some string, found none")
-    regex = dialect.with_definitions(writer.definitions, main)
+    regex = dialect.with_definitions(writer.definitions, main) + writer.slots.table_comment()
     if len(regex) > limits.max_regex_length:
         raise GrammarError(
             f"expected the grammar's regex to fit in Limits.max_regex_length="
@@ -75,13 +80,26 @@ class _Writer:
     call: dict[str, str | None] = field(default_factory=dict)
     definitions: list[tuple[str, str]] = field(default_factory=list)
     _embedded: dict[object, str] = field(default_factory=dict)
+    slots: TextSlots = field(default_factory=TextSlots)
     _uses: dict[str, int] = field(default_factory=dict)
     _named: int = 0
+    _copies_text: bool = False
+    _rule: str = ""  # the rule being written (for messages)
 
     def __post_init__(self) -> None:
         for rule in self.rules.values():
             for ref in nodes.references(rule.body):
                 self._uses[ref.name] = self._uses.get(ref.name, 0) + 1
+        self._copies_text = copies_text(self.rules)
+        recursive = sorted(recursive_rules(self.rules))
+        if self._copies_text and recursive:
+            rule = self.rules[recursive[0]]
+            raise GrammarError(
+                f"expected a grammar without recursion around FromText spans, found rule "
+                f"{recursive[0]!r} on a cycle of references",
+                rule.where.line,
+                rule.where.column,
+            )
 
     def write_component(self, component: list[str]) -> None:
         """Write one strongly connected set of rules (its callees are written)."""
@@ -90,6 +108,7 @@ class _Writer:
         for name in recursive:
             self.call[name] = f"(?&{names[name]})"
         for name in component:
+            self._rule = name
             text = self.node(self.rules[name].body)
             if name in recursive:
                 self.definitions.append((names[name], "" if text is None else text))
@@ -112,6 +131,8 @@ class _Writer:
 
     def node(self, node: nodes.Node) -> str | None:
         """The regex of ``node``; None when it matches nothing."""
+        if self._copies_text:
+            check_no_marker_bytes(node, self._rule)
         if isinstance(node, nodes.Literal):
             return dialect.escape_literal(node.text)
         if isinstance(node, nodes.CharClass):
@@ -139,6 +160,8 @@ class _Writer:
     def embedded(self, node: nodes.Embedded) -> str:
         """The main part of an embedded constraint; its definitions join the grammar's,
         renamed. Written once per distinct source."""
+        if isinstance(node.source, FromText):  # one slot kind per options, every rule named
+            return self.slots.regex(TextSlot("string", node.source, spelling="raw"), node.label)
         known = self._embedded.get(node.source)
         if known is not None:
             return known
@@ -149,6 +172,11 @@ class _Writer:
             whitespace=self.whitespace,
             limits=self.limits,
         )
+        if self._copies_text and isinstance(node.source, tuple):
+            words = "".join(node.source)
+            check_no_marker_bytes(nodes.Literal(node.where, words), node.label)
+        elif self._copies_text and not isinstance(node.source, type | JsonSchemaText):
+            check_no_marker_bytes(nodes.RegexTerminal(node.where, regex), node.label)
         prefix = f"e{len(self._embedded)}_"
         bodies, main = dialect.split_definitions(regex)
         for name, body in bodies.items():

@@ -35,6 +35,7 @@ __all__ = [
     "Where",
     "children",
     "references",
+    "walk",
 ]
 
 
@@ -156,11 +157,15 @@ def children(node: Node) -> tuple[Node, ...]:
     return ()
 
 
-def references(node: Node) -> Iterator[RuleRef]:
-    """Every rule reference inside ``node``, in text order."""
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node inside it, in text order."""
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, RuleRef):
-            yield current
+        yield current
         stack.extend(reversed(children(current)))
+
+
+def references(node: Node) -> Iterator[RuleRef]:
+    """Every rule reference inside ``node``, in text order."""
+    return (current for current in walk(node) if isinstance(current, RuleRef))
