@@ -43,6 +43,9 @@ invented ``examples`` that appear in no SROIE receipt).
     python benchmarks/sroie.py --modes formcast no-guard from-text from-text-no-guard \
         from-text-shaped from-text-validated from-text-unsteered
 
+``--template text-first`` puts the receipt before the instructions and the field lines in
+every mode's prompt (the default puts it last); it shortens the prefix that prompts share.
+
 ``--ceiling`` runs no model: it prints the share of gold values a ``FromText`` field
 can write at all (``python benchmarks/sroie.py --ceiling --count 200``).
 
@@ -110,6 +113,12 @@ class ValidatedReceipt(CopiedReceipt):
             raise ValueError("expected a date with day, month and year, such as 25/12/2018")
         return value
 
+
+#: --template -> the user message of the prompt (the system message is formcast's)
+TEMPLATES = {
+    "default": formcast.prompts.DEFAULT_USER,
+    "text-first": "Text:\n{text}\n\n{instructions}\n\nFields:\n{fields}",
+}
 
 #: mode -> (output class, extraction options); None: the --receipt-models class
 FORMCAST_MODES: dict[str, tuple[type[BaseModel] | None, dict[str, Any]]] = {
@@ -415,6 +424,13 @@ def main() -> None:
     )
     parser.add_argument("--max-new-tokens", type=int, default=200)
     parser.add_argument(
+        "--template",
+        choices=sorted(TEMPLATES),
+        default="default",
+        help="the prompt's user message: formcast's default (instructions, fields, text) "
+        "or text-first (text, then instructions and fields)",
+    )
+    parser.add_argument(
         "--ceiling",
         action="store_true",
         help="only print the share of gold values a FromText field can write at all",
@@ -426,6 +442,7 @@ def main() -> None:
 
     receipts = load_receipts(args.start, args.count)
     extractor = formcast.get_default_extractor()
+    extractor.prompt_template = formcast.PromptTemplate(user=TEMPLATES[args.template])
     extractor.run(Receipt, receipts[0][0], max_new_tokens=args.max_new_tokens)  # warm-up
     for name in args.receipt_models:
         extractor.compile(RECEIPT_MODELS[name])  # compiled before timing, as Receipt is
