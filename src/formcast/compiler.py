@@ -63,7 +63,7 @@ def compile(
     *,
     mode: Mode = "generation",
     whitespace: bool | int = False,
-    max_recursion_depth: int | None = 3,
+    max_recursion_depth: int | None = None,
     from_text: FromText | bool | None = None,
     cache: CacheSetting = None,
     limits: Limits | None = None,
@@ -79,9 +79,10 @@ def compile(
             ``"specification"`` (JSON Schema semantics; for third-party schemas).
         whitespace: ``False`` for compact JSON; ``True`` or an int to allow bounded
             whitespace between JSON tokens.
-        max_recursion_depth: how deep recursive schemas are unrolled; ``None``: not
-            unrolled but exact at any depth (a pushdown automaton, not written to the
-            disk cache).
+        max_recursion_depth: ``None`` (the default): recursive schemas are exact at any
+            depth (a pushdown automaton); an int unrolls them that many times instead (a
+            bound on nesting, compiled to a finite automaton). Schemas that do not
+            recurse compile the same either way.
         from_text: copy every plain string value (``str``, ``Optional[str]``, without a
             format, pattern or enum) from the request's text; ``True`` for the default
             :class:`formcast.FromText` options, or a ``FromText``. Fields annotated with

@@ -67,7 +67,8 @@ def test_recursive_models_compile_to_a_pushdown_automaton(model: type[BaseModel]
     regex = formcast.schema_to_regex(model, max_recursion_depth=None)
     assert "(?&r0)" in regex
     assert isinstance(compile_automaton(regex), PushdownAutomaton)
-    unrolled = formcast.schema_to_regex(model)  # the default still unrolls
+    assert formcast.schema_to_regex(model) == regex  # exact is the default
+    unrolled = formcast.schema_to_regex(model, max_recursion_depth=3)  # a bound unrolls
     assert isinstance(compile_automaton(unrolled), LazyAutomaton)
 
 
@@ -78,7 +79,8 @@ def test_deep_instances_are_accepted_at_any_depth() -> None:
     assert automaton.matches(_compact(_deep_node(60)))
     assert automaton.matches(text)
     assert not automaton.matches(text[:-1])
-    unrolled = compile_automaton(formcast.schema_to_regex(Node))
+    unrolled = compile_automaton(formcast.schema_to_regex(Node, max_recursion_depth=3))
+    assert unrolled.matches(_compact(_deep_node(3)))
     assert not unrolled.matches(text)  # three levels only
 
 
@@ -227,8 +229,11 @@ def test_text_values_inside_exact_recursion_are_refused() -> None:
 
     vocabulary = Vocabulary.from_token_bytes([b"", *(bytes([b]) for b in range(32, 127))], [0])
     with pytest.raises(formcast.InvalidOptionError, match="FromText values outside exact"):
+        formcast.compile(Quoted, vocabulary, cache=False)  # exact by default
+    with pytest.raises(formcast.InvalidOptionError, match="set max_recursion_depth"):
         formcast.compile(Quoted, vocabulary, max_recursion_depth=None, cache=False)
-    index = formcast.compile(Quoted, vocabulary, cache=False)  # unrolled: bound per request
+    # unrolled: bound per request
+    index = formcast.compile(Quoted, vocabulary, max_recursion_depth=3, cache=False)
     assert index.text_slots
 
 
