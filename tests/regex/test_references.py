@@ -141,9 +141,11 @@ def test_recursion_that_cannot_stop_is_refused() -> None:
     assert info.value.keyword == "$ref"
     assert info.value.pointer == "/$defs/a/properties/next"
     assert "max_recursion_depth=3" in str(info.value)
-    # exact (the default): the recursive definition is refused when the automaton is built
+    # exact (the default): the definition that cannot end matches nothing, and so the root
     with pytest.raises(SchemaError, match="cannot end without calling itself again"):
         compile_automaton(schema_to_regex(schema))
+    with pytest.raises(SchemaError, match="matches no string at all"):
+        compile_automaton(schema_to_regex(schema), drop_empty_definitions=True)
 
 
 def test_recursion_through_min_items_is_refused() -> None:
