@@ -26,12 +26,12 @@ are installed; a comparison block then gives each peer's figures as ratios to fo
     python benchmarks/maskbench.py --engines formcast   # formcast alone
     python benchmarks/maskbench.py --engines formcast xgrammar --every 25
     python benchmarks/maskbench.py --out results.jsonl --timeout 10 --memory-mb 4096
-    python benchmarks/maskbench.py --engines formcast --max-recursion-depth none  # exact
+    python benchmarks/maskbench.py --engines formcast --max-recursion-depth 3  # unrolled
     python benchmarks/maskbench.py --engines formcast --names recursive.txt  # listed files
 
 ``--max-recursion-depth`` (formcast only) sets ``compile``'s option of that name: an int
-unrolls recursive ``$ref`` that many times (the default, 3), ``none`` makes recursion
-exact (a pushdown automaton); ``--any-value-depth`` sets ``Limits.any_value_depth`` the
+unrolls recursive ``$ref`` that many times, ``none`` makes recursion exact (a pushdown
+automaton; the default); ``--any-value-depth`` sets ``Limits.any_value_depth`` the
 same way for unconstrained values (default 12). ``--names`` reads the schema file names
 to run, one per line, instead of taking every Nth.
 """

@@ -36,3 +36,18 @@ class Event(BaseModel):
         if not re.fullmatch(r"[0-9]{2}/[0-9]{2}/[0-9]{4}", value):
             raise ValueError("expected a date written dd/mm/yyyy")
         return value
+
+
+class Node(BaseModel):
+    """A recursive output type: exact at any depth by default."""
+
+    name: str
+    children: list[Node] = []
+
+
+def nested_node_text(depth: int, name: str = "n") -> str:
+    """The compact JSON of a chain of ``depth`` nested nodes below a root."""
+    text = f'{{"name":"{name}{depth}"}}'
+    for level in range(depth - 1, -1, -1):
+        text = f'{{"name":"{name}{level}","children":[{text}]}}'
+    return text

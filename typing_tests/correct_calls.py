@@ -56,6 +56,8 @@ def module_functions() -> None:
     streamed = formcast.extract_many(
         Receipt, ["a"], order="completion", batching="static", share_prefix=False
     )
+    assert_type(formcast.extract(Receipt, "t", max_recursion_depth=3), Receipt)
+    assert_type(formcast.extract(Receipt, "t", max_recursion_depth=None), Receipt)
     for done in streamed:
         assert_type(done.index, int)
 

@@ -28,6 +28,7 @@ def options_of_the_wrong_type(extractor: Extractor) -> None:
     formcast.extract_many(Receipt, ["t"], order="random")  # type: ignore[call-overload]
     extractor.extract_many(Receipt, ["t"], batching="dynamic")  # type: ignore[call-overload]
     extractor.run(Receipt, "t", share_prefix=1)  # type: ignore[call-overload]
+    extractor.run(Receipt, "t", max_recursion_depth="3")  # type: ignore[call-overload]
     formcast.extract_many(Receipt, ["t"], batch_size="8")  # type: ignore[call-overload]
     extractor.extract(Receipt, "t", batch_size=8)  # type: ignore[call-overload]
     extractor.extract(Receipt, "t", mode="strict")  # type: ignore[call-overload]

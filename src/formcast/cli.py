@@ -116,6 +116,12 @@ def main() -> None:
 @click.option("--instructions", default=None, help="The instruction shown before the fields.")
 @click.option("--from-text", is_flag=True, help="Copy every plain string value from the text.")
 @click.option("--mode", default=None, type=click.Choice(["generation", "specification"]))
+@click.option(
+    "--max-recursion-depth",
+    default=None,
+    type=click.IntRange(min=0),
+    help="Unroll recursive output types this many times [default: exact at any depth].",
+)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first row with an error (exit 1).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--ray", "use_ray", is_flag=True, help="Run through formcast.ray (Ray Data).")
@@ -143,6 +149,7 @@ def extract(
     instructions: str | None,
     from_text: bool,
     mode: str | None,
+    max_recursion_depth: int | None,
     fail_fast: bool,
     progress: bool,
     use_ray: bool,
@@ -160,6 +167,7 @@ def extract(
             "instructions": instructions,
             "from_text": from_text or None,
             "mode": mode,
+            "max_recursion_depth": max_recursion_depth,
         }.items()
         if v is not None
     }

@@ -71,6 +71,7 @@ def model_backed(
         mode=options.get("mode"),
         whitespace=options.get("whitespace"),
         from_text=options.get("from_text"),
+        max_recursion_depth=options.get("max_recursion_depth", ...),
     )
     # with values copied from the text, the fewest tokens depend on each call's text
     needed = 0 if index.text_slots else index.min_tokens_to_accept(index.initial_state)

@@ -27,6 +27,7 @@ import time
 import typing
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import EllipsisType
 from typing import Any, ParamSpec, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -107,6 +108,9 @@ class Extractor:
         jump_forward: append forced text without sampling (faster; on by default).
         mode: default schema mode, ``"generation"`` or ``"specification"``.
         whitespace: default whitespace policy (False: compact JSON).
+        max_recursion_depth: default bound on recursive schemas: ``None`` (exact at any
+            depth, a pushdown automaton) or an int, how many times they are unrolled
+            (see :func:`formcast.compile`).
         compile: decode over a static KV cache of ``batch_size`` fixed slots (a
             transformers ``StaticCache``) with the one-token passes run through
             ``torch.compile`` (CUDA graphs on a GPU). Off by default: on the CPU the
@@ -126,6 +130,7 @@ class Extractor:
         jump_forward: bool = True,
         mode: Mode = "generation",
         whitespace: bool | int = False,
+        max_recursion_depth: int | None = None,
         compile: bool = False,
     ) -> None:
         if max_new_tokens < 1:
@@ -137,6 +142,7 @@ class Extractor:
         self.jump_forward = jump_forward
         self.mode: Mode = mode
         self.whitespace = whitespace
+        self.max_recursion_depth = max_recursion_depth
         self.compile_model = compile
         self.vocabulary = vocabulary_of(tokenizer)
         self._forced_tokenizer = ForcedTokenizer(tokenizer, self.vocabulary)
@@ -191,13 +197,19 @@ class Extractor:
         mode: Mode | None = None,
         whitespace: bool | int | None = None,
         from_text: FromText | bool | None = None,
+        max_recursion_depth: int | EllipsisType | None = ...,
     ) -> TokenIndex:
-        """The compiled index of ``output`` for this extractor's tokenizer (cached)."""
+        """The compiled index of ``output`` for this extractor's tokenizer (cached).
+        ``mode``, ``whitespace`` None and ``max_recursion_depth`` left out (``...``) take
+        the extractor's defaults."""
         return compile_index(
             output,
             self.tokenizer,
             mode=self.mode if mode is None else mode,
             whitespace=self.whitespace if whitespace is None else whitespace,
+            max_recursion_depth=(
+                self.max_recursion_depth if max_recursion_depth is ... else max_recursion_depth
+            ),
             from_text=from_text,
         )
 
@@ -353,6 +365,7 @@ class Extractor:
             mode=options.get("mode"),
             whitespace=options.get("whitespace"),
             from_text=options.get("from_text"),
+            max_recursion_depth=options.get("max_recursion_depth", ...),
         )
 
     def _scheduler(

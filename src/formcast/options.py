@@ -58,6 +58,7 @@ class ExtractOptions(TypedDict, total=False):
     jump_forward: bool
     mode: Mode
     whitespace: bool | int
+    max_recursion_depth: int | None
     from_text: bool | FromText
     loop_guard: bool | LoopGuard
     max_attempts: int
@@ -148,8 +149,9 @@ def read_plan(
     options: Mapping[str, object], max_new_tokens: int, jump_forward: bool = True
 ) -> Plan:
     """Read and check the generation options of a call; ``max_new_tokens`` and
-    ``jump_forward`` are the extractor's defaults. ``mode``, ``whitespace`` and
-    ``from_text`` are checked where the output type is compiled.
+    ``jump_forward`` are the extractor's defaults. ``mode``, ``whitespace``,
+    ``max_recursion_depth`` and ``from_text`` are checked where the output type is
+    compiled.
 
     Raises:
         InvalidOptionError: an option's value is of the wrong type or out of range.

@@ -69,7 +69,7 @@ OUTPUT_TYPES: dict[str, pa.DataType] = {
 }
 
 # The options of extract_many that decide the compiled constraint.
-_COMPILE_OPTIONS = ("mode", "whitespace", "from_text")
+_COMPILE_OPTIONS = ("mode", "whitespace", "max_recursion_depth", "from_text")
 
 
 def extract(

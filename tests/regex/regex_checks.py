@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from interegular.fsm import anything_else
 from pydantic import AnyUrl, BaseModel, EmailStr, TypeAdapter
 
-from formcast.automaton import LazyAutomaton
+from formcast.automaton import LazyAutomaton, compile_automaton
 from formcast.errors import UnsupportedSchemaError
 from formcast.regex import inline_definitions
 from formcast.regex.translator import schema_to_regex
@@ -182,22 +182,34 @@ def case_ids(cases: list[Case]) -> list[str]:
     return [case[0] for case in cases]
 
 
+UNROLLED = 3
+"""The recursion bound of the checks whose oracles read finite regexes only (Python's
+``re``, interegular): a recursive schema is unrolled this many times there, and its exact
+translation (the default) is checked through formcast's own automaton."""
+
+
 def check_hand_written(name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
-    """The generation-mode regex matches the valid values and none of the invalid ones."""
-    regex = schema_to_regex(schema)
+    """The generation-mode regex matches the valid values and none of the invalid ones:
+    unrolled under Python's ``re``, and as translated by default (exact recursion) under
+    formcast's automaton."""
+    regex = schema_to_regex(schema, max_recursion_depth=UNROLLED)
     assert_parses(regex)
+    exact = compile_automaton(schema_to_regex(schema))
     validator = validator_for(schema)
     for value in valid:
         if "nullable" not in name:
             assert validator.is_valid(value), f"test bug: {value!r} is not valid"
         assert fullmatch(regex, dumps(value)), f"valid {value!r} does not match"
+        assert exact.matches(dumps(value).encode()), f"valid {value!r} does not match exactly"
     for value in invalid:
         assert fullmatch(regex, dumps(value)) is None, f"invalid {value!r} matches"
+        assert not exact.matches(dumps(value).encode()), f"invalid {value!r} matches exactly"
 
 
 def check_samples(name: str, schema: Any, seed: int) -> None:
-    """20 random strings of the generation-mode regex are valid JSON values."""
-    regex = schema_to_regex(schema)
+    """20 random strings of the generation-mode regex (recursion unrolled: the sampler
+    walks a finite automaton) are valid JSON values."""
+    regex = schema_to_regex(schema, max_recursion_depth=UNROLLED)
     validator = validator_for(schema)
     for text in sample(regex, random.Random(seed), 20):
         value = json.loads(text)
@@ -210,7 +222,7 @@ def check_samples(name: str, schema: Any, seed: int) -> None:
 
 def check_specification_case(schema: Any, valid: list[Any], invalid: list[Any]) -> None:
     """The specification-mode automaton accepts the valid values and none of the others."""
-    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    automaton = compile_automaton(schema_to_regex(schema, mode="specification"))
     validator = validator_for(schema)
     for value in valid:
         assert validator.is_valid(value), f"test bug: {value!r} is not valid"

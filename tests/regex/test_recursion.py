@@ -67,7 +67,8 @@ def test_recursive_models_compile_to_a_pushdown_automaton(model: type[BaseModel]
     regex = formcast.schema_to_regex(model, max_recursion_depth=None)
     assert "(?&r0)" in regex
     assert isinstance(compile_automaton(regex), PushdownAutomaton)
-    unrolled = formcast.schema_to_regex(model)  # the default still unrolls
+    assert formcast.schema_to_regex(model) == regex  # exact is the default
+    unrolled = formcast.schema_to_regex(model, max_recursion_depth=3)  # a bound unrolls
     assert isinstance(compile_automaton(unrolled), LazyAutomaton)
 
 
@@ -78,7 +79,8 @@ def test_deep_instances_are_accepted_at_any_depth() -> None:
     assert automaton.matches(_compact(_deep_node(60)))
     assert automaton.matches(text)
     assert not automaton.matches(text[:-1])
-    unrolled = compile_automaton(formcast.schema_to_regex(Node))
+    unrolled = compile_automaton(formcast.schema_to_regex(Node, max_recursion_depth=3))
+    assert unrolled.matches(_compact(_deep_node(3)))
     assert not unrolled.matches(text)  # three levels only
 
 
@@ -227,8 +229,11 @@ def test_text_values_inside_exact_recursion_are_refused() -> None:
 
     vocabulary = Vocabulary.from_token_bytes([b"", *(bytes([b]) for b in range(32, 127))], [0])
     with pytest.raises(formcast.InvalidOptionError, match="FromText values outside exact"):
+        formcast.compile(Quoted, vocabulary, cache=False)  # exact by default
+    with pytest.raises(formcast.InvalidOptionError, match="set max_recursion_depth"):
         formcast.compile(Quoted, vocabulary, max_recursion_depth=None, cache=False)
-    index = formcast.compile(Quoted, vocabulary, cache=False)  # unrolled: bound per request
+    # unrolled: bound per request
+    index = formcast.compile(Quoted, vocabulary, max_recursion_depth=3, cache=False)
     assert index.text_slots
 
 
@@ -249,3 +254,35 @@ def test_compile_with_exact_recursion_decodes_deep_values() -> None:
     budget = index.cursor()
     budget.advance_bytes(b'{"name":"a","children":[' * 5)
     assert budget.min_tokens_to_accept() == len(b"]}" * 5)  # every open list and object closed
+
+
+def test_a_recursive_sub_schema_without_a_finite_value_matches_nothing() -> None:
+    """``loop`` requires itself, so no value holds it: where the schema allows leaving it
+    out (an optional property, an anyOf branch) the rest still matches, exactly as the
+    unrolled translation drops it; the grammar path still refuses such a definition."""
+    from formcast.vocabulary import Vocabulary
+
+    schema = {
+        "$defs": {
+            "loop": {"type": "object", "properties": {"again": {"$ref": "#/$defs/loop"}},
+                     "required": ["again"]},
+            "tree": {"type": "object", "properties": {
+                "kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}},
+                "stuck": {"$ref": "#/$defs/loop"},
+            }, "additionalProperties": False},
+        },
+        "anyOf": [{"type": "integer"}, {"$ref": "#/$defs/loop"}, {"$ref": "#/$defs/tree"}],
+    }  # fmt: skip
+    regex = formcast.schema_to_regex(schema, mode="specification")
+    with pytest.raises(formcast.SchemaError, match="cannot end without calling itself"):
+        compile_automaton(regex)
+    exact = compile_automaton(regex, drop_empty_definitions=True)
+    assert isinstance(exact, PushdownAutomaton)  # the tree still recurses
+    deep = '{"kids":[' * 10 + "{}" + "]}" * 10
+    for text in ["7", "{}", '{"kids":[{},{"kids":[]}]}', deep]:
+        assert exact.matches(text.encode()), text
+    for text in ['{"stuck":{}}', '{"kids":[{"stuck":{"again":{}}}]}', '{"again":{}}']:
+        assert not exact.matches(text.encode()), text
+    vocabulary = Vocabulary.from_token_bytes([b"", *(bytes([b]) for b in range(32, 127))], [0])
+    index = formcast.compile(schema, vocabulary, mode="specification", cache=False)
+    assert index.automaton.matches(deep.encode())

@@ -15,8 +15,8 @@ from regex_checks import (
     unsupported_tests,
 )
 
-from formcast.automaton import LazyAutomaton
-from formcast.errors import UnsupportedSchemaError
+from formcast.automaton import LazyAutomaton, compile_automaton
+from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex import (
     inline_definitions,
 )
@@ -137,10 +137,15 @@ def test_recursion_that_cannot_stop_is_refused() -> None:
         "$ref": "#/$defs/a",
     }
     with pytest.raises(UnsupportedSchemaError) as info:
-        schema_to_regex(schema)
+        schema_to_regex(schema, max_recursion_depth=3)
     assert info.value.keyword == "$ref"
     assert info.value.pointer == "/$defs/a/properties/next"
     assert "max_recursion_depth=3" in str(info.value)
+    # exact (the default): the definition that cannot end matches nothing, and so the root
+    with pytest.raises(SchemaError, match="cannot end without calling itself again"):
+        compile_automaton(schema_to_regex(schema))
+    with pytest.raises(SchemaError, match="matches no string at all"):
+        compile_automaton(schema_to_regex(schema), drop_empty_definitions=True)
 
 
 def test_recursion_through_min_items_is_refused() -> None:
@@ -149,8 +154,10 @@ def test_recursion_through_min_items_is_refused() -> None:
         "$ref": "#/$defs/t",
     }
     with pytest.raises(UnsupportedSchemaError) as info:
-        schema_to_regex(schema)
+        schema_to_regex(schema, max_recursion_depth=3)
     assert info.value.keyword == "$ref"
+    with pytest.raises(SchemaError, match="cannot end without calling itself again"):
+        compile_automaton(schema_to_regex(schema))
 
 
 def test_repeated_sub_schemas_become_definitions_when_the_plain_regex_is_too_large() -> None:

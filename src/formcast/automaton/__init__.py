@@ -92,18 +92,29 @@ Instances pickle with the rows built so far. The same holds for
 
 from __future__ import annotations
 
-from formcast.automaton.definitions import plan_recursion
+from formcast.automaton.definitions import EmptyDefinitionError, plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
 from formcast.automaton.parse import UnresolvedCallError
 from formcast.automaton.pushdown import PushdownAutomaton
 from formcast.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["DEAD", "UNREACHABLE", "LazyAutomaton", "PushdownAutomaton", "compile_automaton"]
+__all__ = [
+    "DEAD",
+    "EMPTY_CLASS",
+    "UNREACHABLE",
+    "LazyAutomaton",
+    "PushdownAutomaton",
+    "compile_automaton",
+]
+
+
+EMPTY_CLASS = r"[^\x00-\U0010ffff]"
+"""A character class that holds no character: a piece of a pattern that matches nothing."""
 
 
 def compile_automaton(
-    pattern: str, limits: Limits = DEFAULT_LIMITS
+    pattern: str, limits: Limits = DEFAULT_LIMITS, *, drop_empty_definitions: bool = False
 ) -> LazyAutomaton | PushdownAutomaton:
     """The byte automaton of ``pattern``: a :class:`LazyAutomaton` when its definitions
     do not recurse, else a :class:`PushdownAutomaton`.
@@ -113,6 +124,13 @@ def compile_automaton(
     definition) makes the definitions be planned (:mod:`formcast.automaton.definitions`).
     Calls to definitions written later, with no cycle among them, are then reordered and
     built as a :class:`LazyAutomaton` too.
+
+    A recursive definition that matches no string (it cannot end without calling itself
+    again) is refused, naming it, unless ``drop_empty_definitions``: then every call to
+    such a definition is replaced by a piece that matches nothing, which keeps the
+    language as it is (a translated schema whose recursive sub-schema has no finite
+    value: the places that allow leaving it out still match). The pattern is then
+    planned and its machines built a second time.
 
     Raises:
         SchemaError: as :class:`LazyAutomaton` and :class:`PushdownAutomaton`.
@@ -124,4 +142,12 @@ def compile_automaton(
     plan = plan_recursion(pattern)
     if not plan.recursive:
         return LazyAutomaton(plan.pattern, limits)
-    return PushdownAutomaton(pattern, limits, plan)
+    try:
+        return PushdownAutomaton(pattern, limits, plan)
+    except EmptyDefinitionError as error:
+        if not drop_empty_definitions:
+            raise
+        pruned = pattern
+        for name in error.names:
+            pruned = pruned.replace(f"(?&{name})", EMPTY_CLASS)
+    return compile_automaton(pruned, limits)

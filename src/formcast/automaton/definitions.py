@@ -164,6 +164,18 @@ def _copy_order(
     return order
 
 
+class EmptyDefinitionError(SchemaError):
+    """Recursive definitions the main pattern reaches that match no string.
+
+    Attributes:
+        names: every such definition, in the order of the plan.
+    """
+
+    def __init__(self, message: str, names: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.names = names
+
+
 def refuse_definition(pattern: str, name: str, reason: str) -> SchemaError:
     """The error for a definition the pushdown automaton cannot take."""
     return SchemaError(

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from formcast.automaton.definitions import RecursionPlan, refuse_definition
+from formcast.automaton.definitions import EmptyDefinitionError, RecursionPlan, refuse_definition
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
 from formcast.automaton.markers import CALL_BYTE, DIGIT_BYTES, MARKER_BYTES, marker_width
@@ -167,13 +167,18 @@ class Machines:
         """Refuse a reachable definition that cannot complete. The main pattern then can:
         its NFA is trimmed with calls counted as edges, and all it calls can complete."""
         costs = self.completions(None)
-        for machine in self.reachable[1:]:
-            if costs[machine - 1] >= UNREACHABLE:
-                raise refuse_definition(
-                    self.pattern,
-                    self.names[machine],
-                    "matches no string: it cannot end without calling itself again",
-                )
+        empty = tuple(
+            self.names[machine]
+            for machine in self.reachable[1:]
+            if costs[machine - 1] >= UNREACHABLE
+        )
+        if empty:
+            refusal = refuse_definition(
+                self.pattern,
+                empty[0],
+                "matches no string: it cannot end without calling itself again",
+            )
+            raise EmptyDefinitionError(str(refusal), empty)
 
     def _left_walk(self, machine: int, nullable: set[int]) -> tuple[set[int], bool]:
         """The machines ``machine`` may call before reading a byte, and whether it may

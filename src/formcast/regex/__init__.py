@@ -87,15 +87,18 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   and for ``type: number`` also ``4.0``-style fractions ``.0+`` on up to 15 digits.
 * Values a ``not`` excludes from an unconstrained string are avoided by spelling strings
   without escapes.
-* Recursive ``$ref`` is unrolled ``max_recursion_depth`` times (a definition may be nested
-  inside itself that many times); deeper, the reference is dropped where the schema allows
-  (optional property, empty array, ``anyOf`` branch) and otherwise ``$ref`` is refused.
-  ``max_recursion_depth=None`` makes recursion exact instead (recursive definitions); a
-  recursive reference combined with other keywords (``allOf`` parts, siblings of
-  ``$ref``) is then unrolled three times as by default (no call stands for a
-  conjunction), and recursion inside a name pattern (``propertyNames``) is refused.
+* Recursive ``$ref`` is exact by default (``max_recursion_depth=None``): it becomes a
+  recursive definition, read by a pushdown automaton. A recursive reference combined with
+  other keywords (``allOf`` parts, siblings of ``$ref``) is then unrolled three times (no
+  call stands for a conjunction), and recursion inside a name pattern
+  (``propertyNames``) is refused. With an int ``max_recursion_depth`` recursion is
+  unrolled that many times instead (a definition may be nested inside itself that many
+  times); deeper, the reference is dropped where the schema allows (optional property,
+  empty array, ``anyOf`` branch) and otherwise ``$ref`` is refused. A schema without
+  recursion gets the same regex either way.
   ``Limits.any_value_depth=None`` makes unconstrained values exact at any depth too.
-  When the regex would exceed :data:`MAX_REGEX_LENGTH`, or its definitions inlined would
+  With an int ``max_recursion_depth``, when the regex would exceed
+  :data:`MAX_REGEX_LENGTH`, or its definitions inlined would
   exceed 2**56 characters (the automaton numbers the states of every copy), recursion is
   unrolled fewer times (with a warning).
 * An ``anyOf`` branch that cannot be enforced is dropped with a warning when another branch

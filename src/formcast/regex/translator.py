@@ -418,7 +418,7 @@ class CompileOptions:
 
     mode: Mode = "generation"
     whitespace: bool | int = False
-    max_recursion_depth: int | None = 3
+    max_recursion_depth: int | None = None
     from_text: FromText | bool | None = None
     limits: Limits = DEFAULT_LIMITS
 
@@ -431,7 +431,7 @@ def schema_to_regex(
     *,
     mode: Mode = "generation",
     whitespace: bool | int = False,
-    max_recursion_depth: int | None = 3,
+    max_recursion_depth: int | None = None,
     from_text: FromText | bool | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> str:
@@ -446,10 +446,11 @@ def schema_to_regex(
         whitespace: ``False``/``0`` for compact JSON, ``N`` for at most ``N`` of
             ``[ \\n\\t]`` at each place inside arrays and objects where JSON allows
             whitespace, ``True`` for :data:`WHITESPACE_DEFAULT`.
-        max_recursion_depth: how many times a definition may be nested inside itself
-            through ``$ref`` (``0``: recursive references are never followed); ``None``:
-            recursion is exact, at any depth, through recursive definitions (compiled to
-            a pushdown automaton).
+        max_recursion_depth: ``None`` (the default): recursion through ``$ref`` is
+            exact, at any depth, through recursive definitions (compiled to a pushdown
+            automaton); an int bounds it instead: how many times a definition may be
+            nested inside itself (``0``: recursive references are never followed). A
+            schema that does not recurse gets the same regex either way.
         from_text: copy every plain string value (``str`` or ``Optional[str]``, without
             a format, pattern or enum) from the request's text, with these options
             (``True``: the defaults of :class:`formcast.FromText`). Values with their
