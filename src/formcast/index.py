@@ -29,18 +29,17 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast import blob
-from formcast.automaton import DEAD, LazyAutomaton, PushdownAutomaton
+from formcast.automaton import DEAD, LazyAutomaton
 from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
-from formcast.stack_rows import StackRows
 from formcast.text import TextSlot, text_slots
-from formcast.triewalk import StateFacts, loop_bits, root, sorted_by_token, walk_trie
-from formcast.vocabulary import PLAIN_BYTES, TokenTrie, Vocabulary
+from formcast.vocabulary import PLAIN_BYTES, TokenTrie, TrieLevel, Vocabulary
 
 __all__ = ["UNREACHABLE", "TokenIndex"]
 
 IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
 
 #: Distance reported for states from which no accepting state can be reached with the
 #: vocabulary's single-byte tokens.
@@ -49,6 +48,7 @@ UNREACHABLE = np.iinfo(np.int32).max // 2
 _UNKNOWN = -2  # a plain successor not computed yet
 _FORMAT = 1  # the layout of to_bytes: bumped when it changes
 _PARTED = -3  # plain bytes lead to different states
+_WALKED_SUBTREE = 16  # subtrees up to this many tokens are walked, never checked whole
 
 
 class ByteAutomaton(Protocol):
@@ -67,27 +67,6 @@ class ByteAutomaton(Protocol):
     def min_bytes_to_accept(
         self, state: int, usable: npt.NDArray[np.bool_] | None = None
     ) -> int: ...
-
-
-class _AutomatonStepper:
-    """The automaton of an index as a :class:`~formcast.triewalk.Stepper` (no state
-    stops a walk)."""
-
-    def __init__(self, automaton: ByteAutomaton) -> None:
-        self._automaton = automaton
-        self._loops = StateFacts(self._loop, 4, np.uint64)
-
-    def step(self, states: IntArray, data: npt.NDArray[np.uint8]) -> IntArray:
-        return self._automaton.step(states, data)
-
-    def loops(self, states: IntArray) -> npt.NDArray[np.uint64]:
-        return self._loops(states)
-
-    def stops(self, states: IntArray) -> None:
-        return None
-
-    def _loop(self, state: int) -> npt.NDArray[np.uint64]:
-        return loop_bits(self._automaton.row(state), state)
 
 
 class _Row:
@@ -125,12 +104,8 @@ class TokenIndex:
         self._distances: dict[int, int] = {}
         self._packed: dict[tuple[int, int], npt.NDArray[np.uint32]] = {}
         self._plain_next = np.full(64, _UNKNOWN, dtype=np.int32)  # see _plain_successor
-        self._stepper = _AutomatonStepper(automaton)
-        self._stack_rows = (
-            StackRows(automaton, vocabulary.token_trie, self._stepper, self.row, vocabulary.size)
-            if isinstance(automaton, PushdownAutomaton)
-            else None
-        )
+        self._loop_bytes = np.zeros((64, 4), dtype=np.uint64)  # see _loops
+        self._loop_known = np.zeros(64, dtype=np.bool_)
         self._lock = threading.Lock()
 
     # -- pickling: caches travel, the lock does not -------------------------------------
@@ -420,10 +395,6 @@ class TokenIndex:
         The other tokens (quotes, escapes, control and multi-byte characters) are walked;
         in either trie a prefix whose state loops on every byte below it keeps its whole
         subtree there without a walk (:meth:`_walk_trie`)."""
-        if self._stack_rows is not None:
-            found = self._stack_rows.row(state)
-            if found is not None:
-                return found
         vocabulary = self.vocabulary
         chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
         if chain is None:
@@ -434,7 +405,7 @@ class TokenIndex:
             ids, states = self._walk_trie(trie, state)
             ids.append(vocabulary.plain_token_ids)
             states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
-        return sorted_by_token(ids, states, vocabulary.size, trie)
+        return _sorted_by_token(ids, states, vocabulary.size, trie)
 
     def _plain_chain(self, state: int, depth: int) -> IntArray | None:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
@@ -470,13 +441,102 @@ class TokenIndex:
             known[state] = found
         return found
 
+    def _loops(self, states: IntArray) -> npt.NDArray[np.uint64]:
+        """The bytes on which each of ``states`` stays where it is, as 256-bit sets (four
+        uint64 words a state, the layout of :attr:`TrieLevel.below_bytes`). Computed once
+        per state from its row (which the walk needs anyway), then one gather."""
+        if int(states.max()) >= self._loop_known.size:
+            size = max(2 * self._loop_known.size, int(states.max()) + 1)
+            known = np.zeros(size, dtype=np.bool_)
+            known[: self._loop_known.size] = self._loop_known
+            loops = np.zeros((size, 4), dtype=np.uint64)
+            loops[: self._loop_bytes.shape[0]] = self._loop_bytes
+            self._loop_bytes, self._loop_known = loops, known
+        loops, known = self._loop_bytes, self._loop_known
+        for state in set(states[~known[states]].tolist()):
+            staying = self.automaton.row(state) == state
+            loops[state] = np.packbits(staying, bitorder="little").view(np.uint64)
+            known[state] = True  # after the bits: a reader never sees a half-written set
+        return loops[states]
+
     def _walk_trie(self, trie: TokenTrie, state: int) -> tuple[list[IntArray], list[IntArray]]:
-        """Every token of ``trie`` allowed from ``state`` and its state
-        (:func:`~formcast.triewalk.walk_trie`: live nodes only, whole subtrees kept
-        where a state loops on every byte below them)."""
-        walked = walk_trie(trie, self._stepper, *root(trie, state))
-        return walked.ids, walked.states
+        """Advance every token of ``trie`` from ``state``, one level (byte position) at a
+        time, visiting only live nodes: each live node's prefix is stepped once (a gather
+        per level from its parent's state), and its children are the next level's nodes.
+
+        A node whose state loops on every byte below it in the trie keeps its whole
+        subtree in that state (inside a string, an identifier, a run of digits), taken as
+        a slice of the trie's token order instead of walked.
+
+        Cost: O(live nodes) numpy work per level, and the automaton rows of the states
+        of live inner nodes; nothing over the dead part of the trie."""
+        step = self.automaton.step
+        found_ids: list[IntArray] = []
+        found_states: list[IntArray] = []
+        nodes = np.arange(trie.levels[0].node_bytes.size if trie.levels else 0, dtype=np.int32)
+        parent_states = np.full(nodes.size, state, dtype=np.int32)
+        for level in trie.levels:
+            reached = step(parent_states, level.node_bytes[nodes])
+            alive = reached != DEAD
+            nodes, reached = nodes[alive], reached[alive]
+            whole = self._staying(level, nodes, reached)
+            if whole is not None:  # whole subtrees, the node's own token included
+                first, stop = level.node_first[nodes[whole]], level.node_stop[nodes[whole]]
+                found_ids.append(trie.token_ids[_slices(first, stop - first)])
+                found_states.append(np.repeat(reached[whole], stop - first))
+                nodes, reached = nodes[~whole], reached[~whole]
+            tokens = level.node_token[nodes]
+            ending = tokens >= 0
+            found_ids.append(tokens[ending])
+            found_states.append(reached[ending])
+            first, stop = level.child_first[nodes], level.child_stop[nodes]
+            sizes = stop - first
+            total = int(sizes.sum())
+            if not total:
+                break
+            nodes = _slices(first, sizes, total)
+            parent_states = np.repeat(reached, sizes)
+        return found_ids, found_states
+
+    def _staying(self, level: TrieLevel, nodes: IntArray, states: IntArray) -> BoolArray | None:
+        """Which of ``nodes`` (live, at ``states``) loop on every byte below them, so
+        that their whole subtree ends in their state; ``None`` when none does. Only
+        subtrees of more than :data:`_WALKED_SUBTREE` tokens are checked: smaller ones
+        cost less to walk."""
+        large = np.flatnonzero(level.node_stop[nodes] - level.node_first[nodes] > _WALKED_SUBTREE)
+        if not large.size:
+            return None
+        escaping = level.below_bytes[nodes[large]] & ~self._loops(states[large])
+        staying = large[~escaping.any(axis=1)]
+        if not staying.size:
+            return None
+        whole = np.zeros(nodes.size, dtype=np.bool_)
+        whole[staying] = True
+        return whole
 
 
 def _concat(arrays: list[IntArray]) -> IntArray:
     return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
+
+
+def _slices(first: IntArray, sizes: IntArray, total: int | None = None) -> IntArray:
+    """The concatenated ranges ``[first[i], first[i] + sizes[i])`` (empty ones add
+    nothing; ``total``: ``sizes.sum()`` when known), as one index array."""
+    if total is None:
+        total = int(sizes.sum())
+    offsets = np.repeat(first - np.cumsum(sizes) + sizes, sizes)
+    return (offsets + np.arange(total, dtype=np.int32)).astype(np.int32)
+
+
+def _sorted_by_token(
+    ids: list[IntArray], states: list[IntArray], size: int, trie: TokenTrie
+) -> tuple[IntArray, IntArray]:
+    """Concatenate (token, state) pairs and order them by token id (a scatter, not a
+    sort); tokens repeating another's bytes in ``trie`` get that token's state."""
+    table = np.full(size, DEAD, dtype=np.int32)
+    if ids:
+        table[np.concatenate(ids)] = np.concatenate(states)
+    if trie.repeats.size:
+        table[trie.repeats] = table[trie.repeated]
+    token_ids = np.flatnonzero(table != DEAD).astype(np.int32)
+    return token_ids, table[token_ids]

@@ -67,7 +67,6 @@ import numpy.typing as npt
 from formcast.automaton.definitions import RecursionPlan, plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.machines import MAIN, Machines
-from formcast.automaton.markers import MARKER_BYTES
 from formcast.automaton.parse import show_pattern
 from formcast.automaton.table import DEAD, INITIAL_CAPACITY, TableAutomaton
 from formcast.errors import SchemaError
@@ -76,10 +75,6 @@ from formcast.limits import DEFAULT_LIMITS, Limits
 __all__ = ["PushdownAutomaton"]
 
 BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int32]
-
-_MARKER = np.zeros(256, dtype=np.bool_)
-_MARKER[sorted(MARKER_BYTES)] = True
 
 BOTTOM = 0
 """The frame id below every stack's last frame (the empty stack)."""
@@ -224,52 +219,6 @@ class PushdownAutomaton(TableAutomaton):
                     kept.update(self._closure(self._frame(machine, target, below)))
             row[read] = self._intern(frozenset(kept))
         self._table[sid] = row
-
-    # -- stacks one at a time (token rows built per top frame: formcast.stack_rows) ----
-    def stack_states(self, state: int) -> list[int]:
-        """The states of ``state``'s stacks taken one at a time (interned), in frame
-        order: walking ``state`` over some bytes reaches the union of what they reach."""
-        stacks = sorted(self._sets[self._check(state)])
-        if len(stacks) == 1:
-            return [state]
-        with self._lock:
-            return [self._intern(frozenset((frame,))) for frame in stacks]
-
-    def top(self, state: int) -> tuple[int, int]:
-        """``(machine, machine state)`` of the top frame of a state of one stack."""
-        (frame,) = self._sets[self._check(state)]
-        machine, inner, _ = self._frames[frame]
-        return machine, inner
-
-    def machine_step(self, machine: int, states: IntArray, data: npt.NDArray[np.uint8]) -> IntArray:
-        """Steps of ``machine``'s own lazy DFA on real bytes (marker bytes lead to
-        :data:`DEAD`): where a top frame goes while it neither calls nor returns."""
-        reached = self._machines.automata[machine].step(states, data)
-        reached[_MARKER[data]] = DEAD
-        return reached
-
-    def machine_row(self, machine: int, state: int) -> IntArray:
-        """``machine``'s row of ``state`` on real bytes (shared: do not modify)."""
-        return self._machines.info(machine, state).row
-
-    def machine_stops(self, machine: int, state: int) -> bool:
-        """Whether a top frame at ``state`` of ``machine`` may call or return there."""
-        info = self._machines.info(machine, state)
-        return bool(info.calls) or info.accepting
-
-    def after_top(self, state: int, machine_state: int) -> int:
-        """The state reached from ``state`` (one stack) when its top frame's machine has
-        read its way to ``machine_state`` without calling or returning on the way."""
-        (frame,) = self._sets[self._check(state)]
-        machine, _, below = self._frames[frame]
-        with self._lock:
-            return self._intern(self._closure(self._frame(machine, machine_state, below)))
-
-    def union(self, states: list[int]) -> int:
-        """The state whose stacks are those of all ``states``."""
-        merged = frozenset().union(*(self._sets[self._check(s)] for s in states))
-        with self._lock:
-            return self._intern(merged)
 
     # -- public API (the rest is TableAutomaton's) -------------------------------------
     @property
