@@ -48,7 +48,7 @@ UNREACHABLE = np.iinfo(np.int32).max // 2
 _UNKNOWN = -2  # a plain successor not computed yet
 _FORMAT = 1  # the layout of to_bytes: bumped when it changes
 _PARTED = -3  # plain bytes lead to different states
-_WALKED_SUBTREE = 16  # subtrees up to this many tokens are walked, never checked whole
+_SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
 
 
 class ByteAutomaton(Protocol):
@@ -403,8 +403,9 @@ class TokenIndex:
         else:
             trie = vocabulary.other_trie
             ids, states = self._walk_trie(trie, state)
-            ids.append(vocabulary.plain_token_ids)
-            states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
+            if chain.size > 1 and chain[1] != DEAD:  # else no plain token is allowed
+                ids.append(vocabulary.plain_token_ids)
+                states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
         return _sorted_by_token(ids, states, vocabulary.size, trie)
 
     def _plain_chain(self, state: int, depth: int) -> IntArray | None:
@@ -477,7 +478,9 @@ class TokenIndex:
         parent_states = np.full(nodes.size, state, dtype=np.int32)
         for level in trie.levels:
             reached = step(parent_states, level.node_bytes[nodes])
-            alive = reached != DEAD
+            alive = np.flatnonzero(reached)  # DEAD is 0
+            if not alive.size:
+                break
             nodes, reached = nodes[alive], reached[alive]
             whole = self._staying(level, nodes, reached)
             if whole is not None:  # whole subtrees, the node's own token included
@@ -489,8 +492,7 @@ class TokenIndex:
             ending = tokens >= 0
             found_ids.append(tokens[ending])
             found_states.append(reached[ending])
-            first, stop = level.child_first[nodes], level.child_stop[nodes]
-            sizes = stop - first
+            first, sizes = level.child_first[nodes], level.child_count[nodes]
             total = int(sizes.sum())
             if not total:
                 break
@@ -501,9 +503,9 @@ class TokenIndex:
     def _staying(self, level: TrieLevel, nodes: IntArray, states: IntArray) -> BoolArray | None:
         """Which of ``nodes`` (live, at ``states``) loop on every byte below them, so
         that their whole subtree ends in their state; ``None`` when none does. Only
-        subtrees of more than :data:`_WALKED_SUBTREE` tokens are checked: smaller ones
-        cost less to walk."""
-        large = np.flatnonzero(level.node_stop[nodes] - level.node_first[nodes] > _WALKED_SUBTREE)
+        large subtrees are checked (:attr:`~formcast.vocabulary.TrieLevel.node_large`):
+        smaller ones cost less to walk."""
+        large = np.flatnonzero(level.node_large[nodes])
         if not large.size:
             return None
         escaping = level.below_bytes[nodes[large]] & ~self._loops(states[large])
@@ -531,12 +533,19 @@ def _slices(first: IntArray, sizes: IntArray, total: int | None = None) -> IntAr
 def _sorted_by_token(
     ids: list[IntArray], states: list[IntArray], size: int, trie: TokenTrie
 ) -> tuple[IntArray, IntArray]:
-    """Concatenate (token, state) pairs and order them by token id (a scatter, not a
-    sort); tokens repeating another's bytes in ``trie`` get that token's state."""
+    """Concatenate (token, state) pairs (each token at most once), leave out
+    :data:`DEAD`, and order them by token id: a sort when they are few, else a scatter
+    over the vocabulary. Tokens repeating another's bytes in ``trie`` get that token's
+    state."""
+    found = np.concatenate(ids) if ids else np.empty(0, dtype=np.int32)
+    reached = np.concatenate(states) if states else np.empty(0, dtype=np.int32)
+    if found.size <= _SORTED_ROW and not trie.repeats.size:
+        live = np.flatnonzero(reached)  # DEAD is 0
+        order = live[np.argsort(found[live], kind="stable")]
+        return found[order].astype(np.int32), reached[order].astype(np.int32)
     table = np.full(size, DEAD, dtype=np.int32)
-    if ids:
-        table[np.concatenate(ids)] = np.concatenate(states)
+    table[found] = reached
     if trie.repeats.size:
         table[trie.repeats] = table[trie.repeated]
-    token_ids = np.flatnonzero(table != DEAD).astype(np.int32)
+    token_ids = np.flatnonzero(table).astype(np.int32)
     return token_ids, table[token_ids]

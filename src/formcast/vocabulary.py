@@ -67,6 +67,10 @@ def _sentencepiece_bytes(token: str) -> bytes:
 
 #: Printable ASCII except ``"`` and ``\\``: the bytes that stand for themselves inside a
 #: JSON string.
+LARGE_SUBTREE = 16
+"""Subtrees of more tokens than this are worth checking whole before walking them
+(:attr:`TrieLevel.node_large`); smaller ones cost less to walk."""
+
 PLAIN_BYTES: npt.NDArray[np.int64] = np.setdiff1d(np.arange(0x20, 0x7F), [0x22, 0x5C])
 
 
@@ -292,11 +296,12 @@ class TrieLevel:
     are ``token_ids[node_first[n]:node_stop[n]]`` of the :class:`TokenTrie`.
 
     For walks that visit only live nodes: ``node_token[n]`` is the token with exactly
-    node ``n``'s bytes (-1 if none; see :attr:`TokenTrie.repeats`), node ``n``'s children are nodes
-    ``child_first[n]:child_stop[n]`` of the next depth (empty at the last depth), and
-    ``below_bytes[n]`` is the set of bytes that follow node ``n``'s bytes in its subtree
-    (256 bits as four little-endian uint64 words; bit ``b`` of word ``b // 64`` is byte
-    ``b``), so a state looping on all of them keeps the whole subtree.
+    node ``n``'s bytes (-1 if none; see :attr:`TokenTrie.repeats`); node ``n``'s
+    ``child_count[n]`` children are the nodes from ``child_first[n]`` on at the next
+    depth; ``node_large[n]`` says whether more than :data:`LARGE_SUBTREE` tokens start
+    with its bytes; ``below_bytes[n]`` is the set of bytes that follow node ``n``'s bytes
+    in its subtree (256 bits as four little-endian uint64 words; bit ``b`` of word
+    ``b // 64`` is byte ``b``), so a state looping on all of them keeps the whole subtree.
     """
 
     node_parents: npt.NDArray[np.int32]
@@ -307,7 +312,8 @@ class TrieLevel:
     node_stop: npt.NDArray[np.int32]
     node_token: npt.NDArray[np.int32]
     child_first: npt.NDArray[np.int32]
-    child_stop: npt.NDArray[np.int32]
+    child_count: npt.NDArray[np.int32]
+    node_large: npt.NDArray[np.bool_]
     below_bytes: npt.NDArray[np.uint64]
 
 
@@ -428,6 +434,7 @@ def _linked(levels: list[_Level]) -> tuple[TrieLevel, ...]:
         inner = np.flatnonzero(child_stop > child_first)
         if inner.size:
             below[inner] = np.bitwise_or.reduceat(following, child_first[inner], axis=0)
-        linked.append(TrieLevel(*level, child_first, child_stop, below))
+        large = level.node_stop - level.node_first > LARGE_SUBTREE
+        linked.append(TrieLevel(*level, child_first, child_stop - child_first, large, below))
         below_next, parents_next, bytes_next = below, level.node_parents, level.node_bytes
     return tuple(reversed(linked))
