@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from typing import Any
 
+import numpy as np
 import pytest
 
-from formcast.vocabulary import TokenTrie, Vocabulary
+from formcast.vocabulary import LARGE_SUBTREE, TokenTrie, Vocabulary
 
 TEXTS = [
     "plain ascii",
@@ -181,3 +183,47 @@ def test_trie_of_the_real_vocabulary(vocabulary: Vocabulary) -> None:
     assert sum(level.node_bytes.size for level in _full_trie(vocabulary).levels) < int(
         vocabulary.lengths.sum()
     )
+
+
+def _assert_walk_fields(vocabulary: Vocabulary) -> None:
+    """Each node's own token, children and bytes below, and the repeated tokens, as the
+    live-node walk reads them, against the prefixes rebuilt from the levels."""
+    trie = _full_trie(vocabulary)
+    prefixes = [b""]
+    levels = [*trie.levels, None]
+    for level, following in itertools.pairwise(levels):
+        assert level is not None
+        prefixes = [
+            prefixes[int(parent)] + bytes([int(byte)])
+            for parent, byte in zip(level.node_parents, level.node_bytes, strict=True)
+        ]
+        for node, prefix in enumerate(prefixes):
+            token = int(level.node_token[node])
+            exact = [i for i, raw in enumerate(vocabulary.token_bytes) if raw == prefix]
+            assert (token in exact) if exact else token == -1
+            first, count = int(level.child_first[node]), int(level.child_count[node])
+            children = [] if following is None else np.flatnonzero(following.node_parents == node)
+            assert list(range(first, first + count)) == list(children)
+            below = {
+                byte
+                for raw in vocabulary.token_bytes
+                if raw.startswith(prefix)
+                for byte in raw[len(prefix) :]
+            }
+            bits = np.unpackbits(level.below_bytes[node].view(np.uint8), bitorder="little")
+            assert set(np.flatnonzero(bits).tolist()) == below, prefix
+            size = int(level.node_stop[node] - level.node_first[node])
+            assert bool(level.node_large[node]) == (size > LARGE_SUBTREE)
+    for repeat, original in zip(trie.repeats, trie.repeated, strict=True):
+        assert repeat != original
+        assert vocabulary.token_bytes[repeat] == vocabulary.token_bytes[original]
+
+
+def test_trie_fields_of_the_live_node_walk() -> None:
+    tokens = [b"", b"a", b"ab", b"abc", b"ab", b"b\x00", b"b", b"b\x00\x00", b"\x00", b"ba"]
+    vocabulary = Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])
+    _assert_walk_fields(vocabulary)
+    trie = _full_trie(vocabulary)
+    assert trie.repeats.tolist() == [4] and trie.repeated.tolist() == [2]  # b"ab" twice
+    many = [b""] + [bytes([97, 97 + k % 26, 97 + k // 26]) for k in range(40)]
+    _assert_walk_fields(Vocabulary.from_token_bytes(many, eos_token_ids=[0]))

@@ -7,15 +7,19 @@ a :class:`formcast.guide.Cursor`.
 
 Cost model: construction is O(1) beyond the automaton's own (lazy) construction. A row
 (one automaton state) is computed by walking the vocabulary's prefix tries level by level
-with numpy: every distinct token prefix whose parent is still alive is stepped through the
-byte automaton once, and automaton states are determinized as the walk reaches them.
-Plain tokens (most of a vocabulary) are not walked where plain bytes cannot tell them
-apart: inside a free string they all stay in the state, inside a length-bounded string
-their state depends only on their length, and a prefix that reaches a free string keeps
-its whole subtree there. A row costs ~0.2 ms when few tokens fit (a number, a key) and
-~1-3 ms inside strings for a 49k-token vocabulary, and is computed once, the first time a
-sequence reaches that state. Budget distances are computed only when budget-limited
-decoding asks for them.
+with numpy, visiting live nodes only: the children of every distinct token prefix still
+alive are stepped through the byte automaton once (one gather a level), nothing is done
+over the dead part of the trie, and the automaton's rows are built as the walk needs them
+(those of prefixes with children: a token's end state gets its row when reached).
+Where plain bytes cannot tell tokens apart they are not walked at all: inside a free
+string they all stay in the state, inside a length-bounded string their state depends
+only on their length, and where no plain byte is allowed none is looked at. In either
+trie, a prefix whose state loops on every byte below it (a string, an identifier, a run
+of digits) keeps its whole subtree there as a slice. For a 49k-token vocabulary a walk
+costs ~0.1-0.3 ms when few tokens fit (a number, a key, a name) and ~1 ms for a few
+hundred tokens through a recursive grammar, plus the automaton rows it builds on the
+way; it is done once, the first time a sequence reaches that state. Budget distances are
+computed only when budget-limited decoding asks for them.
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
 from formcast.text import TextSlot, text_slots
-from formcast.vocabulary import PLAIN_BYTES, TokenTrie, Vocabulary
+from formcast.vocabulary import PLAIN_BYTES, TokenTrie, TrieLevel, Vocabulary
 
 __all__ = ["UNREACHABLE", "TokenIndex"]
 
 IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
 
 #: Distance reported for states from which no accepting state can be reached with the
 #: vocabulary's single-byte tokens.
@@ -47,6 +52,7 @@ UNREACHABLE = np.iinfo(np.int32).max // 2
 _UNKNOWN = -2  # a plain successor not computed yet
 _FORMAT = 1  # the layout of to_bytes: bumped when it changes
 _PARTED = -3  # plain bytes lead to different states
+_SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
 
 
 class ByteAutomaton(Protocol):
@@ -101,7 +107,9 @@ class TokenIndex:
         self._rows: dict[int, _Row] = {}
         self._distances: dict[int, int] = {}
         self._packed: dict[tuple[int, int], npt.NDArray[np.uint32]] = {}
-        self._plain_next = np.full(64, _UNKNOWN, dtype=np.int32)  # see _plain_successors
+        self._plain_next = np.full(64, _UNKNOWN, dtype=np.int32)  # see _plain_successor
+        self._loop_bytes = np.zeros((64, 4), dtype=np.uint64)  # see _loops
+        self._loop_known = np.zeros(64, dtype=np.bool_)
         self._lock = threading.Lock()
 
     # -- pickling: caches travel, the lock does not -------------------------------------
@@ -386,21 +394,23 @@ class TokenIndex:
           next one (a free string loops on itself; a length-bounded string counts one
           more character), a plain token's state depends only on its length, and no
           plain token is walked;
-        - otherwise the plain trie is walked, but a prefix that reaches a state looping on
-          every plain byte keeps its whole subtree there without a walk.
+        - otherwise the plain trie is walked like the others.
 
-        The other tokens (quotes, escapes, control and multi-byte characters) are walked."""
+        The other tokens (quotes, escapes, control and multi-byte characters) are walked;
+        in either trie a prefix whose state loops on every byte below it keeps its whole
+        subtree there without a walk (:meth:`_walk_trie`)."""
         vocabulary = self.vocabulary
-        ids, states = self._walk_trie(vocabulary.other_trie, state)
         chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
         if chain is None:
-            plain_ids, plain_states = self._walk_trie(vocabulary.plain_trie, state, prune=True)
-            ids += plain_ids
-            states += plain_states
+            trie = vocabulary.token_trie
+            ids, states = self._walk_trie(trie, state)
         else:
-            ids.append(vocabulary.plain_token_ids)
-            states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
-        return _sorted_by_token(ids, states, vocabulary.size)
+            trie = vocabulary.other_trie
+            ids, states = self._walk_trie(trie, state)
+            if chain.size > 1 and chain[1] != DEAD:  # else no plain token is allowed
+                ids.append(vocabulary.plain_token_ids)
+                states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
+        return _sorted_by_token(ids, states, vocabulary.size, trie)
 
     def _plain_chain(self, state: int, depth: int) -> IntArray | None:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
@@ -436,72 +446,110 @@ class TokenIndex:
             known[state] = found
         return found
 
-    def _plain_successors(self, states: IntArray) -> IntArray:
-        """:meth:`_plain_successor` of each of ``states`` (one gather once all are known)."""
-        if not states.size:
-            return np.zeros(0, dtype=np.int32)
-        known = self._plain_next
-        found = known[states] if int(states.max()) < known.size else None
-        if found is None or bool((found == _UNKNOWN).any()):
-            for state in np.unique(states).tolist():
-                self._plain_successor(state)
-            found = self._plain_next[states]
-        return found
+    def _loops(self, states: IntArray) -> npt.NDArray[np.uint64]:
+        """The bytes on which each of ``states`` stays where it is, as 256-bit sets (four
+        uint64 words a state, the layout of :attr:`TrieLevel.below_bytes`). Computed once
+        per state from its row (which the walk needs anyway), then one gather."""
+        if int(states.max()) >= self._loop_known.size:
+            size = max(2 * self._loop_known.size, int(states.max()) + 1)
+            known = np.zeros(size, dtype=np.bool_)
+            known[: self._loop_known.size] = self._loop_known
+            loops = np.zeros((size, 4), dtype=np.uint64)
+            loops[: self._loop_bytes.shape[0]] = self._loop_bytes
+            self._loop_bytes, self._loop_known = loops, known
+        loops, known = self._loop_bytes, self._loop_known
+        for state in set(states[~known[states]].tolist()):
+            staying = self.automaton.row(state) == state
+            loops[state] = np.packbits(staying, bitorder="little").view(np.uint64)
+            known[state] = True  # after the bits: a reader never sees a half-written set
+        return loops[states]
 
-    def _walk_trie(
-        self, trie: TokenTrie, state: int, *, prune: bool = False
-    ) -> tuple[list[IntArray], list[IntArray]]:
+    def _walk_trie(self, trie: TokenTrie, state: int) -> tuple[list[IntArray], list[IntArray]]:
         """Advance every token of ``trie`` from ``state``, one level (byte position) at a
-        time: each distinct prefix is stepped once, and only while its parent is alive.
+        time, visiting only live nodes: each live node's prefix is stepped once (a gather
+        per level from its parent's state), and its children are the next level's nodes.
 
-        ``prune`` (for a trie of plain tokens only): a prefix whose state loops on every
-        plain byte keeps its whole subtree in that state, taken as a slice of the trie's
-        token order instead of walked."""
+        A node whose state loops on every byte below it in the trie keeps its whole
+        subtree in that state (inside a string, an identifier, a run of digits), taken as
+        a slice of the trie's token order instead of walked.
+
+        Cost: O(live nodes) numpy work per level, and the automaton rows of the states
+        of live inner nodes; nothing over the dead part of the trie."""
         step = self.automaton.step
-        level_states = np.full(1, state, dtype=np.int32)
         found_ids: list[IntArray] = []
         found_states: list[IntArray] = []
+        nodes = np.arange(trie.levels[0].node_bytes.size if trie.levels else 0, dtype=np.int32)
+        parent_states = np.full(nodes.size, state, dtype=np.int32)
         for level in trie.levels:
-            inherited = level_states[level.node_parents]
-            live = np.flatnonzero(inherited != DEAD)
-            if not live.size:
+            reached = step(parent_states, level.node_bytes[nodes])
+            alive = np.flatnonzero(reached)  # DEAD is 0
+            if not alive.size:
                 break
-            level_states = inherited  # a fresh array, DEAD wherever the parent was
-            reached = step(inherited[live], level.node_bytes[live])
-            level_states[live] = reached
-            if prune:
-                alive = reached != DEAD
-                looping = live[alive][self._plain_successors(reached[alive]) == reached[alive]]
-                if looping.size:
-                    first, stop = level.node_first[looping], level.node_stop[looping]
-                    found_ids.append(trie.token_ids[_slices(first, stop)])
-                    found_states.append(np.repeat(level_states[looping], stop - first))
-                    level_states[looping] = DEAD
-            ending = level_states[level.end_nodes]
-            kept = ending != DEAD
-            found_ids.append(level.end_tokens[kept])
-            found_states.append(ending[kept])
+            nodes, reached = nodes[alive], reached[alive]
+            whole = self._staying(level, nodes, reached)
+            if whole is not None:  # whole subtrees, the node's own token included
+                first, stop = level.node_first[nodes[whole]], level.node_stop[nodes[whole]]
+                found_ids.append(trie.token_ids[_slices(first, stop - first)])
+                found_states.append(np.repeat(reached[whole], stop - first))
+                nodes, reached = nodes[~whole], reached[~whole]
+            tokens = level.node_token[nodes]
+            ending = tokens >= 0
+            found_ids.append(tokens[ending])
+            found_states.append(reached[ending])
+            first, sizes = level.child_first[nodes], level.child_count[nodes]
+            total = int(sizes.sum())
+            if not total:
+                break
+            nodes = _slices(first, sizes, total)
+            parent_states = np.repeat(reached, sizes)
         return found_ids, found_states
+
+    def _staying(self, level: TrieLevel, nodes: IntArray, states: IntArray) -> BoolArray | None:
+        """Which of ``nodes`` (live, at ``states``) loop on every byte below them, so
+        that their whole subtree ends in their state; ``None`` when none does. Only
+        large subtrees are checked (:attr:`~formcast.vocabulary.TrieLevel.node_large`):
+        smaller ones cost less to walk."""
+        large = np.flatnonzero(level.node_large[nodes])
+        if not large.size:
+            return None
+        escaping = level.below_bytes[nodes[large]] & ~self._loops(states[large])
+        staying = large[~escaping.any(axis=1)]
+        if not staying.size:
+            return None
+        whole = np.zeros(nodes.size, dtype=np.bool_)
+        whole[staying] = True
+        return whole
 
 
 def _concat(arrays: list[IntArray]) -> IntArray:
     return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
 
 
-def _slices(first: IntArray, stop: IntArray) -> IntArray:
-    """The concatenated ranges ``[first[i], stop[i])`` (non-empty), as one index array."""
-    sizes = stop - first
-    starts = np.repeat(first - np.cumsum(sizes) + sizes, sizes)
-    return (starts + np.arange(int(sizes.sum()))).astype(np.int32)
+def _slices(first: IntArray, sizes: IntArray, total: int | None = None) -> IntArray:
+    """The concatenated ranges ``[first[i], first[i] + sizes[i])`` (empty ones add
+    nothing; ``total``: ``sizes.sum()`` when known), as one index array."""
+    if total is None:
+        total = int(sizes.sum())
+    offsets = np.repeat(first - np.cumsum(sizes) + sizes, sizes)
+    return (offsets + np.arange(total, dtype=np.int32)).astype(np.int32)
 
 
 def _sorted_by_token(
-    ids: list[IntArray], states: list[IntArray], size: int
+    ids: list[IntArray], states: list[IntArray], size: int, trie: TokenTrie
 ) -> tuple[IntArray, IntArray]:
-    """Concatenate (token, state) pairs and order them by token id (a scatter, not a sort)."""
-    if not ids:
-        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)
+    """Concatenate (token, state) pairs (each token at most once), leave out
+    :data:`DEAD`, and order them by token id: a sort when they are few, else a scatter
+    over the vocabulary. Tokens repeating another's bytes in ``trie`` get that token's
+    state."""
+    found = np.concatenate(ids) if ids else np.empty(0, dtype=np.int32)
+    reached = np.concatenate(states) if states else np.empty(0, dtype=np.int32)
+    if found.size <= _SORTED_ROW and not trie.repeats.size:
+        live = np.flatnonzero(reached)  # DEAD is 0
+        order = live[np.argsort(found[live], kind="stable")]
+        return found[order].astype(np.int32), reached[order].astype(np.int32)
     table = np.full(size, DEAD, dtype=np.int32)
-    table[np.concatenate(ids)] = np.concatenate(states)
-    token_ids = np.flatnonzero(table != DEAD).astype(np.int32)
+    table[found] = reached
+    if trie.repeats.size:
+        table[trie.repeats] = table[trie.repeated]
+    token_ids = np.flatnonzero(table).astype(np.int32)
     return token_ids, table[token_ids]

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,10 @@ def _sentencepiece_bytes(token: str) -> bytes:
         return bytes([int(fallback.group(1), 16)])
     return token.replace(_SENTENCEPIECE_SPACE, " ").encode("utf-8")
 
+
+LARGE_SUBTREE = 16
+"""Subtrees of more tokens than this are worth checking whole before walking them
+(:attr:`TrieLevel.node_large`); smaller ones cost less to walk."""
 
 #: Printable ASCII except ``"`` and ``\\``: the bytes that stand for themselves inside a
 #: JSON string.
@@ -145,8 +149,8 @@ class Vocabulary:
 
     def prepare(self) -> None:
         """Build the derived arrays the index walks (byte matrix, tries) now rather than
-        on the first row (~0.25 s for 49k tokens); :meth:`from_tokenizer` calls it."""
-        _ = (self.plain_trie, self.other_trie, self.single_byte_tokens)
+        on the first row (~0.35 s of CPU for 49k tokens); :meth:`from_tokenizer` calls it."""
+        _ = (self.token_trie, self.plain_trie, self.other_trie, self.single_byte_tokens)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -202,6 +206,11 @@ class Vocabulary:
     def plain_trie(self) -> TokenTrie:
         """The prefix tree of the plain tokens (every byte in :data:`PLAIN_BYTES`)."""
         return TokenTrie.build(self, self.plain_token_ids)
+
+    @cached_property
+    def token_trie(self) -> TokenTrie:
+        """The prefix tree of every usable token (walked where plain tokens must be)."""
+        return TokenTrie.build(self, self.usable_token_ids)
 
     @cached_property
     def other_trie(self) -> TokenTrie:
@@ -285,6 +294,14 @@ class TrieLevel:
     ``d = 1``) by byte ``node_bytes[n]``. Token ``end_tokens[i]`` has exactly the bytes
     of node ``end_nodes[i]``. The tokens starting with node ``n``'s bytes (its subtree)
     are ``token_ids[node_first[n]:node_stop[n]]`` of the :class:`TokenTrie`.
+
+    For walks that visit only live nodes: ``node_token[n]`` is the token with exactly
+    node ``n``'s bytes (-1 if none; see :attr:`TokenTrie.repeats`); node ``n``'s
+    ``child_count[n]`` children are the nodes from ``child_first[n]`` on at the next
+    depth; ``node_large[n]`` says whether more than :data:`LARGE_SUBTREE` tokens start
+    with its bytes; ``below_bytes[n]`` is the set of bytes that follow node ``n``'s bytes
+    in its subtree (256 bits as four little-endian uint64 words; bit ``b`` of word
+    ``b // 64`` is byte ``b``), so a state looping on all of them keeps the whole subtree.
     """
 
     node_parents: npt.NDArray[np.int32]
@@ -293,6 +310,11 @@ class TrieLevel:
     end_tokens: npt.NDArray[np.int32]
     node_first: npt.NDArray[np.int32]
     node_stop: npt.NDArray[np.int32]
+    node_token: npt.NDArray[np.int32]
+    child_first: npt.NDArray[np.int32]
+    child_count: npt.NDArray[np.int32]
+    node_large: npt.NDArray[np.bool_]
+    below_bytes: npt.NDArray[np.uint64]
 
 
 @dataclass(frozen=True, eq=False)
@@ -308,6 +330,11 @@ class TokenTrie:
     levels: tuple[TrieLevel, ...]
     token_ids: npt.NDArray[np.int32]
     """The tokens in lexicographic order of their bytes: every subtree is a slice."""
+    repeats: npt.NDArray[np.int32]
+    """Tokens whose bytes repeat those of the token at the same place of
+    :attr:`repeated` (not a node's :attr:`TrieLevel.node_token`): a walk gives them
+    that token's state."""
+    repeated: npt.NDArray[np.int32]
 
     @property
     def max_length(self) -> int:
@@ -325,11 +352,26 @@ class TokenTrie:
         order = np.lexsort((lengths, *matrix.T[::-1]))
         ids, matrix, lengths = ids[order], matrix[order], lengths[order]
         node = np.zeros(ids.size, dtype=np.int32)  # each token's node at the previous depth
-        levels = tuple(
+        levels = [
             _trie_level(depth, ids, matrix, lengths, node)
             for depth in range(1, int(lengths.max(initial=0)) + 1)
-        )
-        return cls(levels, ids)
+        ]
+        same = np.zeros(ids.size, dtype=np.bool_)
+        same[1:] = (lengths[1:] == lengths[:-1]) & np.all(matrix[1:] == matrix[:-1], axis=1)
+        first = np.maximum.accumulate(np.where(same, 0, np.arange(ids.size)))
+        return cls(_linked(levels), ids, ids[same], ids[first[same]])
+
+
+class _Level(NamedTuple):
+    """A :class:`TrieLevel`'s own fields, before the levels are linked."""
+
+    node_parents: npt.NDArray[np.int32]
+    node_bytes: npt.NDArray[np.uint8]
+    end_nodes: npt.NDArray[np.int32]
+    end_tokens: npt.NDArray[np.int32]
+    node_first: npt.NDArray[np.int32]
+    node_stop: npt.NDArray[np.int32]
+    node_token: npt.NDArray[np.int32]
 
 
 def _trie_level(
@@ -338,7 +380,7 @@ def _trie_level(
     matrix: npt.NDArray[np.uint8],
     lengths: npt.NDArray[np.int32],
     node: npt.NDArray[np.int32],
-) -> TrieLevel:
+) -> _Level:
     """One trie level from lexicographically sorted tokens; updates ``node`` in place to
     each token's node at ``depth`` (tokens shorter than ``depth`` keep stale values).
 
@@ -355,11 +397,44 @@ def _trie_level(
     starts = np.flatnonzero(fresh)
     ending = lengths[reaching] == depth
     lasts = np.append(starts[1:] - 1, reaching.size - 1)
-    return TrieLevel(
+    ended, ending_ids = numbers[ending], ids[reaching[ending]]
+    first = np.ones(ended.size, dtype=np.bool_)  # of tokens with the same bytes (adjacent)
+    first[1:] = ended[1:] != ended[:-1]
+    node_token = np.full(starts.size, -1, dtype=np.int32)
+    node_token[ended[first]] = ending_ids[first]
+    return _Level(
         parents[starts],
         column[starts],
         numbers[ending],
         ids[reaching[ending]],
         reaching[starts].astype(np.int32),
         (reaching[lasts] + 1).astype(np.int32),
+        node_token,
     )
+
+
+def _linked(levels: list[_Level]) -> tuple[TrieLevel, ...]:
+    """The levels with each node's children and the bytes below it, deepest first (a
+    node's children are contiguous: nodes are numbered in lexicographic order)."""
+    linked: list[TrieLevel] = []
+    below_next = np.zeros((0, 4), dtype=np.uint64)
+    parents_next = np.zeros(0, dtype=np.int32)
+    bytes_next = np.zeros(0, dtype=np.uint8)
+    for level in reversed(levels):
+        size = level.node_parents.size
+        numbers = np.arange(size, dtype=np.int32)
+        child_first = np.searchsorted(parents_next, numbers, side="left").astype(np.int32)
+        child_stop = np.searchsorted(parents_next, numbers, side="right").astype(np.int32)
+        # bytes below a node: its children's bytes and the bytes below them
+        following = below_next.copy()
+        following[np.arange(bytes_next.size), bytes_next >> 6] |= np.left_shift(
+            np.uint64(1), (bytes_next & 63).astype(np.uint64)
+        )
+        below = np.zeros((size, 4), dtype=np.uint64)
+        inner = np.flatnonzero(child_stop > child_first)
+        if inner.size:
+            below[inner] = np.bitwise_or.reduceat(following, child_first[inner], axis=0)
+        large = level.node_stop - level.node_first > LARGE_SUBTREE
+        linked.append(TrieLevel(*level, child_first, child_stop - child_first, large, below))
+        below_next, parents_next, bytes_next = below, level.node_parents, level.node_bytes
+    return tuple(reversed(linked))
