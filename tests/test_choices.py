@@ -267,6 +267,15 @@ def test_a_list_past_max_regex_length_in_characters_compiles() -> None:
     assert not automaton.matches(b'"place number 060000"')
 
 
+def test_many_empty_strings_are_one_choice() -> None:
+    regex = string_choice([""] * CHOICE_MIN_WORDS + ["a"] * CHOICE_MIN_WORDS)
+    assert regex is not None
+    automaton = LazyAutomaton(regex)
+    assert automaton.matches(b'""') and automaton.matches(b'"a"')
+    assert not automaton.matches(b'"aa"')
+    assert string_choice([""] * CHOICE_MIN_WORDS) == '\\"\\"'
+
+
 def test_literal_of_cities_compiles_and_masks(city_names: list[str], tokenizer: Any) -> None:
     names = tuple(city_names[:3000])
     index = formcast.compile(Literal[names], tokenizer, cache=False)  # type: ignore[valid-type]
@@ -289,3 +298,79 @@ def test_wrapped_types_keep_their_order_through_the_memo() -> None:
     assert first is not None and second is not None
     assert first["properties"]["result"]["enum"] == ["x", "y"]
     assert second["properties"]["result"]["enum"] == ["y", "x"]
+
+
+# ------------------------------------------------------------ the walk inside a choice
+
+CHOICE_ALPHABET = ["a", "b", "é", "中", '"', "\\", "|", "x"]
+choice_lists = st.lists(
+    st.lists(st.sampled_from(CHOICE_ALPHABET), max_size=4).map("".join),
+    min_size=CHOICE_MIN_WORDS,
+    max_size=CHOICE_MIN_WORDS + 20,
+    unique=True,
+).map(lambda words: [*words, *words[::7]])  # with duplicates
+
+
+def brute_force_row(index: formcast.TokenIndex, state: int) -> dict[int, int]:
+    """Each token's state, walked byte by byte through DFA rows (the oracle)."""
+    row = {}
+    for token_id, raw in enumerate(index.vocabulary.token_bytes):
+        following = index.automaton.walk(raw, state) if raw else 0
+        if following:
+            row[token_id] = following
+    return row
+
+
+def rows_match_the_byte_walk(index: formcast.TokenIndex, limit: int) -> int:
+    """Compare the rows of up to ``limit`` states reached from the start with the byte
+    walk; the number of states compared."""
+    seen, frontier = {index.initial_state}, [index.initial_state]
+    while frontier and len(seen) <= limit:
+        state = frontier.pop()
+        token_ids, next_states = index.row(state)
+        found = dict(zip(token_ids.tolist(), next_states.tolist(), strict=True))
+        assert found == brute_force_row(index, state), state
+        for following in set(next_states.tolist()) - seen:
+            seen.add(following)
+            frontier.append(following)
+    return len(seen)
+
+
+def choice_vocabulary(words: list[str]) -> formcast.Vocabulary:
+    """Every byte, the quote-opened words and fragments of the words' encodings (tokens
+    that end inside a name, end a name, run past its end or over the closing quote)."""
+    encoded = [json.dumps(word, ensure_ascii=False).encode() for word in words]
+    pieces = {text[a:b] for text in encoded for a in range(3) for b in range(a + 1, len(text) + 1)}
+    pieces |= {text + b"," for text in encoded[:5]}
+    tokens = [b"", *(bytes([b]) for b in range(256)), *sorted(pieces - {b""})]
+    return formcast.Vocabulary.from_token_bytes(tokens, [0])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(words=choice_lists, wrap=st.sampled_from(["string", "array", "regex"]))
+def test_rows_inside_a_choice_match_the_byte_walk(words: list[str], wrap: str) -> None:
+    """Prefixes of other words, duplicates, the empty word, accents and CJK: the walk
+    that follows the names' trie (no DFA row per node) allows exactly the tokens a
+    byte-by-byte walk allows, into the same states."""
+    schema: dict[str, Any] = {"type": "string", "enum": words}
+    if wrap == "array":
+        schema = {"type": "array", "items": schema, "maxItems": 3}
+    regex = schema_to_regex(schema) if wrap != "regex" else trie(words) or ""
+    index = formcast.compile(formcast.Regex(regex), choice_vocabulary(words), cache=False)
+    assert isinstance(index.automaton, LazyAutomaton)
+    nodes = index.automaton.deterministic_nodes()
+    assert nodes is not None and nodes.count > 0  # the joint walk is taken
+    assert rows_match_the_byte_walk(index, limit=25) > 1
+
+
+def test_rows_inside_real_names_match_the_byte_walk(city_names: list[str], tokenizer: Any) -> None:
+    names = city_names[:1500]
+    index = formcast.compile({"type": "string", "enum": names}, tokenizer, cache=False)
+    cursor = index.cursor()
+    name = next(n for n in names if any("\u4e00" <= c <= "\u9fff" for c in n))
+    for token in tokenizer.encode(json.dumps(name, ensure_ascii=False), add_special_tokens=False):
+        token_ids, next_states = index.row(cursor.state)
+        found = dict(zip(token_ids.tolist(), next_states.tolist(), strict=True))
+        assert found == brute_force_row(index, cursor.state)
+        cursor.advance(token)
+    assert cursor.is_accepting()

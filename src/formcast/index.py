@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from formcast import blob
 from formcast.automaton import DEAD, LazyAutomaton
+from formcast.automaton.deterministic import NO_NODE
 from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
@@ -47,6 +48,7 @@ UNREACHABLE = np.iinfo(np.int32).max // 2
 _UNKNOWN = -2  # a plain successor not computed yet
 _FORMAT = 1  # the layout of to_bytes: bumped when it changes
 _PARTED = -3  # plain bytes lead to different states
+_ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _joint_step)
 
 
 class ByteAutomaton(Protocol):
@@ -389,18 +391,33 @@ class TokenIndex:
         - otherwise the plain trie is walked, but a prefix that reaches a state looping on
           every plain byte keeps its whole subtree there without a walk.
 
-        The other tokens (quotes, escapes, control and multi-byte characters) are walked."""
+        The other tokens (quotes, escapes, control and multi-byte characters) are walked.
+        Inside a trie-built choice, prefixes follow the choice's trie without DFA rows
+        (:meth:`_joint_step`)."""
         vocabulary = self.vocabulary
-        ids, states = self._walk_trie(vocabulary.other_trie, state)
-        chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
+        joint = self._joint_automaton()
+        ids, states = self._walk_trie(vocabulary.other_trie, state, joint)
+        chain = None
+        if joint is None or joint.single_nodes(np.full(1, state, np.int32))[0] == NO_NODE:
+            chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
         if chain is None:
-            plain_ids, plain_states = self._walk_trie(vocabulary.plain_trie, state, prune=True)
+            plain_ids, plain_states = self._walk_trie(
+                vocabulary.plain_trie, state, joint, prune=True
+            )
             ids += plain_ids
             states += plain_states
         else:
             ids.append(vocabulary.plain_token_ids)
             states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
         return _sorted_by_token(ids, states, vocabulary.size)
+
+    def _joint_automaton(self) -> LazyAutomaton | None:
+        """The automaton when its deterministic nodes are worth walking directly (it
+        holds a trie-built choice), else None."""
+        automaton = self.automaton
+        if isinstance(automaton, LazyAutomaton) and automaton.deterministic_nodes() is not None:
+            return automaton
+        return None
 
     def _plain_chain(self, state: int, depth: int) -> IntArray | None:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
@@ -449,16 +466,23 @@ class TokenIndex:
         return found
 
     def _walk_trie(
-        self, trie: TokenTrie, state: int, *, prune: bool = False
+        self,
+        trie: TokenTrie,
+        state: int,
+        joint: LazyAutomaton | None,
+        *,
+        prune: bool = False,
     ) -> tuple[list[IntArray], list[IntArray]]:
         """Advance every token of ``trie`` from ``state``, one level (byte position) at a
         time: each distinct prefix is stepped once, and only while its parent is alive.
 
+        ``joint`` (an automaton with deterministic nodes): prefixes standing on such a
+        node follow the NFA's edges instead of DFA rows (:meth:`_joint_step`).
         ``prune`` (for a trie of plain tokens only): a prefix whose state loops on every
         plain byte keeps its whole subtree in that state, taken as a slice of the trie's
         token order instead of walked."""
-        step = self.automaton.step
         level_states = np.full(1, state, dtype=np.int32)
+        level_nodes = None if joint is None else joint.single_nodes(level_states)
         found_ids: list[IntArray] = []
         found_states: list[IntArray] = []
         for level in trie.levels:
@@ -467,9 +491,14 @@ class TokenIndex:
             if not live.size:
                 break
             level_states = inherited  # a fresh array, DEAD wherever the parent was
-            reached = step(inherited[live], level.node_bytes[live])
-            level_states[live] = reached
+            if joint is None or level_nodes is None:
+                level_states[live] = self.automaton.step(inherited[live], level.node_bytes[live])
+            else:
+                level_nodes = level_nodes[level.node_parents]
+                self._joint_step(joint, level_states, level_nodes, live, level.node_bytes)
+                live = live[level_nodes[live] == NO_NODE]  # the others never loop
             if prune:
+                reached = level_states[live]
                 alive = reached != DEAD
                 looping = live[alive][self._plain_successors(reached[alive]) == reached[alive]]
                 if looping.size:
@@ -478,10 +507,47 @@ class TokenIndex:
                     found_states.append(np.repeat(level_states[looping], stop - first))
                     level_states[looping] = DEAD
             ending = level_states[level.end_nodes]
+            if joint is not None and level_nodes is not None:
+                on_node = ending == _ON_NODE
+                if on_node.any():
+                    ending[on_node] = joint.node_states(level_nodes[level.end_nodes[on_node]])
             kept = ending != DEAD
             found_ids.append(level.end_tokens[kept])
             found_states.append(ending[kept])
         return found_ids, found_states
+
+    @staticmethod
+    def _joint_step(
+        joint: LazyAutomaton,
+        states: IntArray,
+        nodes: npt.NDArray[np.int64],
+        live: npt.NDArray[np.intp],
+        data: npt.NDArray[np.uint8],
+    ) -> None:
+        """Advance the ``live`` prefixes by their bytes, in place: one on a deterministic
+        NFA node (``nodes[i] >= 0``) moves to its child, stays on it when that child is
+        deterministic too (its state then reads :data:`_ON_NODE`: no DFA state is
+        registered) and else takes the child's DFA state; any other takes a DFA step,
+        and stands on a node when the state reached is one deterministic node alone.
+        The states are the ones DFA steps would reach (:mod:`formcast.automaton.deterministic`)."""
+        on_node = nodes[live] != NO_NODE
+        by_row, by_node = live[~on_node], live[on_node]
+        if by_row.size:
+            reached = joint.step(states[by_row], data[by_row])
+            states[by_row] = reached
+            nodes[by_row] = joint.single_nodes(reached)
+        if by_node.size:
+            deterministic = joint.deterministic_nodes()
+            if deterministic is None:  # pragma: no cover (joint automata have them)
+                raise AssertionError("expected an automaton with deterministic nodes")
+            children = deterministic.children(nodes[by_node], data[by_node])
+            stays = deterministic.is_deterministic(children)
+            nodes[by_node] = np.where(stays, children, NO_NODE)
+            following = np.where(stays, _ON_NODE, DEAD).astype(np.int32)
+            leaving = np.flatnonzero(~stays & (children != NO_NODE))
+            if leaving.size:
+                following[leaving] = joint.node_states(children[leaving])
+            states[by_node] = following
 
 
 def _concat(arrays: list[IntArray]) -> IntArray:

@@ -354,10 +354,13 @@ def string_choice(values: Sequence[str]) -> str | None:
     bodies = [encode_basestring(value)[1:-1] for value in values]
     if _SURROGATE_RE.search("".join(bodies)):
         bodies = [_SURROGATE_RE.sub(_surrogate_escape, body) for body in bodies]
-    inner = _distinct_trie(bodies)
+    distinct = list(dict.fromkeys(bodies))
+    inner = _distinct_trie(distinct)
     if inner is None:
         return None
-    return '\\"' + (inner if len(bodies) >= CHOICE_MIN_WORDS else group(inner)) + '\\"'
+    if len(distinct) < CHOICE_MIN_WORDS and inner:  # factored: may need a group
+        inner = group(inner)
+    return '\\"' + inner + '\\"'
 
 
 def group_alt(regex: str) -> str:
