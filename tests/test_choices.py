@@ -374,3 +374,63 @@ def test_rows_inside_real_names_match_the_byte_walk(city_names: list[str], token
         assert found == brute_force_row(index, cursor.state)
         cursor.advance(token)
     assert cursor.is_accepting()
+
+
+# ----------------------------------------------------------------------- Choice
+
+
+def test_choice_validates_membership_and_writes_an_enum() -> None:
+    from typing import Annotated
+
+    import pydantic
+
+    names = ["São Paulo", "Zürich", "北京", "Paris", "Paris", ""]
+    city = formcast.Choice(names)
+    assert city.names == ("São Paulo", "Zürich", "北京", "Paris", "")  # repeats dropped
+    assert "北京" in city and "Lyon" not in city and len(city) == 5
+
+    class Trip(pydantic.BaseModel):
+        to: Annotated[str, city]
+
+    assert Trip.model_json_schema()["properties"]["to"] == {
+        "enum": list(city.names),
+        "title": "To",
+        "type": "string",
+    }
+    assert Trip(to="北京").to == "北京"
+    with pytest.raises(pydantic.ValidationError, match="expected one of the 5 names"):
+        Trip(to="Lyon")
+
+
+def test_choice_compiles_to_the_enum_language(tokenizer: Any) -> None:
+    from typing import Annotated
+
+    names = [f"Ville {n}" for n in range(200)] + ["Ville 1 Nord", "São Paulo", "北京", ""]
+    choice = Annotated[str, formcast.Choice(names)]
+    schema = formcast.compile(choice, tokenizer, cache=False).automaton.pattern
+    literal = formcast.compile(Literal[tuple(names)], tokenizer, cache=False)  # type: ignore[valid-type]
+    assert schema == literal.automaton.pattern  # the same regex as the Literal's
+    automaton = LazyAutomaton(schema)
+    assert automaton.matches('{"result":"北京"}'.encode())
+    assert automaton.matches(b'{"result":""}')
+    assert not automaton.matches(b'{"result":"Ville 200"}')
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ("Paris", "iterable of names"),
+        (["Paris", 3], "only str names"),
+        ([], "at least one name"),
+    ],
+)
+def test_choice_refuses_bad_names(names: Any, message: str) -> None:
+    with pytest.raises(formcast.SchemaError, match=message):
+        formcast.Choice(names)
+
+
+def test_choice_refuses_a_type_other_than_str(tokenizer: Any) -> None:
+    from typing import Annotated
+
+    with pytest.raises(formcast.SchemaError, match="expected Choice on str"):
+        formcast.compile(Annotated[int, formcast.Choice(["1"])], tokenizer, cache=False)
