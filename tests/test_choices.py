@@ -8,6 +8,7 @@ accents, apostrophes, dashes and CJK names, as a user's ``Literal`` of cities wo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -347,16 +348,25 @@ def choice_vocabulary(words: list[str]) -> formcast.Vocabulary:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(words=choice_lists, wrap=st.sampled_from(["string", "array", "regex"]))
+@given(words=choice_lists, wrap=st.sampled_from(["string", "array", "regex", "copies"]))
 def test_rows_inside_a_choice_match_the_byte_walk(words: list[str], wrap: str) -> None:
-    """Prefixes of other words, duplicates, the empty word, accents and CJK: the walk
-    that follows the names' trie (no DFA row per node) allows exactly the tokens a
-    byte-by-byte walk allows, into the same states."""
+    """Prefixes of other words, duplicates, the empty word, accents and CJK, in a list
+    read once, repeated in an array, or called from a definition whose calls are
+    virtual copies: the walk that follows the names' trie (no DFA row per node) allows
+    exactly the tokens a byte-by-byte walk allows, into the same states."""
     schema: dict[str, Any] = {"type": "string", "enum": words}
     if wrap == "array":
         schema = {"type": "array", "items": schema, "maxItems": 3}
-    regex = schema_to_regex(schema) if wrap != "regex" else trie(words) or ""
-    index = formcast.compile(formcast.Regex(regex), choice_vocabulary(words), cache=False)
+    regex = schema_to_regex(schema) if wrap in ("string", "array") else trie(words) or ""
+    limits = DEFAULT_LIMITS
+    if wrap == "copies":
+        regex = f"(?(DEFINE)(?P<d>{regex}))(?&d)(?:,(?&d)){{0,2}}"
+        limits = dataclasses.replace(DEFAULT_LIMITS, call_copy_limit=0)
+    index = formcast.compile(
+        formcast.Regex(regex), choice_vocabulary(words), cache=False, limits=limits
+    )
+    if wrap == "copies":
+        assert index.automaton.nfa_size and index.automaton.virtual_states > 0
     assert isinstance(index.automaton, LazyAutomaton)
     nodes = index.automaton.deterministic_nodes()
     assert nodes is not None and nodes.count > 0  # the joint walk is taken

@@ -31,6 +31,7 @@ import numpy.typing as npt
 from formcast import blob
 from formcast.automaton import DEAD, LazyAutomaton
 from formcast.automaton.deterministic import NO_NODE
+from formcast.automaton.nfa import VIRTUAL_BASE
 from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
@@ -398,7 +399,7 @@ class TokenIndex:
         joint = self._joint_automaton()
         ids, states = self._walk_trie(vocabulary.other_trie, state, joint)
         chain = None
-        if joint is None or joint.single_nodes(np.full(1, state, np.int32))[0] == NO_NODE:
+        if joint is None or joint.single_nodes(np.full(1, state, np.int32))[0, 0] == NO_NODE:
             chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
         if chain is None:
             plain_ids, plain_states = self._walk_trie(
@@ -494,9 +495,9 @@ class TokenIndex:
             if joint is None or level_nodes is None:
                 level_states[live] = self.automaton.step(inherited[live], level.node_bytes[live])
             else:
-                level_nodes = level_nodes[level.node_parents]
+                level_nodes = level_nodes[:, level.node_parents]
                 self._joint_step(joint, level_states, level_nodes, live, level.node_bytes)
-                live = live[level_nodes[live] == NO_NODE]  # the others never loop
+                live = live[level_nodes[0, live] == NO_NODE]  # the others never loop
             if prune:
                 reached = level_states[live]
                 alive = reached != DEAD
@@ -510,7 +511,8 @@ class TokenIndex:
             if joint is not None and level_nodes is not None:
                 on_node = ending == _ON_NODE
                 if on_node.any():
-                    ending[on_node] = joint.node_states(level_nodes[level.end_nodes[on_node]])
+                    at = level.end_nodes[on_node]
+                    ending[on_node] = joint.node_states(level_nodes[0, at] + level_nodes[1, at])
             kept = ending != DEAD
             found_ids.append(level.end_tokens[kept])
             found_states.append(ending[kept])
@@ -524,29 +526,35 @@ class TokenIndex:
         live: npt.NDArray[np.intp],
         data: npt.NDArray[np.uint8],
     ) -> None:
-        """Advance the ``live`` prefixes by their bytes, in place: one on a deterministic
-        NFA node (``nodes[i] >= 0``) moves to its child, stays on it when that child is
-        deterministic too (its state then reads :data:`_ON_NODE`: no DFA state is
-        registered) and else takes the child's DFA state; any other takes a DFA step,
-        and stands on a node when the state reached is one deterministic node alone.
-        The states are the ones DFA steps would reach (:mod:`formcast.automaton.deterministic`)."""
-        on_node = nodes[live] != NO_NODE
+        """Advance the ``live`` prefixes by their bytes, in place. ``nodes`` holds, per
+        prefix, where it stands (:meth:`LazyAutomaton.single_nodes`: a deterministic
+        template node, or :data:`NO_NODE`, and its copy's two shifts). One on a node
+        moves to the node's child, stays on it when that child is deterministic too (its
+        state then reads :data:`_ON_NODE`: no DFA state is registered) and else takes the
+        child's DFA state; any other takes a DFA step, and stands on a node when the
+        state reached is one deterministic node alone. The states are the ones DFA steps
+        would reach (:mod:`formcast.automaton.deterministic`)."""
+        on_node = nodes[0, live] != NO_NODE
         by_row, by_node = live[~on_node], live[on_node]
         if by_row.size:
             reached = joint.step(states[by_row], data[by_row])
             states[by_row] = reached
-            nodes[by_row] = joint.single_nodes(reached)
+            nodes[:, by_row] = joint.single_nodes(reached)
         if by_node.size:
             deterministic = joint.deterministic_nodes()
             if deterministic is None:  # pragma: no cover (joint automata have them)
                 raise AssertionError("expected an automaton with deterministic nodes")
-            children = deterministic.children(nodes[by_node], data[by_node])
+            children = deterministic.children(nodes[0, by_node], data[by_node])
+            concrete_shift, virtual_shift = nodes[1, by_node], nodes[2, by_node]
+            members = children + np.where(children < VIRTUAL_BASE, concrete_shift, virtual_shift)
             stays = deterministic.is_deterministic(children)
-            nodes[by_node] = np.where(stays, children, NO_NODE)
+            copied = stays & (concrete_shift != 0)
+            stays[copied] = ~deterministic.is_attached(members[copied])
+            nodes[0, by_node] = np.where(stays, children, NO_NODE)
             following = np.where(stays, _ON_NODE, DEAD).astype(np.int32)
             leaving = np.flatnonzero(~stays & (children != NO_NODE))
             if leaving.size:
-                following[leaving] = joint.node_states(children[leaving])
+                following[leaving] = joint.node_states(members[leaving])
             states[by_node] = following
 
 

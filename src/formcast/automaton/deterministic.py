@@ -1,8 +1,9 @@
 """The NFA states that are DFA states on their own: a choice's trie, stepped with numpy.
 
 A concrete NFA state with no epsilon edge out, whose byte edges read single bytes, each
-byte at most once, is *deterministic*: its epsilon closure is itself alone, so the DFA
-state ``{n}`` moves on byte ``b`` to the closure of ``n``'s one target on ``b`` (or dies).
+byte at most once, and which ends no block's template, is *deterministic*: its epsilon
+closure is itself alone, so the DFA state ``{n}`` moves on byte ``b`` to the closure of
+``n``'s one target on ``b`` (or dies).
 Every inner node of a word trie (:mod:`formcast.automaton.choices`) is one. Stepping such
 nodes needs no DFA row: :meth:`DeterministicNodes.children` looks the targets of many
 (node, byte) pairs up at once in the NFA's own edges, sorted by ``(source, byte)``.
@@ -11,7 +12,10 @@ The vocabulary walk of :class:`formcast.index.TokenIndex` uses this inside a lis
 100,000 names: it follows the tokens' trie and the names' trie together and registers a
 DFA state only where a token ends (or leaves the names' trie), instead of building the
 256-entry row of every node a token prefix passes, with a DFA state for each of its
-children. The transitions are the DFA's by construction; only the cost differs.
+children. The transitions are the DFA's by construction; only the cost differs. A copy of
+a deterministic template state (a list inside a definition or a counted repeat) is
+deterministic too, unless a parent attached an epsilon edge to it: its edges are the
+template's, shifted into the copy.
 
 Cost: building is O(byte edges) numpy work (the edges come sorted by source from the
 automaton's CSR order, and within a source in byte order when the parser wrote them so,
@@ -26,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from formcast.automaton.nfa import Nfa
+from formcast.automaton.nfa import VIRTUAL_BASE, Nfa
 
 __all__ = ["NO_NODE", "DeterministicNodes"]
 
@@ -56,6 +60,10 @@ class DeterministicNodes:
         deterministic[nfa.eps_src] = False  # has an epsilon edge out
         deterministic[sources[nfa.byte_lo[order] != nfa.byte_hi[order]]] = False
         deterministic[sources[1:][keys[1:] == keys[:-1]]] = False  # a byte read twice
+        for block in nfa.blocks:  # a copy's end leads on by the repeat's glue
+            if block.x_end < VIRTUAL_BASE:
+                deterministic[block.x_end] = False
+        self._attached = np.array(sorted(nfa.extras), dtype=np.int64)
         self._deterministic = deterministic
         self._keys = keys
         self._targets = nfa.byte_dst[order]
@@ -73,6 +81,12 @@ class DeterministicNodes:
         found = np.zeros(states.shape, dtype=np.bool_)
         found[inside] = self._deterministic[states[inside]]
         return found
+
+    def is_attached(self, states: IdArray) -> npt.NDArray[np.bool_]:
+        """Whether each (virtual) NFA state has epsilon edges a parent attached to it
+        (:attr:`Nfa.extras`): such a copy's state is not deterministic, whatever its
+        template state is."""
+        return np.isin(states, self._attached)
 
     def children(self, nodes: IdArray, data: npt.NDArray[np.uint8]) -> IdArray:
         """The NFA target of each deterministic ``nodes[i]`` on byte ``data[i]``, or

@@ -172,7 +172,7 @@ class LazyAutomaton(TableAutomaton):
         self._byte_order = order
         self._deterministic: DeterministicNodes | None = None
         self._deterministic_built = False
-        self._single_node = np.zeros(0, dtype=np.int64)  # see single_nodes
+        self._single_node = np.zeros((3, 0), dtype=np.int64)  # see single_nodes
         self._blo_l = _ints(nfa.byte_lo[order])
         self._bhi_l = _ints(nfa.byte_hi[order])
         self._bdst_l = _ints(nfa.byte_dst[order])
@@ -529,25 +529,40 @@ class LazyAutomaton(TableAutomaton):
         return self._deterministic
 
     def single_nodes(self, states: IntArray) -> npt.NDArray[np.int64]:
-        """For each DFA state id of ``states``: its one NFA member when that member is
-        deterministic (:meth:`deterministic_nodes`), else :data:`NO_NODE`. Each state is
-        looked at once per automaton; later calls are one gather."""
+        """Where each DFA state of ``states`` stands when it is one deterministic NFA
+        state alone (:mod:`formcast.automaton.deterministic`): an array of shape
+        ``(3, len(states))`` holding that state's template node (the state itself when
+        concrete), and what its copy adds to a concrete and to a virtual template id
+        (0 and 0 when concrete); the node is :data:`NO_NODE` for any other state. Each
+        state is looked at once per automaton; later calls are one gather."""
         nodes = self.deterministic_nodes()
         known = self._single_node
         if nodes is None or not states.size:
-            return np.full(states.shape, NO_NODE, dtype=np.int64)
-        if int(states.max()) >= known.size:
-            sets = self._sets
-            added = np.fromiter(
-                (
-                    next(iter(members)) if len(members) == 1 else NO_NODE
-                    for members in sets[known.size : len(sets)]
-                ),
-                dtype=np.int64,
-            )
-            added[~nodes.is_deterministic(added)] = NO_NODE
-            self._single_node = known = np.concatenate([known, added])
-        return known[states]
+            found = np.zeros((3, states.size), dtype=np.int64)
+            found[0] = NO_NODE
+            return found
+        if int(states.max()) >= known.shape[1]:
+            added = [self._standing(members, nodes) for members in self._sets[known.shape[1] :]]
+            added_array = np.array(added, dtype=np.int64).reshape(-1, 3).T
+            self._single_node = known = np.concatenate([known, added_array], axis=1)
+        return known[:, states]
+
+    def _standing(self, members: frozenset[int], nodes: DeterministicNodes) -> tuple[int, int, int]:
+        """:meth:`single_nodes` of one state's members."""
+        if len(members) != 1:
+            return NO_NODE, 0, 0
+        (member,) = members
+        if member < VIRTUAL_BASE:
+            alone = bool(nodes.is_deterministic(np.array([member]))[0])
+            return (member, 0, 0) if alone else (NO_NODE, 0, 0)
+        block = self._blocks[bisect_right(self._block_bases, member) - 1]
+        j, template = block.locate(member)
+        if template >= VIRTUAL_BASE or member in self._extras:
+            return NO_NODE, 0, 0
+        if not bool(nodes.is_deterministic(np.array([template]))[0]):
+            return NO_NODE, 0, 0
+        concrete_shift, virtual_shift = block.shifts(j)
+        return template, concrete_shift, virtual_shift
 
     def node_states(self, members: npt.NDArray[np.int64]) -> IntArray:
         """The DFA state of each NFA state of ``members`` alone: the id of its epsilon
@@ -560,6 +575,8 @@ class LazyAutomaton(TableAutomaton):
         found = []
         with self._lock:
             for member, deterministic in zip(unique.tolist(), alone.tolist(), strict=True):
+                # a virtual member (a copy's) is found by its closure: shifted from its
+                # template state's
                 closure = frozenset((member,)) if deterministic else self._closure(member)
                 sid = ids.get(closure)
                 found.append(self._add_state(closure) if sid is None else sid)
