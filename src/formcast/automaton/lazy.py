@@ -542,19 +542,29 @@ class LazyAutomaton(TableAutomaton):
             found[0] = NO_NODE
             return found
         if int(states.max()) >= known.shape[1]:
-            added = [self._standing(members, nodes) for members in self._sets[known.shape[1] :]]
-            added_array = np.array(added, dtype=np.int64).reshape(-1, 3).T
-            self._single_node = known = np.concatenate([known, added_array], axis=1)
+            added = self._standings(self._sets[known.shape[1] :], nodes)
+            self._single_node = known = np.concatenate([known, added], axis=1)
         return known[:, states]
 
-    def _standing(self, members: frozenset[int], nodes: DeterministicNodes) -> tuple[int, int, int]:
-        """:meth:`single_nodes` of one state's members."""
-        if len(members) != 1:
-            return NO_NODE, 0, 0
-        (member,) = members
-        if member < VIRTUAL_BASE:
-            alone = bool(nodes.is_deterministic(np.array([member]))[0])
-            return (member, 0, 0) if alone else (NO_NODE, 0, 0)
+    def _standings(
+        self, sets: list[frozenset[int]], nodes: DeterministicNodes
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`single_nodes` of the states with these members: concrete members are
+        classified together with numpy, a copy's member by its block."""
+        found = np.zeros((3, len(sets)), dtype=np.int64)
+        alone = np.fromiter(
+            (next(iter(members)) if len(members) == 1 else NO_NODE for members in sets),
+            dtype=np.int64,
+            count=len(sets),
+        )
+        concrete = alone < VIRTUAL_BASE
+        found[0] = np.where(concrete & nodes.is_deterministic(alone), alone, NO_NODE)
+        for k in np.flatnonzero(~concrete).tolist():
+            found[:, k] = self._copy_standing(int(alone[k]), nodes)
+        return found
+
+    def _copy_standing(self, member: int, nodes: DeterministicNodes) -> tuple[int, int, int]:
+        """:meth:`single_nodes` of a state whose one member is a copy's state ``member``."""
         block = self._blocks[bisect_right(self._block_bases, member) - 1]
         j, template = block.locate(member)
         if template >= VIRTUAL_BASE or member in self._extras:
