@@ -43,13 +43,13 @@ class Choice:
                 f"{type(names).__name__} {names[:40]!r}"
             )
         values = tuple(dict.fromkeys(names))
-        wrong = next((value for value in values if type(value) is not str), None)
-        if wrong is not None:
+        if not values:
+            raise SchemaError("expected at least one name in Choice, found none")
+        if set(map(type, values)) != {str}:
+            wrong = next(value for value in values if type(value) is not str)
             raise SchemaError(
                 f"expected only str names in Choice, found {type(wrong).__name__} {wrong!r}"
             )
-        if not values:
-            raise SchemaError("expected at least one name in Choice, found none")
         self.names: tuple[str, ...] = values
         self._members = frozenset(values)
 
