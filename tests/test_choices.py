@@ -444,3 +444,16 @@ def test_choice_refuses_a_type_other_than_str(tokenizer: Any) -> None:
 
     with pytest.raises(formcast.SchemaError, match="expected Choice on str"):
         formcast.compile(Annotated[int, formcast.Choice(["1"])], tokenizer, cache=False)
+
+
+def test_a_grammar_list_past_max_regex_length_in_characters_compiles() -> None:
+    names = [f"place number {i:06d}" for i in range(60_000)]
+    grammar = formcast.Grammar('root ::= "to " name', rules={"name": names})
+    regex = grammar.regex()
+    assert len(regex) > DEFAULT_LIMITS.max_regex_length  # weighed at a fraction
+    automaton = LazyAutomaton(regex)
+    assert automaton.matches(b"to place number 059999")
+    assert not automaton.matches(b"to place number 060000")
+    small = dataclasses.replace(DEFAULT_LIMITS, max_regex_length=100_000)
+    with pytest.raises(formcast.GrammarError, match="max_regex_length"):
+        grammar.regex(limits=small)
