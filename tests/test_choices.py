@@ -8,6 +8,7 @@ accents, apostrophes, dashes and CJK names, as a user's ``Literal`` of cities wo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -267,6 +268,15 @@ def test_a_list_past_max_regex_length_in_characters_compiles() -> None:
     assert not automaton.matches(b'"place number 060000"')
 
 
+def test_many_empty_strings_are_one_choice() -> None:
+    regex = string_choice([""] * CHOICE_MIN_WORDS + ["a"] * CHOICE_MIN_WORDS)
+    assert regex is not None
+    automaton = LazyAutomaton(regex)
+    assert automaton.matches(b'""') and automaton.matches(b'"a"')
+    assert not automaton.matches(b'"aa"')
+    assert string_choice([""] * CHOICE_MIN_WORDS) == '\\"\\"'
+
+
 def test_literal_of_cities_compiles_and_masks(city_names: list[str], tokenizer: Any) -> None:
     names = tuple(city_names[:3000])
     index = formcast.compile(Literal[names], tokenizer, cache=False)  # type: ignore[valid-type]
@@ -289,3 +299,161 @@ def test_wrapped_types_keep_their_order_through_the_memo() -> None:
     assert first is not None and second is not None
     assert first["properties"]["result"]["enum"] == ["x", "y"]
     assert second["properties"]["result"]["enum"] == ["y", "x"]
+
+
+# ------------------------------------------------------------ the walk inside a choice
+
+CHOICE_ALPHABET = ["a", "b", "é", "中", '"', "\\", "|", "x"]
+choice_lists = st.lists(
+    st.lists(st.sampled_from(CHOICE_ALPHABET), max_size=4).map("".join),
+    min_size=CHOICE_MIN_WORDS,
+    max_size=CHOICE_MIN_WORDS + 20,
+    unique=True,
+).map(lambda words: [*words, *words[::7]])  # with duplicates
+
+
+def brute_force_row(index: formcast.TokenIndex, state: int) -> dict[int, int]:
+    """Each token's state, walked byte by byte through DFA rows (the oracle)."""
+    row = {}
+    for token_id, raw in enumerate(index.vocabulary.token_bytes):
+        following = index.automaton.walk(raw, state) if raw else 0
+        if following:
+            row[token_id] = following
+    return row
+
+
+def rows_match_the_byte_walk(index: formcast.TokenIndex, limit: int) -> int:
+    """Compare the rows of up to ``limit`` states reached from the start with the byte
+    walk; the number of states compared."""
+    seen, frontier = {index.initial_state}, [index.initial_state]
+    while frontier and len(seen) <= limit:
+        state = frontier.pop()
+        token_ids, next_states = index.row(state)
+        found = dict(zip(token_ids.tolist(), next_states.tolist(), strict=True))
+        assert found == brute_force_row(index, state), state
+        for following in set(next_states.tolist()) - seen:
+            seen.add(following)
+            frontier.append(following)
+    return len(seen)
+
+
+def choice_vocabulary(words: list[str]) -> formcast.Vocabulary:
+    """Every byte, the quote-opened words and fragments of the words' encodings (tokens
+    that end inside a name, end a name, run past its end or over the closing quote)."""
+    encoded = [json.dumps(word, ensure_ascii=False).encode() for word in words]
+    pieces = {text[a:b] for text in encoded for a in range(3) for b in range(a + 1, len(text) + 1)}
+    pieces |= {text + b"," for text in encoded[:5]}
+    tokens = [b"", *(bytes([b]) for b in range(256)), *sorted(pieces - {b""})]
+    return formcast.Vocabulary.from_token_bytes(tokens, [0])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(words=choice_lists, wrap=st.sampled_from(["string", "array", "regex", "copies"]))
+def test_rows_inside_a_choice_match_the_byte_walk(words: list[str], wrap: str) -> None:
+    """Prefixes of other words, duplicates, the empty word, accents and CJK, in a list
+    read once, repeated in an array, or called from a definition whose calls are
+    virtual copies: the walk that follows the names' trie (no DFA row per node) allows
+    exactly the tokens a byte-by-byte walk allows, into the same states."""
+    schema: dict[str, Any] = {"type": "string", "enum": words}
+    if wrap == "array":
+        schema = {"type": "array", "items": schema, "maxItems": 3}
+    regex = schema_to_regex(schema) if wrap in ("string", "array") else trie(words) or ""
+    limits = DEFAULT_LIMITS
+    if wrap == "copies":
+        regex = f"(?(DEFINE)(?P<d>{regex}))(?&d)(?:,(?&d)){{0,2}}"
+        limits = dataclasses.replace(DEFAULT_LIMITS, call_copy_limit=0)
+    index = formcast.compile(
+        formcast.Regex(regex), choice_vocabulary(words), cache=False, limits=limits
+    )
+    if wrap == "copies":
+        assert index.automaton.nfa_size and index.automaton.virtual_states > 0
+    assert isinstance(index.automaton, LazyAutomaton)
+    nodes = index.automaton.deterministic_nodes()
+    assert nodes is not None and nodes.count > 0  # the joint walk is taken
+    assert rows_match_the_byte_walk(index, limit=25) > 1
+
+
+def test_rows_inside_real_names_match_the_byte_walk(city_names: list[str], tokenizer: Any) -> None:
+    names = city_names[:1500]
+    index = formcast.compile({"type": "string", "enum": names}, tokenizer, cache=False)
+    cursor = index.cursor()
+    name = next(n for n in names if any("\u4e00" <= c <= "\u9fff" for c in n))
+    for token in tokenizer.encode(json.dumps(name, ensure_ascii=False), add_special_tokens=False):
+        token_ids, next_states = index.row(cursor.state)
+        found = dict(zip(token_ids.tolist(), next_states.tolist(), strict=True))
+        assert found == brute_force_row(index, cursor.state)
+        cursor.advance(token)
+    assert cursor.is_accepting()
+
+
+# ----------------------------------------------------------------------- Choice
+
+
+def test_choice_validates_membership_and_writes_an_enum() -> None:
+    from typing import Annotated
+
+    import pydantic
+
+    names = ["São Paulo", "Zürich", "北京", "Paris", "Paris", ""]
+    city = formcast.Choice(names)
+    assert city.names == ("São Paulo", "Zürich", "北京", "Paris", "")  # repeats dropped
+    assert "北京" in city and "Lyon" not in city and len(city) == 5
+
+    class Trip(pydantic.BaseModel):
+        to: Annotated[str, city]
+
+    assert Trip.model_json_schema()["properties"]["to"] == {
+        "enum": list(city.names),
+        "title": "To",
+        "type": "string",
+    }
+    assert Trip(to="北京").to == "北京"
+    with pytest.raises(pydantic.ValidationError, match="expected one of the 5 names"):
+        Trip(to="Lyon")
+
+
+def test_choice_compiles_to_the_enum_language(tokenizer: Any) -> None:
+    from typing import Annotated
+
+    names = [f"Ville {n}" for n in range(200)] + ["Ville 1 Nord", "São Paulo", "北京", ""]
+    choice = Annotated[str, formcast.Choice(names)]
+    schema = formcast.compile(choice, tokenizer, cache=False).automaton.pattern
+    literal = formcast.compile(Literal[tuple(names)], tokenizer, cache=False)  # type: ignore[valid-type]
+    assert schema == literal.automaton.pattern  # the same regex as the Literal's
+    automaton = LazyAutomaton(schema)
+    assert automaton.matches('{"result":"北京"}'.encode())
+    assert automaton.matches(b'{"result":""}')
+    assert not automaton.matches(b'{"result":"Ville 200"}')
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ("Paris", "iterable of names"),
+        (["Paris", 3], "only str names"),
+        ([], "at least one name"),
+    ],
+)
+def test_choice_refuses_bad_names(names: Any, message: str) -> None:
+    with pytest.raises(formcast.SchemaError, match=message):
+        formcast.Choice(names)
+
+
+def test_choice_refuses_a_type_other_than_str(tokenizer: Any) -> None:
+    from typing import Annotated
+
+    with pytest.raises(formcast.SchemaError, match="expected Choice on str"):
+        formcast.compile(Annotated[int, formcast.Choice(["1"])], tokenizer, cache=False)
+
+
+def test_a_grammar_list_past_max_regex_length_in_characters_compiles() -> None:
+    names = [f"place number {i:06d}" for i in range(60_000)]
+    grammar = formcast.Grammar('root ::= "to " name', rules={"name": names})
+    regex = grammar.regex()
+    assert len(regex) > DEFAULT_LIMITS.max_regex_length  # weighed at a fraction
+    automaton = LazyAutomaton(regex)
+    assert automaton.matches(b"to place number 059999")
+    assert not automaton.matches(b"to place number 060000")
+    small = dataclasses.replace(DEFAULT_LIMITS, max_regex_length=100_000)
+    with pytest.raises(formcast.GrammarError, match="max_regex_length"):
+        grammar.regex(limits=small)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from formcast.api import extract, extract_many, function, get_default_extractor
     from formcast.automaton import LazyAutomaton, PushdownAutomaton
     from formcast.cache import clear_disk_cache, save_to_disk_cache
+    from formcast.choice import Choice
     from formcast.compiler import compile
     from formcast.constraint import Regex
     from formcast.decoding import FormcastLogitsProcessor, LoopGuard, SamplingOptions
@@ -56,6 +57,7 @@ _LAZY = {
     "get_default_extractor": "formcast.api",
     "compile": "formcast.compiler",
     "clear_disk_cache": "formcast.cache",
+    "Choice": "formcast.choice",
     "save_to_disk_cache": "formcast.cache",
     "Regex": "formcast.constraint",
     "Grammar": "formcast.grammar",
@@ -76,6 +78,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "Choice",
     "ContextLengthError",
     "Cursor",
     "EmptyInputError",

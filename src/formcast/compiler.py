@@ -14,6 +14,7 @@ An index compiled in one process and shipped to another (pickled) is handed to
 
 from __future__ import annotations
 
+import reprlib
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -228,5 +229,15 @@ def _remember(key: tuple[str, str, str], index: TokenIndex) -> None:
 
 
 def _describe(output: Any) -> str:
+    """A name for ``output`` in messages: its ``__name__``, else the start of its repr
+    (long containers cut by :data:`_SHORT_REPR`, so that an ``enum`` of 100,000 names is
+    not written out in full to keep 120 characters)."""
     name = getattr(output, "__name__", None)
-    return name if isinstance(name, str) else repr(output)[:120]
+    return name if isinstance(name, str) else _SHORT_REPR.repr(output)[:120]
+
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel = 8
+_SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = _SHORT_REPR.maxdict = 64
+_SHORT_REPR.maxset = _SHORT_REPR.maxfrozenset = _SHORT_REPR.maxdeque = 64
+_SHORT_REPR.maxstring = _SHORT_REPR.maxlong = _SHORT_REPR.maxother = 1000

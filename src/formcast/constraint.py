@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pydantic
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
 from formcast.errors import OutputValidationError, SchemaError
 from formcast.grammar import Grammar
@@ -33,7 +33,7 @@ from formcast.regex.translator import (
     CompileOptions,
     loaded_schema_to_regex,
 )
-from formcast.schema import load_schema, pydantic_schema
+from formcast.schema import load_schema, pydantic_schema, remember_pydantic_schema
 from formcast.text import FromText
 
 # CompileOptions lives with the translation it configures; exported here for the compiler.
@@ -246,6 +246,9 @@ def _from_text_key(from_text: FromText | bool | None) -> Any:
     return bool(from_text)
 
 
+_JSON_LEAVES = frozenset((str, int, bool, type(None)))
+
+
 def _plain_json(value: Any) -> bool:
     """Whether ``value`` is made of dict (string keys), list, str, int, finite float, bool
     and None only, so that its JSON text identifies it exactly (no tuples, no subclasses)."""
@@ -258,7 +261,8 @@ def _plain_json(value: Any) -> bool:
                 return False
             stack.extend(item.values())
         elif kind is list:
-            stack.extend(item)
+            if not set(map(type, item)) <= _JSON_LEAVES:  # a list of strings: no pass
+                stack.extend(item)
         elif kind is float:
             if item != item or item in (float("inf"), float("-inf")):
                 return False
@@ -292,14 +296,17 @@ def _wrap_hashable(output: Any, shown: str) -> type[BaseModel]:
 
 
 def _new_wrapper(output: Any) -> type[BaseModel]:
+    """The wrapper model, its JSON Schema generated once here (which also tells whether
+    pydantic can handle ``output``) and remembered for the compile's two asks."""
     try:
-        TypeAdapter(output).json_schema()
+        wrapper: type[BaseModel] = pydantic.create_model("Result", result=(output, ...))
+        remember_pydantic_schema(wrapper)
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as e:
         raise SchemaError(
             "expected a Pydantic model class, a type pydantic can validate (int, list[Model], "
             f"Literal[...], Enum, ...), a JSON Schema or formcast.Regex, found {output!r}: {e}"
         ) from e
-    return pydantic.create_model("Result", result=(output, ...))
+    return wrapper
 
 
 def _parse_plain_json(text: str) -> Any:

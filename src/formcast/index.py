@@ -34,6 +34,8 @@ import numpy.typing as npt
 
 from formcast import blob
 from formcast.automaton import DEAD, LazyAutomaton
+from formcast.automaton.deterministic import NO_NODE
+from formcast.automaton.nfa import VIRTUAL_BASE
 from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
@@ -53,6 +55,7 @@ _UNKNOWN = -2  # a plain successor not computed yet
 _FORMAT = 1  # the layout of to_bytes: bumped when it changes
 _PARTED = -3  # plain bytes lead to different states
 _SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
+_ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _joint_step)
 
 
 class ByteAutomaton(Protocol):
@@ -398,19 +401,31 @@ class TokenIndex:
 
         The other tokens (quotes, escapes, control and multi-byte characters) are walked;
         in either trie a prefix whose state loops on every byte below it keeps its whole
-        subtree there without a walk (:meth:`_walk_trie`)."""
+        subtree there without a walk (:meth:`_walk_trie`). Inside a trie-built choice,
+        prefixes follow the choice's trie without DFA rows (:meth:`_joint_step`)."""
         vocabulary = self.vocabulary
-        chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
+        joint = self._joint_automaton()
+        chain = None
+        if joint is None or joint.single_nodes(np.full(1, state, np.int32))[0, 0] == NO_NODE:
+            chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
         if chain is None:
             trie = vocabulary.token_trie
-            ids, states = self._walk_trie(trie, state)
+            ids, states = self._walk_trie(trie, state, joint)
         else:
             trie = vocabulary.other_trie
-            ids, states = self._walk_trie(trie, state)
+            ids, states = self._walk_trie(trie, state, joint)
             if chain.size > 1 and chain[1] != DEAD:  # else no plain token is allowed
                 ids.append(vocabulary.plain_token_ids)
                 states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
         return _sorted_by_token(ids, states, vocabulary.size, trie)
+
+    def _joint_automaton(self) -> LazyAutomaton | None:
+        """The automaton when its deterministic nodes are worth walking directly (it
+        holds a trie-built choice), else None."""
+        automaton = self.automaton
+        if isinstance(automaton, LazyAutomaton) and automaton.deterministic_nodes() is not None:
+            return automaton
+        return None
 
     def _plain_chain(self, state: int, depth: int) -> IntArray | None:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
@@ -464,7 +479,9 @@ class TokenIndex:
             known[state] = True  # after the bits: a reader never sees a half-written set
         return loops[states]
 
-    def _walk_trie(self, trie: TokenTrie, state: int) -> tuple[list[IntArray], list[IntArray]]:
+    def _walk_trie(
+        self, trie: TokenTrie, state: int, joint: LazyAutomaton | None = None
+    ) -> tuple[list[IntArray], list[IntArray]]:
         """Advance every token of ``trie`` from ``state``, one level (byte position) at a
         time, visiting only live nodes: each live node's prefix is stepped once (a gather
         per level from its parent's state), and its children are the next level's nodes.
@@ -473,43 +490,104 @@ class TokenIndex:
         subtree in that state (inside a string, an identifier, a run of digits), taken as
         a slice of the trie's token order instead of walked.
 
+        ``joint`` (an automaton with deterministic nodes): prefixes standing on such a
+        node follow the NFA's edges instead of DFA rows (:meth:`_joint_step`).
+
         Cost: O(live nodes) numpy work per level, and the automaton rows of the states
         of live inner nodes; nothing over the dead part of the trie."""
-        step = self.automaton.step
         found_ids: list[IntArray] = []
         found_states: list[IntArray] = []
         nodes = np.arange(trie.levels[0].node_bytes.size if trie.levels else 0, dtype=np.int32)
         parent_states = np.full(nodes.size, state, dtype=np.int32)
+        parent_places = None
+        if joint is not None:
+            start = joint.single_nodes(np.full(1, state, dtype=np.int32))
+            parent_places = np.repeat(start, nodes.size, axis=1)
         for level in trie.levels:
-            reached = step(parent_states, level.node_bytes[nodes])
-            alive = np.flatnonzero(reached)  # DEAD is 0
+            data = level.node_bytes[nodes]
+            if joint is None or parent_places is None:
+                reached, places = self.automaton.step(parent_states, data), None
+            else:
+                reached, places = self._joint_step(joint, parent_states, parent_places, data)
+            alive = np.flatnonzero(reached)  # DEAD is 0 (_ON_NODE is alive)
             if not alive.size:
                 break
             nodes, reached = nodes[alive], reached[alive]
+            places = None if places is None else places[:, alive]
             whole = self._staying(level, nodes, reached)
             if whole is not None:  # whole subtrees, the node's own token included
                 first, stop = level.node_first[nodes[whole]], level.node_stop[nodes[whole]]
                 found_ids.append(trie.token_ids[_slices(first, stop - first)])
                 found_states.append(np.repeat(reached[whole], stop - first))
                 nodes, reached = nodes[~whole], reached[~whole]
+                places = None if places is None else places[:, ~whole]
             tokens = level.node_token[nodes]
             ending = tokens >= 0
+            ending_states = reached[ending]
+            if joint is not None and places is not None:
+                on_node = ending_states == _ON_NODE
+                if on_node.any():
+                    at = places[:, ending][:, on_node]
+                    ending_states[on_node] = joint.node_states(at[0] + at[1])
             found_ids.append(tokens[ending])
-            found_states.append(reached[ending])
+            found_states.append(ending_states)
             first, sizes = level.child_first[nodes], level.child_count[nodes]
             total = int(sizes.sum())
             if not total:
                 break
             nodes = _slices(first, sizes, total)
             parent_states = np.repeat(reached, sizes)
+            if places is not None:
+                parent_places = np.repeat(places, sizes, axis=1)
         return found_ids, found_states
+
+    @staticmethod
+    def _joint_step(
+        joint: LazyAutomaton,
+        states: IntArray,
+        places: npt.NDArray[np.int64],
+        data: npt.NDArray[np.uint8],
+    ) -> tuple[IntArray, npt.NDArray[np.int64]]:
+        """The prefixes advanced by their bytes: their states and where they stand.
+        ``places`` holds, per prefix, where it stands (:meth:`LazyAutomaton.single_nodes`:
+        a deterministic template node, or :data:`NO_NODE`, and its copy's two shifts). One
+        on a node moves to the node's child, stays on it when that child is deterministic
+        too (its state then reads :data:`_ON_NODE`: no DFA state is registered) and else
+        takes the child's DFA state; any other takes a DFA step, and stands on a node when
+        the state reached is one deterministic node alone. The states are the ones DFA
+        steps would reach (:mod:`formcast.automaton.deterministic`)."""
+        reached = np.empty_like(states)
+        moved = places.copy()
+        on_node = places[0] != NO_NODE
+        by_row, by_node = np.flatnonzero(~on_node), np.flatnonzero(on_node)
+        if by_row.size:
+            stepped = joint.step(states[by_row], data[by_row])
+            reached[by_row] = stepped
+            moved[:, by_row] = joint.single_nodes(stepped)
+        if by_node.size:
+            deterministic = joint.deterministic_nodes()
+            if deterministic is None:  # pragma: no cover (joint automata have them)
+                raise AssertionError("expected an automaton with deterministic nodes")
+            children = deterministic.children(places[0, by_node], data[by_node])
+            concrete_shift, virtual_shift = places[1, by_node], places[2, by_node]
+            members = children + np.where(children < VIRTUAL_BASE, concrete_shift, virtual_shift)
+            stays = deterministic.is_deterministic(children)
+            copied = stays & (concrete_shift != 0)
+            stays[copied] = ~deterministic.is_attached(members[copied])
+            moved[0, by_node] = np.where(stays, children, NO_NODE)
+            following = np.where(stays, _ON_NODE, DEAD).astype(np.int32)
+            leaving = np.flatnonzero(~stays & (children != NO_NODE))
+            if leaving.size:
+                following[leaving] = joint.node_states(members[leaving])
+            reached[by_node] = following
+        return reached, moved
 
     def _staying(self, level: TrieLevel, nodes: IntArray, states: IntArray) -> BoolArray | None:
         """Which of ``nodes`` (live, at ``states``) loop on every byte below them, so
         that their whole subtree ends in their state; ``None`` when none does. Only
         large subtrees are checked (:attr:`~formcast.vocabulary.TrieLevel.node_large`):
         smaller ones cost less to walk."""
-        large = np.flatnonzero(level.node_large[nodes])
+        large = np.flatnonzero(level.node_large[nodes] & (states >= 0))  # not _ON_NODE
         if not large.size:
             return None
         escaping = level.below_bytes[nodes[large]] & ~self._loops(states[large])

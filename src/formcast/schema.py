@@ -32,6 +32,7 @@ import itertools
 import json
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -57,6 +58,7 @@ __all__ = [
     "join_pointer",
     "load_schema",
     "pydantic_schema",
+    "remember_pydantic_schema",
     "validator_class",
 ]
 
@@ -166,6 +168,38 @@ def validator_class(schema: Any) -> Any:
     return _metaschema_class(schema)[0]
 
 
+_STAND_IN_LENGTH = 64  # lists of at least this many strings are checked by a stand-in
+
+
+def _metaschema_stand_in(value: Any) -> Any:
+    """``value`` with each list of at least :data:`_STAND_IN_LENGTH` strings (an ``enum``
+    of 100,000 names) replaced by a few of its strings that the metaschema judges alike:
+    strings still, distinct exactly when the list's are, never empty. The metaschemas
+    (drafts 4 to 2020-12) say of such a list only its items' type, its length's lower
+    bound and ``uniqueItems``, so the verdict is the same, without a validator step per
+    item. Dicts and other lists are copied around the replaced ones; O(size) at C speed."""
+    if isinstance(value, dict):
+        return {key: _metaschema_stand_in(item) for key, item in value.items()}
+    if isinstance(value, list):
+        if len(value) >= _STAND_IN_LENGTH and _all_strings(value):
+            distinct = list(dict.fromkeys(value))
+            stand_in = distinct[:2]
+            if len(distinct) < len(value):
+                stand_in.append(distinct[0])  # a repeat, as in the list
+            return stand_in
+        return [_metaschema_stand_in(item) for item in value]
+    return value
+
+
+def _all_strings(values: list[Any]) -> bool:
+    """Whether every item is a str (one C-speed join)."""
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
+
+
 def _metaschema_class(schema: dict[str, Any]) -> tuple[Any, jsonschema.SchemaError | None]:
     """The validator class whose metaschema accepts ``schema``, and ``None``; or, when none
     does, the class named by ``$schema`` (default draft 2020-12) and its error.
@@ -175,6 +209,7 @@ def _metaschema_class(schema: dict[str, Any]) -> tuple[Any, jsonschema.SchemaErr
     ``exclusiveMinimum``) are accepted.
     """
     first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    schema = _metaschema_stand_in(schema)
     try:
         first.check_schema(schema)
         return first, None
@@ -369,8 +404,26 @@ class _GenerationJsonSchema(GenerateJsonSchema):
 def pydantic_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
     """The JSON Schema formcast compiles for a Pydantic model: ``model_json_schema()``
     with the additions that make it say what Pydantic checks and writes (see the guide's
-    "Pydantic models in generation mode"). Raises what pydantic raises."""
+    "Pydantic models in generation mode"). Raises what pydantic raises. A model passed
+    to :func:`remember_pydantic_schema` gets a copy of its remembered schema instead."""
+    known = _remembered_schemas.get(model)
+    if known is not None:
+        result: dict[str, Any] = _copy_document(known)
+        return result
     return model.model_json_schema(schema_generator=_GenerationJsonSchema)
+
+
+def remember_pydantic_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """:func:`pydantic_schema` of ``model``, kept while the class lives, for a model
+    that formcast made and nobody changes (the one-field wrapper of a ``Literal``):
+    pydantic takes ~3 s for a ``Literal`` of 100,000 values, and a compile asks twice
+    (the cache key, then the regex)."""
+    schema = pydantic_schema(model)
+    _remembered_schemas[model] = schema
+    return schema
+
+
+_remembered_schemas: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def load_schema(
@@ -431,7 +484,7 @@ def load_schema(
     return result
 
 
-_ATOMS = (str, int, float, bool, type(None))
+_ATOMS = frozenset((str, int, float, bool, type(None)))
 
 
 def _copy_document(value: Any) -> Any:
@@ -441,7 +494,7 @@ def _copy_document(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _copy_document(item) for key, item in value.items()}
     if isinstance(value, list):
-        if all(type(item) in _ATOMS for item in value):
+        if set(map(type, value)) <= _ATOMS:
             return list(value)
         return [_copy_document(item) for item in value]
     return copy.deepcopy(value)

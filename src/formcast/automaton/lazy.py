@@ -21,6 +21,7 @@ is :class:`~formcast.automaton.table.TableAutomaton`'s.
 from __future__ import annotations
 
 import threading
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from itertools import pairwise
@@ -29,8 +30,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from formcast.automaton.choices import choice_characters
+from formcast.automaton.deterministic import NO_NODE, DeterministicNodes
 from formcast.automaton.distances import DistanceTables
-from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr
+from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr_arrays
 from formcast.automaton.parse import build_nfa, show_pattern
 from formcast.automaton.table import DEAD, INITIAL_CAPACITY, UNBUILT, TableAutomaton
 from formcast.limits import DEFAULT_LIMITS, Limits
@@ -162,17 +165,25 @@ class LazyAutomaton(TableAutomaton):
     def _prepare(self) -> None:
         nfa = self._nfa
         n = nfa.concrete_states
-        order, self._boff = csr(nfa.byte_src, n)
-        self._blo_l: list[int] = nfa.byte_lo[order].tolist()
-        self._bhi_l: list[int] = nfa.byte_hi[order].tolist()
-        self._bdst_l: list[int] = nfa.byte_dst[order].tolist()
-        order, self._eoff = csr(nfa.eps_src, n)
-        self._edst_l: list[int] = nfa.eps_dst[order].tolist()
+        # Flat int arrays (array.array, not lists: a copy of the numpy buffer, and
+        # nothing for the garbage collector to traverse), read an item at a time.
+        order, offsets = csr_arrays(nfa.byte_src, n)
+        self._boff = _ints(offsets)
+        self._byte_order = order
+        self._deterministic: DeterministicNodes | None = None
+        self._deterministic_built = False
+        self._single_node = np.zeros((3, 0), dtype=np.int64)  # see single_nodes
+        self._blo_l = _ints(nfa.byte_lo[order])
+        self._bhi_l = _ints(nfa.byte_hi[order])
+        self._bdst_l = _ints(nfa.byte_dst[order])
+        order, offsets = csr_arrays(nfa.eps_src, n)
+        self._eoff = _ints(offsets)
+        self._edst_l = _ints(nfa.eps_dst[order])
         important = np.zeros(n, dtype=np.bool_)
         important[nfa.byte_src] = True
         if nfa.final < VIRTUAL_BASE:
             important[nfa.final] = True
-        self._important: list[bool] = important.tolist()
+        self._important = _ints(important)
         # read on every row: kept as attributes of their own
         self._final = nfa.final
         self._blocks = nfa.blocks
@@ -251,7 +262,7 @@ class LazyAutomaton(TableAutomaton):
                 byte_edges, eps_targets = memo[current]
             else:
                 byte_edges = self._concrete_byte_edges(current)
-                eps_targets = self._edst_l[self._eoff[current] : self._eoff[current + 1]]
+                eps_targets = list(self._edst_l[self._eoff[current] : self._eoff[current + 1]])
         extras = self._extras
         for virtual, index, j, template, rel in reversed(chain):
             block = self._blocks[index]
@@ -295,6 +306,7 @@ class LazyAutomaton(TableAutomaton):
         found = []
         while stack:
             x = stack.pop()
+            targets: Iterable[int]
             if x < VIRTUAL_BASE:
                 if important[x]:
                     found.append(x)
@@ -504,6 +516,82 @@ class LazyAutomaton(TableAutomaton):
         self._template_move_lists[key] = moves
         return moves
 
+    # -- deterministic nodes: the vocabulary walk inside a choice ---------------------
+    def deterministic_nodes(self) -> DeterministicNodes | None:
+        """The NFA's deterministic states and their edges
+        (:mod:`formcast.automaton.deterministic`), or None when the pattern holds no
+        trie-built choice (the only place where walking them pays). Built on the first
+        call: O(byte edges) numpy work."""
+        if not self._deterministic_built:
+            if choice_characters(self.pattern):
+                self._deterministic = DeterministicNodes(self._nfa, self._byte_order)
+            self._deterministic_built = True
+        return self._deterministic
+
+    def single_nodes(self, states: IntArray) -> npt.NDArray[np.int64]:
+        """Where each DFA state of ``states`` stands when it is one deterministic NFA
+        state alone (:mod:`formcast.automaton.deterministic`): an array of shape
+        ``(3, len(states))`` holding that state's template node (the state itself when
+        concrete), and what its copy adds to a concrete and to a virtual template id
+        (0 and 0 when concrete); the node is :data:`NO_NODE` for any other state. Each
+        state is looked at once per automaton; later calls are one gather."""
+        nodes = self.deterministic_nodes()
+        known = self._single_node
+        if nodes is None or not states.size:
+            found = np.zeros((3, states.size), dtype=np.int64)
+            found[0] = NO_NODE
+            return found
+        if int(states.max()) >= known.shape[1]:
+            added = self._standings(self._sets[known.shape[1] :], nodes)
+            self._single_node = known = np.concatenate([known, added], axis=1)
+        return known[:, states]
+
+    def _standings(
+        self, sets: list[frozenset[int]], nodes: DeterministicNodes
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`single_nodes` of the states with these members: concrete members are
+        classified together with numpy, a copy's member by its block."""
+        found = np.zeros((3, len(sets)), dtype=np.int64)
+        alone = np.fromiter(
+            (next(iter(members)) if len(members) == 1 else NO_NODE for members in sets),
+            dtype=np.int64,
+            count=len(sets),
+        )
+        concrete = alone < VIRTUAL_BASE
+        found[0] = np.where(concrete & nodes.is_deterministic(alone), alone, NO_NODE)
+        for k in np.flatnonzero(~concrete).tolist():
+            found[:, k] = self._copy_standing(int(alone[k]), nodes)
+        return found
+
+    def _copy_standing(self, member: int, nodes: DeterministicNodes) -> tuple[int, int, int]:
+        """:meth:`single_nodes` of a state whose one member is a copy's state ``member``."""
+        block = self._blocks[bisect_right(self._block_bases, member) - 1]
+        j, template = block.locate(member)
+        if template >= VIRTUAL_BASE or member in self._extras:
+            return NO_NODE, 0, 0
+        if not bool(nodes.is_deterministic(np.array([template]))[0]):
+            return NO_NODE, 0, 0
+        concrete_shift, virtual_shift = block.shifts(j)
+        return template, concrete_shift, virtual_shift
+
+    def node_states(self, members: npt.NDArray[np.int64]) -> IntArray:
+        """The DFA state of each NFA state of ``members`` alone: the id of its epsilon
+        closure, registered when new (the id :meth:`step` would reach it by). Cost per
+        distinct member: a closure lookup, plus a registration when new."""
+        unique, inverse = np.unique(members, return_inverse=True)
+        nodes = self.deterministic_nodes()
+        alone = nodes.is_deterministic(unique) if nodes is not None else np.zeros(unique.size, bool)
+        ids = self._ids
+        found = []
+        with self._lock:
+            for member, deterministic in zip(unique.tolist(), alone.tolist(), strict=True):
+                # a virtual member (a copy's) is found by its closure: shifted from its
+                # template state's
+                closure = frozenset((member,)) if deterministic else self._closure(member)
+                sid = ids.get(closure)
+                found.append(self._add_state(closure) if sid is None else sid)
+        return np.asarray(found, dtype=np.int32)[inverse.reshape(-1)].reshape(members.shape)
+
     # -- public API (the rest is TableAutomaton's) ------------------------------------
     @property
     def nfa_size(self) -> tuple[int, int, int]:
@@ -551,6 +639,11 @@ class LazyAutomaton(TableAutomaton):
             f"LazyAutomaton(pattern={show_pattern(self.pattern)}, num_states={self.num_states}, "
             f"nfa_states={self._nfa.concrete_states}, virtual_states={self._nfa.virtual_states})"
         )
+
+
+def _ints(values: npt.NDArray[Any]) -> array[int]:
+    """``values`` as a flat array of 64-bit ints (one buffer copy)."""
+    return array("q", values.astype(np.int64).tobytes())
 
 
 def _relative_edges(

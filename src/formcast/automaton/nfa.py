@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["VIRTUAL_BASE", "VIRTUAL_LIMIT", "Block", "BlockTree", "Nfa", "csr"]
+__all__ = ["VIRTUAL_BASE", "VIRTUAL_LIMIT", "Block", "BlockTree", "Nfa", "csr", "csr_arrays"]
 
 VIRTUAL_BASE = 1 << 40
 """State ids from here on are virtual copies (see :class:`Block`)."""
@@ -296,6 +296,13 @@ class BlockTree:
 
 def csr(keys: npt.NDArray[np.integer[Any]], count: int) -> tuple[npt.NDArray[np.intp], list[int]]:
     """A stable order of ``keys`` and the offsets of each key's block (length count+1)."""
+    order, offsets = csr_arrays(keys, count)
+    return order, offsets.tolist()
+
+
+def csr_arrays(
+    keys: npt.NDArray[np.integer[Any]], count: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """:func:`csr` with the offsets as an array."""
     order = np.argsort(keys, kind="stable")
-    offsets = np.searchsorted(keys[order], np.arange(count + 1)).tolist()
-    return order, offsets
+    return order, np.searchsorted(keys[order], np.arange(count + 1))

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from formcast.automaton.choices import pattern_cost
 from formcast.errors import GrammarError
 from formcast.grammar import nodes
 from formcast.grammar.embed import JsonSchemaText, embedded_regex
@@ -42,7 +43,9 @@ def emit_regex(
     """The regex of checked rules (:func:`formcast.grammar.checks.check_rules`).
 
     Raises:
-        GrammarError: the regex would exceed ``limits.max_regex_length`` characters.
+        GrammarError: the regex would exceed ``limits.max_regex_length`` characters
+            (:func:`~formcast.automaton.choices.pattern_cost`: trie-built lists of names
+            count a fraction of theirs, as in a schema's regex).
         SchemaError, UnsupportedSchemaError: an embedded schema cannot be translated.
     """
     writer = _Writer(ruleset.rules, mode, whitespace, limits)
@@ -52,10 +55,11 @@ def emit_regex(
     if main is None:  # unreachable after the productivity check; kept as a guard
         raise GrammarError(f"expected rule {ruleset.start!r} to match some string, found none")
     regex = dialect.with_definitions(writer.definitions, main) + writer.slots.table_comment()
-    if len(regex) > limits.max_regex_length:
+    cost = pattern_cost(regex)  # a list of many names weighs a fraction of its text
+    if cost > limits.max_regex_length:
         raise GrammarError(
             f"expected the grammar's regex to fit in Limits.max_regex_length="
-            f"{limits.max_regex_length} characters, found {len(regex)}; raise the limit"
+            f"{limits.max_regex_length} characters, found {cost}; raise the limit"
         )
     return regex
 

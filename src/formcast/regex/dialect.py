@@ -344,20 +344,36 @@ def _escape_words(words: list[str]) -> str:
 _NEEDS_ESCAPE_BUT_NUL = re.compile(r'[\x01-\x1f\x7f\\.^$*+?()\[\]{}|"]')
 
 
-def string_choice(values: Sequence[str]) -> str | None:
+def string_choice(values: Sequence[str], *, distinct: bool = False) -> str | None:
     """A regex matching exactly the compact JSON texts of the distinct strings
     ``values`` (a quote, :func:`trie` of their JSON-escaped bodies, a quote); ``None``
-    for none.
+    for none. ``distinct``: the caller vouches that no value repeats (no deduplication).
 
-    For a ``Literal``/``enum`` of many names: one C call per value to write its JSON
-    text, then :func:`trie`."""
-    bodies = [encode_basestring(value)[1:-1] for value in values]
+    For a ``Literal``/``enum`` of many names: one C call to write the JSON texts of all
+    the values, then :func:`trie`."""
+    bodies = _json_bodies(values)
     if _SURROGATE_RE.search("".join(bodies)):
         bodies = [_SURROGATE_RE.sub(_surrogate_escape, body) for body in bodies]
+    if not distinct:  # equal bodies are equal values: JSON's escaping is one to one
+        bodies = list(dict.fromkeys(bodies))
     inner = _distinct_trie(bodies)
     if inner is None:
         return None
-    return '\\"' + (inner if len(bodies) >= CHOICE_MIN_WORDS else group(inner)) + '\\"'
+    if len(bodies) < CHOICE_MIN_WORDS and inner:  # factored: may need a group
+        inner = group(inner)
+    return '\\"' + inner + '\\"'
+
+
+_SEPARATOR = "\uffff"  # a noncharacter: JSON writes it as itself
+
+
+def _json_bodies(values: Sequence[str]) -> list[str]:
+    """Each value's JSON string text without its quotes: one C call over the values
+    joined by :data:`_SEPARATOR` when none holds it (else one call per value)."""
+    joined = _SEPARATOR.join(values)
+    if joined.count(_SEPARATOR) == max(len(values) - 1, 0):
+        return encode_basestring(joined)[1:-1].split(_SEPARATOR) if values else []
+    return [encode_basestring(value)[1:-1] for value in values]
 
 
 def group_alt(regex: str) -> str:

@@ -95,7 +95,7 @@ def enumeration(t: Translation, flat: list[Part], candidates: list[Any]) -> Resu
     if strings is not None:
         if not strings:
             return Never("enum", flat[0].pointer, "no enum/const value satisfies every keyword")
-        return string_choice(strings) or ""
+        return string_choice(strings, distinct=True) or ""
     formats = [
         (p.schema["format"], p.pointer) for p in flat if isinstance(p.schema.get("format"), str)
     ]
@@ -126,7 +126,7 @@ def _string_enumeration(flat: Sequence[Part], candidates: list[Any]) -> list[str
     so deduplication and ``enum``/``const`` membership are set operations; the list the
     candidates come from (:func:`enum_candidates`: the first part with an ``enum``) is
     not checked against itself."""
-    if len(candidates) < CHOICE_MIN_WORDS or not all(type(v) is str for v in candidates):
+    if len(candidates) < CHOICE_MIN_WORDS or set(map(type, candidates)) != {str}:
         return None
     kept: list[str] = list(dict.fromkeys(candidates))
     source = next((p for p in flat if "const" in p.schema or "enum" in p.schema), None)
