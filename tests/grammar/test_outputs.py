@@ -4,8 +4,11 @@ the prompt, extract / extract_many / the decorator, and transformers' generate."
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -162,3 +165,22 @@ def test_extract_with_a_recursive_grammar(tiny_extractor: Extractor) -> None:
             depth += {"[": 1, "]": -1}.get(char, 0)
             assert depth >= 0, value
         assert depth == 0 and re.fullmatch(r"[\[\],0-9]+", value), value
+
+
+def test_a_grammars_regex_does_not_depend_on_the_hash_seed() -> None:
+    script = (
+        "import formcast;"
+        'print(formcast.Grammar(\'\'\'root ::= a\\na ::= "x" | "(" b ")"\\n'
+        'b ::= a ("," a)* | c\\nc ::= "[" a "]"\'\'\').regex())'
+    )
+    regexes = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert len(regexes) == 1, regexes

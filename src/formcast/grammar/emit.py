@@ -107,7 +107,8 @@ class _Writer:
 
     def write_component(self, component: list[str]) -> None:
         """Write one strongly connected set of rules (its callees are written)."""
-        recursive = recursive_rules({name: self.rules[name] for name in component})
+        cycle = recursive_rules({name: self.rules[name] for name in component})
+        recursive = [name for name in component if name in cycle]  # in a stable order
         names = {name: self._definition_name(name) for name in recursive}
         for name in recursive:
             self.call[name] = f"(?&{names[name]})"
