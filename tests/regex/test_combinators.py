@@ -222,18 +222,28 @@ test_specification_mode_cases = specification_tests(SPEC_CASES)
 
 
 UNSUPPORTED: list[Unsupported] = [
-    ({"if": {"pattern": "^a"}, "then": {"minLength": 2}}, "if", "/", "generation"),
-    ({"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}, "oneOf", "/", "specification"),
+    (
+        {"if": {"propertyNames": {"pattern": "a"}}, "then": {"minProperties": 2}},
+        "if",
+        "/",
+        "generation",
+    ),
+    (
+        {"oneOf": [{"propertyNames": {"pattern": "a"}}, {"required": ["b"]}]},
+        "oneOf",
+        "/",
+        "specification",
+    ),
     (
         {
-            "$defs": {"x": {"oneOf": [{"type": "string"}, {"type": "string", "pattern": "^a"}]}},
+            "$defs": {"x": {"oneOf": [{"type": "string"}, {"type": "string", "format": "date"}]}},
             "$ref": "#/$defs/x",
         },
         "oneOf",
         "/$defs/x",
         "generation",
     ),
-    ({"not": {"pattern": "a"}}, "not", "/not", "generation"),
+    ({"not": {"propertyNames": {"pattern": "a"}}}, "not", "/not", "generation"),
 ]
 
 

@@ -33,6 +33,9 @@ from formcast.regex.parts import (
     Part,
     Result,
 )
+from formcast.regex.patterns import DfaTooLarge, PatternUnsupported
+from formcast.regex.string_sets import has_word_between, intersection, pattern_language
+from formcast.regex.strings import pattern_exclusion
 from formcast.schema import ANNOTATION_KEYWORDS, join_pointer
 
 
@@ -99,7 +102,11 @@ def rewrite(t: Translation, flat: list[Part]) -> list[Part] | None:
                     {"allOf": [negated, schema.get("else", True)]},
                 ]
                 replaced.append(Part({"anyOf": branches}, pointer, True))
-        elif "not" in schema and not _is_value_exclusion(schema["not"]):
+        elif (
+            "not" in schema
+            and not _is_value_exclusion(schema["not"])
+            and pattern_exclusion(schema["not"]) is None
+        ):
             rest = {k: v for k, v in schema.items() if k != "not"}
             negated = negate(t, schema["not"], join_pointer(pointer, "not"), 0)
             replaced = [
@@ -220,6 +227,11 @@ def _negate_group(
                 for i, s in enumerate(schema["allOf"])
             ]
         }
+    if first == "oneOf":
+        return _negate_one_of(t, schema["oneOf"], join_pointer(pointer, "oneOf"), depth)
+    if first == "pattern" and keys == ["pattern"] and isinstance(schema["pattern"], str):
+        # a pattern holds for every non-string: its negation is a non-matching string
+        return {"type": "string", "not": {"pattern": schema["pattern"]}}
     if first == "required":
         names = schema["required"]
         if not names:
@@ -265,6 +277,24 @@ def _negate_group(
     if first in ("if", "then", "else") and "if" not in keys:
         return False
     raise UnsupportedSchemaError("not", pointer, f"cannot negate {', '.join(keys)}")
+
+
+def _negate_one_of(t: Translation, branches: Any, pointer: str, depth: int) -> Any:
+    """``not oneOf``: no branch holds, or two of them do (one ``allOf`` per pair)."""
+    if not isinstance(branches, list) or not branches:
+        raise SchemaError(f"expected a non-empty list for oneOf at {pointer or '/'}")
+    none = {
+        "allOf": [
+            negate(t, branch, join_pointer(pointer, i), depth + 1)
+            for i, branch in enumerate(branches)
+        ]
+    }
+    pairs = [
+        {"allOf": [branches[i], branches[j]]}
+        for i in range(len(branches))
+        for j in range(i + 1, len(branches))
+    ]
+    return {"anyOf": [none, *pairs]}
 
 
 def _negation_groups(schema: dict[str, Any], keys: list[str]) -> list[list[str]]:
@@ -441,6 +471,30 @@ def _disjoint(
         return False
 
 
+def _patterns_disjoint(t: Translation, flat: Sequence[Part], low: float, high: float) -> bool:
+    """True when no string of ``low..high`` characters satisfies every ``pattern`` and
+    ``not: {pattern}`` of ``flat`` (the two sides of a ``oneOf`` pair together). Each
+    side is read generously, so that the proof holds for every engine's reading: a
+    pattern in its wide reading, a negated pattern as the complement of its narrow one.
+    Formats and other keywords are left out (which only widens the sets). ``False``
+    (not proven) without patterns, or past the size limits."""
+    kept = [p.schema["pattern"] for p in flat if isinstance(p.schema.get("pattern"), str)]
+    removed = [q for p in flat if (q := pattern_exclusion(p.schema.get("not"))) is not None]
+    if not kept and not removed:
+        return False
+    try:
+        product = intersection(
+            [pattern_language(p, True, t.limits) for p in kept],
+            [pattern_language(p, False, t.limits) for p in removed],
+            t.limits,
+        )
+        shortest = 0 if math.isinf(low) else max(0, math.ceil(low))
+        longest = None if math.isinf(high) else math.floor(high)
+        return not has_word_between(product, shortest, longest)
+    except (PatternUnsupported, DfaTooLarge):
+        return False
+
+
 def _type_disjoint(
     t: Translation, kind: str, fa: list[Part], fb: list[Part], refs: tuple[str, ...], depth: int
 ) -> bool:
@@ -450,7 +504,11 @@ def _type_disjoint(
     bounds = _INTERVAL_KEYWORDS.get(kind)
     if bounds is not None:
         (a_lo, a_hi), (b_lo, b_hi) = _interval(fa, *bounds), _interval(fb, *bounds)
-        return a_hi < b_lo or b_hi < a_lo
+        if a_hi < b_lo or b_hi < a_lo:
+            return True
+        if kind == "string":
+            return _patterns_disjoint(t, [*fa, *fb], max(a_lo, b_lo), min(a_hi, b_hi))
+        return False
     if kind == "object":
         return any(
             _disjoint(t, key_parts(fa, name), key_parts(fb, name), refs, depth + 1)

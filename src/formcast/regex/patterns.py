@@ -450,12 +450,13 @@ def _fit_length(items: list[_PNode], low: int, high: int | None) -> list[_PNode]
 
 
 def pattern_dfa(
-    node: _PNode, limits: Limits = DEFAULT_LIMITS
+    node: _PNode, limits: Limits = DEFAULT_LIMITS, wide: bool = False
 ) -> tuple[list[list[tuple[Ranges, int]]], list[bool]] | None:
     """A DFA over characters for a parsed, anchor-free pattern: per state its moves
     (disjoint code point ranges -> state) and whether it accepts; state 0 starts.
-    ``None`` past ``limits.max_pattern_nfa_states`` NFA or ``limits.max_pattern_dfa_states``
-    DFA states."""
+    Character sets take their narrow reading (what every engine matches), or their wide
+    one (what some engine matches) with ``wide``. ``None`` past
+    ``limits.max_pattern_nfa_states`` NFA or ``limits.max_pattern_dfa_states`` DFA states."""
     eps: list[list[int]] = [[]]
     moves: list[list[tuple[Ranges, int]]] = [[]]
 
@@ -470,8 +471,9 @@ def pattern_dfa(
         """Add ``item`` from ``start``; return its end state."""
         if isinstance(item, _PSet):
             end = fresh()
-            if item.narrow:
-                moves[start].append((item.narrow, end))
+            chars = item.wide if wide else item.narrow
+            if chars:
+                moves[start].append((chars, end))
             return end
         if isinstance(item, _PGroup):
             return build(item.node, start)
