@@ -136,6 +136,8 @@ _EXHAUSTIVE: list[tuple[str, Any]] = [
     ),
     ("not oneOf patterns", {"not": {"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}}),
     ("patterns and excluded values", {"pattern": "^[ab]+$", "not": {"enum": ["ab", "ba"]}}),
+    ("alternation fitted to maxLength", {"pattern": "^(a|b[ab-]*1)$", "maxLength": 3}),
+    ("alternation fitted to minLength", {"pattern": "^x?(a|1[ab]*|-)$", "minLength": 2}),
 ]
 
 

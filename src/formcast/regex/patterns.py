@@ -680,17 +680,47 @@ def pattern_regex(
     alternatives = _split_anchors(PatternParser(pattern).parse())
     out = []
     for alternative in alternatives:
-        items: list[_PNode] | None = alternative.items
-        if low > 0 or high is not None:
-            a, b = length_range(_PSeq(tuple(alternative.items)))
-            if a < low or (high is not None and b > high):
-                try:
-                    items = _fit_length(alternative.items, low, high)
-                except ValueError:
-                    continue
-                if items is None:
-                    return None, "minLength" if a < low else "maxLength"
-        emitted = _emit_pattern(_PSeq(tuple(items or [])), plain)
-        if emitted is not None:
-            out.append(emitted)
+        fitted = _fit_alternatives(alternative.items, low, high, _MAX_DISTRIBUTED)
+        if fitted is None:
+            a, _ = length_range(_PSeq(tuple(alternative.items)))
+            return None, "minLength" if a < low else "maxLength"
+        for items in fitted:
+            emitted = _emit_pattern(_PSeq(tuple(items)), plain)
+            if emitted is not None:
+                out.append(emitted)
     return alt(out), None
+
+
+_MAX_DISTRIBUTED = 16
+"""Most sequences one alternative of a pattern is split into to fit lengths."""
+
+
+def _fit_alternatives(
+    items: list[_PNode], low: int, high: int | None, budget: int
+) -> list[list[_PNode]] | None:
+    """Sequences whose union is the strings of ``items`` with ``low..high`` characters:
+    ``items`` itself when every string fits, else :func:`_fit_length`, else the sequence
+    split at its first alternation (``a(b|c)d`` -> ``abd``, ``acd``: the same strings)
+    with each part fitted, at most ``budget`` parts in all. ``None`` when no split fits."""
+    a, b = length_range(_PSeq(tuple(items)))
+    if a >= low and (high is None or b <= high):
+        return [items]
+    try:
+        fitted = _fit_length(items, low, high)
+    except ValueError:
+        return []
+    if fitted is not None:
+        return [fitted]
+    for index, item in enumerate(items):
+        node = item.node if isinstance(item, _PGroup) else item
+        if isinstance(node, _PAlt) and len(node.options) <= budget:
+            out: list[list[_PNode]] = []
+            for option in node.options:
+                middle = list(option.items) if isinstance(option, _PSeq) else [option]
+                split = [*items[:index], *middle, *items[index + 1 :]]
+                part = _fit_alternatives(split, low, high, budget // len(node.options))
+                if part is None:
+                    return None
+                out.extend(part)
+            return out
+    return None
