@@ -27,7 +27,11 @@ from formcast.regex.numbers import is_number
 from formcast.regex.objects import key_parts, required_names
 from formcast.regex.parts import (
     ALL_TYPES,
+    ARRAY_KEYWORDS,
+    NUMBER_KEYWORDS,
+    OBJECT_KEYWORDS,
     REFUSED_KEYWORDS,
+    STRING_KEYWORDS,
     VALIDATION_KEYWORDS,
     Never,
     Part,
@@ -353,6 +357,14 @@ def disjunction(
             for j in range(i + 1, len(branches)):
                 if _disjoint(t, [*base, branch_parts[i]], [*base, branch_parts[j]], refs, 0):
                     continue
+                shared = _shared_types(t, base, branch_parts[i], branch_parts[j], refs)
+                if shared is not None:
+                    # on the types both branches leave free, every value holds in both
+                    # (so in no branch of the oneOf); on the others they are disjoint
+                    kept = {"type": sorted(ALL_TYPES - shared)}
+                    for mine in (i, j):
+                        extra[mine].append(Part(kept, branch_parts[mine].pointer, True))
+                    continue
                 for mine, other in ((i, j), (j, i)):
                     try:
                         negated = negate(
@@ -393,6 +405,67 @@ def disjunction(
             stacklevel=4,
         )
     return alt(results) or ""
+
+
+_FAMILIES: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
+    (OBJECT_KEYWORDS, frozenset({"object"})),
+    (ARRAY_KEYWORDS, frozenset({"array"})),
+    (STRING_KEYWORDS, frozenset({"string"})),
+    (NUMBER_KEYWORDS, frozenset({"integer", "number"})),
+)
+"""Per family of keywords, the JSON types they constrain (every other type passes them)."""
+
+
+def _free_types(t: Translation, branch: Part, refs: tuple[str, ...]) -> set[str]:
+    """Types on which ``branch`` holds for every value (a sound, partial answer): those
+    its ``type`` allows and none of its keywords constrains. Any other keyword with a
+    meaning for validation (``enum``, ``not``, ``anyOf``, ...) gives no type."""
+    try:
+        flat, _, never = t.flatten([branch], refs)
+    except SchemaError:
+        return set()
+    if never is not None:
+        return set()
+    free = set(ALL_TYPES)
+    for part in flat:
+        for key, value in part.schema.items():
+            if key == "type":
+                named = {value} if isinstance(value, str) else set(value)
+                free &= named | ({"integer"} if "number" in named else set())
+            elif key in VALIDATION_KEYWORDS or key in REFUSED_KEYWORDS:
+                family = next((types for keys, types in _FAMILIES if key in keys), None)
+                if family is None:
+                    return set()
+                free -= family
+    return free
+
+
+def _shared_types(
+    t: Translation, base: list[Part], a: Part, b: Part, refs: tuple[str, ...]
+) -> set[str] | None:
+    """The types on which ``oneOf`` branches ``a`` and ``b`` both hold for every value,
+    when on every other type they share (with the siblings ``base``) they are proven
+    disjoint; ``None`` otherwise. Excluding these types from both branches is exact: such
+    a value is valid for two branches, so for the ``oneOf`` never. ``integer`` and
+    ``number`` go together (a type list cannot keep non-integer numbers alone)."""
+    try:
+        fa, _, na = t.flatten([*base, a], refs)
+        fb, _, nb = t.flatten([*base, b], refs)
+    except SchemaError:
+        return None
+    if na is not None or nb is not None:
+        return None
+    free = _free_types(t, a, refs) & _free_types(t, b, refs)
+    if ("integer" in free) != ("number" in free):
+        free -= {"integer", "number"}
+    try:
+        common = _possible_types(t, fa) & _possible_types(t, fb)
+        for kind in common - free:
+            if not _type_disjoint(t, kind, fa, fb, refs, 0):
+                return None
+    except SchemaError:
+        return None
+    return free  # a free type outside ``common`` is one ``base`` refuses: excluding it is moot
 
 
 def _possible_types(t: Translation, flat: Sequence[Part], depth: int = 0) -> set[str]:
