@@ -56,7 +56,8 @@ Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b
 Unicode property escapes in patterns; a pattern combined with a format, or with lengths
 whose product with the pattern's automaton is too large (see ``bounded_pattern`` and
 ``long_pattern``), or patterns whose product is too large; fractional ``multipleOf``;
-``uniqueItems`` (``specification`` mode); unknown formats where the document's root
+``uniqueItems`` (``specification`` mode) except over at most 512 arrangements of
+enumerated values; unknown formats where the document's root
 declares the format-assertion vocabulary (``$vocabulary``);
 ``patternProperties`` overlapping declared names past the same limits;
 ``minContains`` > 1, ``maxContains``; ``minProperties``/``maxProperties`` that would need
