@@ -19,6 +19,7 @@ states.
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from itertools import pairwise
 from formcast.charset import MAX_CODE_POINT, Ranges, normalize
 from formcast.graphs import reachable
 from formcast.limits import DEFAULT_LIMITS, Limits
-from formcast.regex.patterns import DfaTooLarge, pattern_dfa, pattern_union
+from formcast.regex.patterns import DfaTooLarge, PatternUnsupported, pattern_dfa, pattern_union
 
 Moves = tuple[tuple[tuple[Ranges, int], ...], ...]
 
@@ -52,10 +53,25 @@ def pattern_language(pattern: str, wide: bool, limits: Limits = DEFAULT_LIMITS) 
     unless anchored), in its narrow reading or its ``wide`` one (see the module notes).
 
     Raises PatternUnsupported for syntax that cannot be read exactly and DfaTooLarge past
-    the pattern limits."""
-    built = pattern_dfa(pattern_union(pattern), limits, wide=wide)
+    the pattern limits. Cached, failures included: parsing and determinizing cost
+    milliseconds (a pattern past the limits, seconds), and ``oneOf`` proofs ask for the
+    same patterns pair after pair."""
+    built = _built_language(pattern, wide, limits)
+    if isinstance(built, Exception):
+        raise type(built)(*built.args)
+    return built
+
+
+@functools.lru_cache(maxsize=1024)
+def _built_language(
+    pattern: str, wide: bool, limits: Limits
+) -> CharDfa | PatternUnsupported | DfaTooLarge:
+    try:
+        built = pattern_dfa(pattern_union(pattern), limits, wide=wide)
+    except PatternUnsupported as error:
+        return error
     if built is None:
-        raise DfaTooLarge
+        return DfaTooLarge()
     moves, accepting = built
     return CharDfa(tuple(tuple(row) for row in moves), tuple(accepting))
 
