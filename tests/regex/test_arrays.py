@@ -8,6 +8,7 @@ from regex_checks import (
     Unsupported,
     case_tests,
     fullmatch,
+    specification_tests,
     unsupported_tests,
 )
 
@@ -87,6 +88,12 @@ UNSUPPORTED: list[Unsupported] = [
         "/properties/items",
         "specification",
     ),
+    (  # 9 values: 986,409 arrangements
+        {"type": "array", "items": {"enum": list("abcdefghi")}, "uniqueItems": True},
+        "uniqueItems",
+        "/",
+        "specification",
+    ),
     (
         {"type": "array", "contains": {"type": "integer"}, "maxContains": 2},
         "maxContains",
@@ -103,6 +110,34 @@ UNSUPPORTED: list[Unsupported] = [
 
 
 test_unsupported_keywords = unsupported_tests(UNSUPPORTED)
+
+# uniqueItems over enumerated items: every arrangement of distinct values
+DISTINCT_CASES: list[Case] = [
+    (
+        "distinct enumerated items",
+        {
+            "type": "array",
+            "items": {"enum": ["http", "https", "ws", 1, 1.0]},
+            "uniqueItems": True,
+        },
+        [[], ["http"], ["ws", "http"], ["https", 1, "ws", "http"]],
+        [["http", "http"], [1, 1.0], ["ftp"], [1, 2]],
+    ),
+    (
+        "distinct booleans with counts",
+        {
+            "type": "array",
+            "items": {"enum": [True, False, None]},
+            "uniqueItems": True,
+            "minItems": 1,
+            "maxItems": 2,
+        },
+        [[True], [None, False], [False, True]],
+        [[], [True, True], [True, False, None]],
+    ),
+]
+
+test_distinct_items = specification_tests(DISTINCT_CASES)
 
 
 def test_unique_items_depends_on_mode() -> None:

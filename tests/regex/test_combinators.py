@@ -203,6 +203,35 @@ SPEC_CASES: list[Case] = [
         ["", "ab", -3, 0, 1.5, 7],
         [None, True],
     ),
+    # maskbench Github_medium---o90967: untyped object branches, told apart by a
+    # discriminator; any non-object satisfies both, so no non-object is valid
+    (
+        "oneOf of untyped branches with a discriminator",
+        {
+            "oneOf": [
+                {
+                    "properties": {"kind": {"enum": ["a"]}, "x": {"type": "string"}},
+                    "required": ["kind", "x"],
+                    "additionalProperties": False,
+                },
+                {"properties": {"kind": {"enum": ["b"]}}, "required": ["kind"]},
+            ]
+        },
+        [{"kind": "a", "x": "s"}, {"kind": "b"}],
+        [{"kind": "a"}, {"kind": "c"}, "s", 1, None, [], True],
+    ),
+    (
+        "oneOf leaving other types free",
+        {
+            "oneOf": [
+                {"properties": {"a": {"type": "string"}}},
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"minimum": 3},
+            ]
+        },
+        [{"a": None}, 1, 2.5, -4],
+        [{"a": 1}, {"a": "x"}, {}, 5, 3.5, "s", None],
+    ),
     # maskbench Github_easy---o89710: properties in declaration order across allOf/oneOf
     (
         "oneOf branch properties come where declared",
@@ -222,18 +251,28 @@ test_specification_mode_cases = specification_tests(SPEC_CASES)
 
 
 UNSUPPORTED: list[Unsupported] = [
-    ({"if": {"pattern": "^a"}, "then": {"minLength": 2}}, "if", "/", "generation"),
-    ({"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}, "oneOf", "/", "specification"),
+    (
+        {"if": {"propertyNames": {"pattern": "a"}}, "then": {"minProperties": 2}},
+        "if",
+        "/",
+        "generation",
+    ),
+    (
+        {"oneOf": [{"propertyNames": {"pattern": "a"}}, {"required": ["b"]}]},
+        "oneOf",
+        "/",
+        "specification",
+    ),
     (
         {
-            "$defs": {"x": {"oneOf": [{"type": "string"}, {"type": "string", "pattern": "^a"}]}},
+            "$defs": {"x": {"oneOf": [{"type": "string"}, {"type": "string", "format": "date"}]}},
             "$ref": "#/$defs/x",
         },
         "oneOf",
         "/$defs/x",
         "generation",
     ),
-    ({"not": {"pattern": "a"}}, "not", "/not", "generation"),
+    ({"not": {"propertyNames": {"pattern": "a"}}}, "not", "/not", "generation"),
 ]
 
 

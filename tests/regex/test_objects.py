@@ -27,7 +27,36 @@ from formcast.automaton import LazyAutomaton
 from formcast.regex.objects import pattern_for_key, regex_disjoint
 from formcast.regex.translator import schema_to_regex
 
+# no other name may come: the optional properties are counted, in both modes
+COUNTED_CASES: list[Case] = [
+    (
+        "counted optional properties",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "null"}, "b": {"type": "integer"}, "c": {"type": "null"}},
+            "required": ["a"],
+            "additionalProperties": False,
+            "minProperties": 2,
+            "maxProperties": 2,
+        },
+        [{"a": None, "b": 1}, {"a": None, "c": None}],
+        [{"a": None}, {"a": None, "b": 1, "c": None}, {"b": 1, "c": None}, {}],
+    ),
+    (
+        "at most one optional property",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "null"}, "b": {"type": "null"}, "c": {"type": "null"}},
+            "additionalProperties": False,
+            "maxProperties": 1,
+        },
+        [{}, {"a": None}, {"c": None}],
+        [{"a": None, "b": None}, {"d": None}],
+    ),
+]
+
 CASES: list[Case] = [
+    *COUNTED_CASES,
     (
         "object required+optional",
         {
@@ -205,15 +234,16 @@ SPEC_CASES: list[Case] = [
 ]
 
 
-test_specification_mode_cases = specification_tests(SPEC_CASES)
+test_specification_mode_cases = specification_tests(SPEC_CASES + COUNTED_CASES)
 
 
 UNSUPPORTED: list[Unsupported] = [
+    # other names may come: the optional properties cannot be counted
     (
         {"type": "object", "properties": {"a": {"type": "null"}}, "maxProperties": 0},
         "maxProperties",
         "/",
-        "generation",
+        "specification",
     ),
     (
         {
@@ -223,7 +253,18 @@ UNSUPPORTED: list[Unsupported] = [
         },
         "minProperties",
         "/",
-        "generation",
+        "specification",
+    ),
+    (  # 2**10 sets of optional properties
+        {
+            "type": "object",
+            "properties": {name: {"type": "null"} for name in "abcdefghij"},
+            "additionalProperties": False,
+            "maxProperties": 5,
+        },
+        "maxProperties",
+        "/",
+        "specification",
     ),
     (
         {"type": "object", "additionalProperties": True, "minProperties": 2},

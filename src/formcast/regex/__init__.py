@@ -33,15 +33,19 @@ JSON value (values are filtered with jsonschema against every sibling keyword, s
 keyword is exact on an enumeration), ``properties``/``required``, ``additionalProperties``
 (boolean or schema), ``patternProperties``, ``propertyNames``, ``$ref`` (local pointers,
 ``$anchor``, ``$id``/``id`` bases, ``definitions``), ``allOf`` (merged), ``anyOf``,
-``oneOf`` (branches proven disjoint, or made so by negating the others), ``not`` (of types,
-values, ``required``, ``properties``, bounds, lengths, ``anyOf``/``allOf``...),
+``oneOf`` (branches proven disjoint, types both leave free removed from both, or made
+disjoint by negating the others), ``not`` (of types, values, ``required``,
+``properties``, bounds, lengths, ``pattern``, ``anyOf``/``allOf``/``oneOf``...),
 ``if``/``then``/``else`` (when ``if`` can be negated), ``dependentRequired``,
 ``dependentSchemas`` and ``dependencies``, ``items`` (schema or array form),
 ``prefixItems``, ``additionalItems``, ``minItems``/``maxItems``, ``contains`` (one schema,
 no length bounds), ``minLength``/``maxLength`` (in characters; with a ``pattern``, fitted
-to one repetition of it, or else a ``maxLength`` crossed with the pattern's character DFA,
-one definition per state and length), ``pattern`` (ECMAScript, unanchored unless
-``^``/``$``), integer ``minimum``/``maximum``/``exclusive*`` (digit-range
+to one repetition of it or of each option of an alternation, or else a ``maxLength``
+crossed with the pattern's character DFA, one definition per state and length),
+``pattern`` (ECMAScript, unanchored unless ``^``/``$``; several patterns and negated ones
+crossed as character DFAs, :mod:`formcast.regex.string_sets`),
+``minProperties``/``maxProperties`` over declared properties alone (one alternative per
+allowed set of optional properties), integer ``minimum``/``maximum``/``exclusive*`` (digit-range
 regexes, draft 4 booleans too), ``multipleOf`` for integers (small ranges, or divisors of
 1000 with sign bounds), ``number`` bounds, ``format`` date, time, date-time, duration, uuid
 (and uuid1/3/4/5), email, hostname, ipv4, ipv6, uri (``specification`` mode: the whole
@@ -51,14 +55,16 @@ and the OpenAPI integer formats (int32, int64, ...).
 Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b`` and
 Unicode property escapes in patterns; a pattern combined with a format, or with lengths
 whose product with the pattern's automaton is too large (see ``bounded_pattern`` and
-``long_pattern``); several patterns on one string; fractional ``multipleOf``;
-``uniqueItems`` (``specification`` mode); unknown formats where the document's root
+``long_pattern``), or patterns whose product is too large; fractional ``multipleOf``;
+``uniqueItems`` (``specification`` mode) except over at most 512 arrangements of
+enumerated values; unknown formats where the document's root
 declares the format-assertion vocabulary (``$vocabulary``);
 ``patternProperties`` overlapping declared names past the same limits;
 ``minContains`` > 1, ``maxContains``; ``minProperties``/``maxProperties`` that would need
-counting optional or extra properties; ``oneOf`` branches that can be neither proven
-disjoint nor negated; ``$dynamicRef``; references outside the document; recursion that
-cannot stop within ``max_recursion_depth``; regexes longer than :data:`MAX_REGEX_LENGTH`.
+counting extra properties, or more than 256 sets of optional ones; ``oneOf`` branches
+that can be neither proven disjoint nor negated; ``$dynamicRef``; references outside the
+document; recursion that cannot stop within ``max_recursion_depth``; regexes longer than
+:data:`MAX_REGEX_LENGTH`.
 
 Restrictions (each keeps the output valid, none loosens a constraint)
 --------------------------------------------------------------------

@@ -10,10 +10,12 @@ item among any number of plain ones.
 from __future__ import annotations
 
 import json
+import math
 
 from formcast.errors import UnsupportedSchemaError
 from formcast.regex.context import Translation
-from formcast.regex.dialect import opt, repeat
+from formcast.regex.dialect import alt, group, json_literal, opt, repeat
+from formcast.regex.enums import canonical, enum_candidates
 from formcast.regex.parts import Never, Part, Result
 from formcast.schema import join_pointer
 
@@ -86,9 +88,15 @@ def array_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Resu
                 )
     many = max_items is None or max_items > 1
     if unique_pointer is not None and many and t.mode == "specification":
-        raise UnsupportedSchemaError(
-            "uniqueItems", unique_pointer, "an automaton cannot enforce distinct items"
-        )
+        distinct = None if contains else _distinct_arrays(t, layouts, min_items, max_items, refs)
+        if distinct is None:
+            raise UnsupportedSchemaError(
+                "uniqueItems",
+                unique_pointer,
+                "an automaton cannot enforce distinct items (only among at most "
+                f"{MAX_DISTINCT_ARRAYS} arrangements of enumerated values)",
+            )
+        return distinct
     if max_items is not None and max_items < min_items:
         return Never("maxItems", pointer, "maxItems is below minItems")
     prefix_length = max((len(p) for p, _ in layouts), default=0)
@@ -164,3 +172,55 @@ def array_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Resu
     if may_be_empty:
         return rf"\[{t.ws}(?:{body}{t.ws})?\]"
     return rf"\[{t.ws}{body}{t.ws}\]"
+
+
+MAX_DISTINCT_ARRAYS = 512
+"""Most arrays of distinct enumerated items :func:`_distinct_arrays` writes out."""
+
+
+def _distinct_arrays(
+    t: Translation,
+    layouts: list[tuple[list[Part], Part | None]],
+    min_items: int,
+    max_items: int | None,
+    refs: tuple[str, ...],
+) -> Result | None:
+    """``uniqueItems`` over items from a finite set: every arrangement of distinct
+    values the items schema enumerates (``enum``/``const``, each checked against the
+    items schema), with ``min_items..max_items`` of them, as a tree of alternatives.
+    ``None`` (not handled) with positional items, items that are not enumerated, or more
+    than :data:`MAX_DISTINCT_ARRAYS` arrangements."""
+    if any(prefix for prefix, _ in layouts):
+        return None
+    tails = [tail for _, tail in layouts if tail is not None]
+    flat, _, never = t.flatten(tails, refs)
+    candidates = None if never is not None else enum_candidates(flat)
+    if candidates is None:
+        return None
+    values: dict[str, str] = {}  # canonical form -> JSON text, valid values only
+    for value in candidates:
+        key = canonical(value)
+        if key not in values and t.valid(value, flat):
+            values[key] = json_literal(value)
+    most = len(values) if max_items is None else min(max_items, len(values))
+    arrangements = sum(math.perm(len(values), k) for k in range(min_items, most + 1))
+    if arrangements > MAX_DISTINCT_ARRAYS:
+        return None
+    if arrangements == 0:
+        return Never("uniqueItems", flat[0].pointer if flat else "", "too few distinct items")
+
+    def after(used: tuple[str, ...]) -> str:
+        """The rest of an array whose first items are ``used``."""
+        options = [""] if len(used) >= min_items else []
+        if len(used) < most:
+            options += [
+                t.sep + values[key] + after((*used, key)) for key in values if key not in used
+            ]
+        return alt(options) or ""
+
+    first = alt(values[key] + after((key,)) for key in values) if most > 0 else None
+    if first is None:
+        return rf"\[{t.ws}\]"
+    if min_items == 0:
+        return rf"\[{t.ws}(?:{first}{t.ws})?\]"
+    return rf"\[{t.ws}{group(first)}{t.ws}\]"

@@ -27,12 +27,19 @@ from formcast.regex.numbers import is_number
 from formcast.regex.objects import key_parts, required_names
 from formcast.regex.parts import (
     ALL_TYPES,
+    ARRAY_KEYWORDS,
+    NUMBER_KEYWORDS,
+    OBJECT_KEYWORDS,
     REFUSED_KEYWORDS,
+    STRING_KEYWORDS,
     VALIDATION_KEYWORDS,
     Never,
     Part,
     Result,
 )
+from formcast.regex.patterns import DfaTooLarge, PatternUnsupported
+from formcast.regex.string_sets import has_word_between, intersection, pattern_language
+from formcast.regex.strings import pattern_exclusion
 from formcast.schema import ANNOTATION_KEYWORDS, join_pointer
 
 
@@ -99,7 +106,11 @@ def rewrite(t: Translation, flat: list[Part]) -> list[Part] | None:
                     {"allOf": [negated, schema.get("else", True)]},
                 ]
                 replaced.append(Part({"anyOf": branches}, pointer, True))
-        elif "not" in schema and not _is_value_exclusion(schema["not"]):
+        elif (
+            "not" in schema
+            and not _is_value_exclusion(schema["not"])
+            and pattern_exclusion(schema["not"]) is None
+        ):
             rest = {k: v for k, v in schema.items() if k != "not"}
             negated = negate(t, schema["not"], join_pointer(pointer, "not"), 0)
             replaced = [
@@ -220,6 +231,11 @@ def _negate_group(
                 for i, s in enumerate(schema["allOf"])
             ]
         }
+    if first == "oneOf":
+        return _negate_one_of(t, schema["oneOf"], join_pointer(pointer, "oneOf"), depth)
+    if first == "pattern" and keys == ["pattern"] and isinstance(schema["pattern"], str):
+        # a pattern holds for every non-string: its negation is a non-matching string
+        return {"type": "string", "not": {"pattern": schema["pattern"]}}
     if first == "required":
         names = schema["required"]
         if not names:
@@ -265,6 +281,24 @@ def _negate_group(
     if first in ("if", "then", "else") and "if" not in keys:
         return False
     raise UnsupportedSchemaError("not", pointer, f"cannot negate {', '.join(keys)}")
+
+
+def _negate_one_of(t: Translation, branches: Any, pointer: str, depth: int) -> Any:
+    """``not oneOf``: no branch holds, or two of them do (one ``allOf`` per pair)."""
+    if not isinstance(branches, list) or not branches:
+        raise SchemaError(f"expected a non-empty list for oneOf at {pointer or '/'}")
+    none = {
+        "allOf": [
+            negate(t, branch, join_pointer(pointer, i), depth + 1)
+            for i, branch in enumerate(branches)
+        ]
+    }
+    pairs = [
+        {"allOf": [branches[i], branches[j]]}
+        for i in range(len(branches))
+        for j in range(i + 1, len(branches))
+    ]
+    return {"anyOf": [none, *pairs]}
 
 
 def _negation_groups(schema: dict[str, Any], keys: list[str]) -> list[list[str]]:
@@ -323,6 +357,14 @@ def disjunction(
             for j in range(i + 1, len(branches)):
                 if _disjoint(t, [*base, branch_parts[i]], [*base, branch_parts[j]], refs, 0):
                     continue
+                shared = _shared_types(t, base, branch_parts[i], branch_parts[j], refs)
+                if shared is not None:
+                    # on the types both branches leave free, every value holds in both
+                    # (so in no branch of the oneOf); on the others they are disjoint
+                    kept = {"type": sorted(ALL_TYPES - shared)}
+                    for mine in (i, j):
+                        extra[mine].append(Part(kept, branch_parts[mine].pointer, True))
+                    continue
                 for mine, other in ((i, j), (j, i)):
                     try:
                         negated = negate(
@@ -363,6 +405,67 @@ def disjunction(
             stacklevel=4,
         )
     return alt(results) or ""
+
+
+_FAMILIES: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
+    (OBJECT_KEYWORDS, frozenset({"object"})),
+    (ARRAY_KEYWORDS, frozenset({"array"})),
+    (STRING_KEYWORDS, frozenset({"string"})),
+    (NUMBER_KEYWORDS, frozenset({"integer", "number"})),
+)
+"""Per family of keywords, the JSON types they constrain (every other type passes them)."""
+
+
+def _free_types(t: Translation, branch: Part, refs: tuple[str, ...]) -> set[str]:
+    """Types on which ``branch`` holds for every value (a sound, partial answer): those
+    its ``type`` allows and none of its keywords constrains. Any other keyword with a
+    meaning for validation (``enum``, ``not``, ``anyOf``, ...) gives no type."""
+    try:
+        flat, _, never = t.flatten([branch], refs)
+    except SchemaError:
+        return set()
+    if never is not None:
+        return set()
+    free = set(ALL_TYPES)
+    for part in flat:
+        for key, value in part.schema.items():
+            if key == "type":
+                named = {value} if isinstance(value, str) else set(value)
+                free &= named | ({"integer"} if "number" in named else set())
+            elif key in VALIDATION_KEYWORDS or key in REFUSED_KEYWORDS:
+                family = next((types for keys, types in _FAMILIES if key in keys), None)
+                if family is None:
+                    return set()
+                free -= family
+    return free
+
+
+def _shared_types(
+    t: Translation, base: list[Part], a: Part, b: Part, refs: tuple[str, ...]
+) -> set[str] | None:
+    """The types on which ``oneOf`` branches ``a`` and ``b`` both hold for every value,
+    when on every other type they share (with the siblings ``base``) they are proven
+    disjoint; ``None`` otherwise. Excluding these types from both branches is exact: such
+    a value is valid for two branches, so for the ``oneOf`` never. ``integer`` and
+    ``number`` go together (a type list cannot keep non-integer numbers alone)."""
+    try:
+        fa, _, na = t.flatten([*base, a], refs)
+        fb, _, nb = t.flatten([*base, b], refs)
+    except SchemaError:
+        return None
+    if na is not None or nb is not None:
+        return None
+    free = _free_types(t, a, refs) & _free_types(t, b, refs)
+    if ("integer" in free) != ("number" in free):
+        free -= {"integer", "number"}
+    try:
+        common = _possible_types(t, fa) & _possible_types(t, fb)
+        for kind in common - free:
+            if not _type_disjoint(t, kind, fa, fb, refs, 0):
+                return None
+    except SchemaError:
+        return None
+    return free  # a free type outside ``common`` is one ``base`` refuses: excluding it is moot
 
 
 def _possible_types(t: Translation, flat: Sequence[Part], depth: int = 0) -> set[str]:
@@ -441,6 +544,30 @@ def _disjoint(
         return False
 
 
+def _patterns_disjoint(t: Translation, flat: Sequence[Part], low: float, high: float) -> bool:
+    """True when no string of ``low..high`` characters satisfies every ``pattern`` and
+    ``not: {pattern}`` of ``flat`` (the two sides of a ``oneOf`` pair together). Each
+    side is read generously, so that the proof holds for every engine's reading: a
+    pattern in its wide reading, a negated pattern as the complement of its narrow one.
+    Formats and other keywords are left out (which only widens the sets). ``False``
+    (not proven) without patterns, or past the size limits."""
+    kept = [p.schema["pattern"] for p in flat if isinstance(p.schema.get("pattern"), str)]
+    removed = [q for p in flat if (q := pattern_exclusion(p.schema.get("not"))) is not None]
+    if not kept and not removed:
+        return False
+    try:
+        product = intersection(
+            [pattern_language(p, True, t.limits) for p in kept],
+            [pattern_language(p, False, t.limits) for p in removed],
+            t.limits,
+        )
+        shortest = 0 if math.isinf(low) else max(0, math.ceil(low))
+        longest = None if math.isinf(high) else math.floor(high)
+        return not has_word_between(product, shortest, longest)
+    except (PatternUnsupported, DfaTooLarge):
+        return False
+
+
 def _type_disjoint(
     t: Translation, kind: str, fa: list[Part], fb: list[Part], refs: tuple[str, ...], depth: int
 ) -> bool:
@@ -450,7 +577,11 @@ def _type_disjoint(
     bounds = _INTERVAL_KEYWORDS.get(kind)
     if bounds is not None:
         (a_lo, a_hi), (b_lo, b_hi) = _interval(fa, *bounds), _interval(fb, *bounds)
-        return a_hi < b_lo or b_hi < a_lo
+        if a_hi < b_lo or b_hi < a_lo:
+            return True
+        if kind == "string":
+            return _patterns_disjoint(t, [*fa, *fb], max(a_lo, b_lo), min(a_hi, b_hi))
+        return False
     if kind == "object":
         return any(
             _disjoint(t, key_parts(fa, name), key_parts(fb, name), refs, depth + 1)

@@ -13,6 +13,8 @@ whose names meet (:func:`regex_disjoint`) both apply to the names they share.
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 import re
 from collections.abc import Sequence
 
@@ -25,6 +27,7 @@ from formcast.regex.dialect import (
     PLAIN,
     alt,
     except_words,
+    group,
     json_dumps,
     json_literal,
     opt,
@@ -98,6 +101,14 @@ def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Res
         extras = t.share_repeated(extras, where=("properties", pointer))  # written twice below
     n_required = sum(1 for _, r in members if r)
     n_optional = len(members) - n_required
+    if (
+        extras is None
+        and n_optional > 0
+        and ((max_props is not None and len(members) > max_props) or min_props > n_required)
+    ):
+        counted = _counted_members(t, members, min_props, max_props, count_pointer)
+        if counted is not None:
+            return counted
     extra_limit: int | None = None
     if max_props is not None:
         if n_required > max_props:
@@ -158,6 +169,43 @@ def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Res
     if nonempty:
         return rf"\{{{t.ws}{body}{t.ws}\}}"
     return rf"\{{{t.ws}(?:{body}{t.ws})?\}}"
+
+
+MAX_COUNTED_SUBSETS = 256
+"""Most sets of optional properties :func:`_counted_members` writes out one by one."""
+
+
+def _counted_members(
+    t: Translation,
+    members: list[tuple[str, bool]],
+    low: int,
+    high: int | None,
+    count_pointer: dict[str, str],
+) -> Result | None:
+    """Objects of the declared ``members`` alone (no other name allowed) with
+    ``low..high`` members in all: one alternative per set of optional members that
+    gives an allowed count, each in declaration order. ``None`` past
+    :data:`MAX_COUNTED_SUBSETS` sets; a Never when no count is allowed."""
+    optional = [i for i, (_, is_required) in enumerate(members) if not is_required]
+    n_required = len(members) - len(optional)
+    most = len(optional) if high is None else min(high - n_required, len(optional))
+    sizes = range(max(low - n_required, 0), most + 1)
+    if sum(math.comb(len(optional), size) for size in sizes) > MAX_COUNTED_SUBSETS:
+        return None
+    bodies = []
+    for size in sizes:
+        for chosen in itertools.combinations(optional, size):
+            kept = [m for i, (m, is_required) in enumerate(members) if is_required or i in chosen]
+            bodies.append(t.sep.join(kept))
+    nonempty = alt(b for b in bodies if b)
+    if nonempty is None:
+        if "" in bodies:
+            return rf"\{{{t.ws}\}}"
+        keyword = "minProperties" if low > len(members) else "maxProperties"
+        return Never(keyword, count_pointer[keyword], "no number of properties is allowed")
+    if "" in bodies:
+        return rf"\{{{t.ws}(?:{nonempty}{t.ws})?\}}"
+    return rf"\{{{t.ws}{group(nonempty)}{t.ws}\}}"
 
 
 def required_names(flat: Sequence[Part]) -> list[str]:

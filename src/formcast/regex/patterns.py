@@ -450,12 +450,13 @@ def _fit_length(items: list[_PNode], low: int, high: int | None) -> list[_PNode]
 
 
 def pattern_dfa(
-    node: _PNode, limits: Limits = DEFAULT_LIMITS
+    node: _PNode, limits: Limits = DEFAULT_LIMITS, wide: bool = False
 ) -> tuple[list[list[tuple[Ranges, int]]], list[bool]] | None:
     """A DFA over characters for a parsed, anchor-free pattern: per state its moves
     (disjoint code point ranges -> state) and whether it accepts; state 0 starts.
-    ``None`` past ``limits.max_pattern_nfa_states`` NFA or ``limits.max_pattern_dfa_states``
-    DFA states."""
+    Character sets take their narrow reading (what every engine matches), or their wide
+    one (what some engine matches) with ``wide``. ``None`` past
+    ``limits.max_pattern_nfa_states`` NFA or ``limits.max_pattern_dfa_states`` DFA states."""
     eps: list[list[int]] = [[]]
     moves: list[list[tuple[Ranges, int]]] = [[]]
 
@@ -470,8 +471,9 @@ def pattern_dfa(
         """Add ``item`` from ``start``; return its end state."""
         if isinstance(item, _PSet):
             end = fresh()
-            if item.narrow:
-                moves[start].append((item.narrow, end))
+            chars = item.wide if wide else item.narrow
+            if chars:
+                moves[start].append((chars, end))
             return end
         if isinstance(item, _PGroup):
             return build(item.node, start)
@@ -678,17 +680,47 @@ def pattern_regex(
     alternatives = _split_anchors(PatternParser(pattern).parse())
     out = []
     for alternative in alternatives:
-        items: list[_PNode] | None = alternative.items
-        if low > 0 or high is not None:
-            a, b = length_range(_PSeq(tuple(alternative.items)))
-            if a < low or (high is not None and b > high):
-                try:
-                    items = _fit_length(alternative.items, low, high)
-                except ValueError:
-                    continue
-                if items is None:
-                    return None, "minLength" if a < low else "maxLength"
-        emitted = _emit_pattern(_PSeq(tuple(items or [])), plain)
-        if emitted is not None:
-            out.append(emitted)
+        fitted = _fit_alternatives(alternative.items, low, high, _MAX_DISTRIBUTED)
+        if fitted is None:
+            a, _ = length_range(_PSeq(tuple(alternative.items)))
+            return None, "minLength" if a < low else "maxLength"
+        for items in fitted:
+            emitted = _emit_pattern(_PSeq(tuple(items)), plain)
+            if emitted is not None:
+                out.append(emitted)
     return alt(out), None
+
+
+_MAX_DISTRIBUTED = 16
+"""Most sequences one alternative of a pattern is split into to fit lengths."""
+
+
+def _fit_alternatives(
+    items: list[_PNode], low: int, high: int | None, budget: int
+) -> list[list[_PNode]] | None:
+    """Sequences whose union is the strings of ``items`` with ``low..high`` characters:
+    ``items`` itself when every string fits, else :func:`_fit_length`, else the sequence
+    split at its first alternation (``a(b|c)d`` -> ``abd``, ``acd``: the same strings)
+    with each part fitted, at most ``budget`` parts in all. ``None`` when no split fits."""
+    a, b = length_range(_PSeq(tuple(items)))
+    if a >= low and (high is None or b <= high):
+        return [items]
+    try:
+        fitted = _fit_length(items, low, high)
+    except ValueError:
+        return []
+    if fitted is not None:
+        return [fitted]
+    for index, item in enumerate(items):
+        node = item.node if isinstance(item, _PGroup) else item
+        if isinstance(node, _PAlt) and len(node.options) <= budget:
+            out: list[list[_PNode]] = []
+            for option in node.options:
+                middle = list(option.items) if isinstance(option, _PSeq) else [option]
+                split = [*items[:index], *middle, *items[index + 1 :]]
+                part = _fit_alternatives(split, low, high, budget // len(node.options))
+                if part is None:
+                    return None
+                out.extend(part)
+            return out
+    return None

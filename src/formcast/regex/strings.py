@@ -14,8 +14,10 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
+from formcast.charset import Ranges
 from formcast.errors import UnknownFormatWarning, UnsupportedSchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.context import Translation
@@ -45,20 +47,43 @@ from formcast.regex.patterns import (
     pattern_regex,
     pattern_union,
 )
-from formcast.schema import Mode
+from formcast.regex.string_sets import (
+    has_word_between,
+    intersection,
+    pattern_language,
+    word_language,
+)
+from formcast.schema import ANNOTATION_KEYWORDS, Mode, join_pointer
+
+
+def pattern_exclusion(schema: Any) -> str | None:
+    """The pattern of ``{"not": {"pattern": p}}``'s inner schema (a pattern and
+    annotations alone), else ``None``. Such a ``not`` stays in the conjunction: it means
+    a string that ``p`` does not match, which :func:`string_regex` writes exactly."""
+    if (
+        isinstance(schema, dict)
+        and isinstance(schema.get("pattern"), str)
+        and all(k == "pattern" or k in ANNOTATION_KEYWORDS for k in schema)
+    ):
+        return str(schema["pattern"])
+    return None
 
 
 def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Result:
-    """Regex for the JSON strings satisfying the length, ``pattern`` and ``format``
-    keywords of every part, minus the ``excluded`` values; a Never when none does.
+    """Regex for the JSON strings satisfying the length, ``pattern``, ``not: {pattern}``
+    and ``format`` keywords of every part, minus the ``excluded`` values; a Never when
+    none does.
 
-    Raises UnsupportedSchemaError for several patterns or formats, a pattern with a
-    format, lengths a format or a pattern cannot be crossed with, and exclusions that
+    One pattern is translated on its own; several, or any pattern negation, are crossed
+    as character DFAs (:mod:`formcast.regex.string_sets`). Raises UnsupportedSchemaError
+    for several formats, a pattern with a format, lengths a format or a pattern cannot be
+    crossed with, patterns whose product is past the size limits, and exclusions that
     cannot be written."""
     low = 0
     high: int | None = None
     length_pointer = {"minLength": flat[0].pointer, "maxLength": flat[0].pointer}
     patterns: list[tuple[str, str]] = []
+    negated: list[tuple[str, str]] = []
     formats: list[tuple[str, str]] = []
     for part in flat:
         schema = part.schema
@@ -73,6 +98,9 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
             p for p, _ in patterns
         ]:
             patterns.append((schema["pattern"], part.pointer))
+        inverse = pattern_exclusion(schema.get("not"))
+        if inverse is not None and inverse not in [p for p, _ in negated]:
+            negated.append((inverse, join_pointer(part.pointer, "not")))
         if isinstance(schema.get("format"), str) and schema["format"] not in [
             f for f, _ in formats
         ]:
@@ -89,14 +117,13 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
         raise UnsupportedSchemaError(
             "format", known[1][1], "several different formats cannot be combined"
         )
-    if known and patterns:
+    if known and (patterns or negated):
         raise UnsupportedSchemaError(
-            "pattern", patterns[0][1], "a pattern cannot be combined with a format"
+            "pattern", (patterns or negated)[0][1], "a pattern cannot be combined with a format"
         )
-    if len(patterns) > 1:
-        raise UnsupportedSchemaError(
-            "pattern", patterns[1][1], "several patterns cannot be intersected"
-        )
+    words = [v for v in excluded if isinstance(v, str)]
+    if len(patterns) > 1 or negated:
+        return _pattern_set(t, patterns, negated, words, low, high)
     one_spelling = True
     if known:
         name, pointer = known[0]
@@ -135,15 +162,16 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
             return Never(
                 "pattern", pointer, "no string matches the pattern within the length bounds"
             )
+        if words and ("(?&" in body or _matches_any(body, words)):
+            return _pattern_set(t, patterns, negated, words, low, high)
     else:
         one_spelling = t.plain_strings
         char = PLAIN_CHAR if t.plain_strings else STRING_CHAR
         body = repeat(char, low, high)
-    words = [v for v in excluded if isinstance(v, str)]
     if words:
         if one_spelling:
             assert body is not None
-            if "(?&" in body or any(re.fullmatch(body, json_dumps(w)[1:-1]) for w in words):
+            if "(?&" in body or _matches_any(body, words):
                 raise UnsupportedSchemaError(
                     "not", flat[0].pointer, "cannot exclude these strings here"
                 )
@@ -151,6 +179,48 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
             body = except_words(PLAIN, words, low, high)
             if body is None:
                 return Never("not", flat[0].pointer, "every allowed string is excluded")
+    return f'"{body}"'
+
+
+def _matches_any(body: str, words: list[str]) -> bool:
+    """Whether the string contents regex ``body`` matches the spelling of some word."""
+    return any(re.fullmatch(body, json_dumps(w)[1:-1]) for w in words)
+
+
+def _pattern_set(
+    t: Translation,
+    patterns: list[tuple[str, str]],
+    negated: list[tuple[str, str]],
+    words: list[str],
+    low: int,
+    high: int | None,
+) -> Result:
+    """The strings of ``low..high`` characters every pattern of ``patterns`` matches, no
+    pattern of ``negated`` matches (in its wide reading), and none of ``words`` is: the
+    product of their character DFAs, with the lengths counted as for one pattern."""
+    pointer = (patterns or negated)[0][1]
+    try:
+        kept = [pattern_language(p, False, t.limits) for p, _ in patterns]
+        removed = [pattern_language(p, True, t.limits) for p, _ in negated]
+        removed += [word_language(w) for w in words]
+        product = intersection(kept, removed, t.limits)
+        empty = not has_word_between(product, low, high)
+    except PatternUnsupported as error:
+        raise UnsupportedSchemaError(
+            "pattern", pointer, f"cannot translate pattern: {error}"
+        ) from None
+    except DfaTooLarge:
+        raise UnsupportedSchemaError(
+            "pattern", pointer, "these patterns cross into an automaton past the size limits"
+        ) from None
+    if empty:
+        return Never("pattern", pointer, "no string matches the patterns within the length bounds")
+    body = dfa_contents(t, list(product.moves), list(product.accepting), low, high)
+    if body is None:
+        keyword = "maxLength" if high is not None else "pattern"
+        raise UnsupportedSchemaError(
+            keyword, pointer, "these patterns and lengths cross past the size limits"
+        )
     return f'"{body}"'
 
 
@@ -212,20 +282,32 @@ def unknown_format(name: str, pointer: str, mode: Mode, asserted: bool = False) 
 
 def bounded_pattern(t: Translation, pattern: str, low: int, high: int | None) -> str | None:
     """String contents matching ``pattern`` with ``low..high`` characters, for patterns
-    a length cannot simply be fitted to: the pattern's character DFA times a counter,
-    one definition per live (state, characters read) pair, each calling the pairs one
-    character on. ``None`` without ``high`` (the counter would loop) or past the size
-    limits (``max_pattern_dfa_states``, ``max_length_product``, and the inlined
-    length of the definitions, which doubles per character where the DFA branches into
-    two live states that do not merge)."""
-    if high is None:
-        return long_pattern(pattern, low, t.plain_strings, t.limits)
-    if not t.sharing:
-        return None
+    a length cannot simply be fitted to: :func:`dfa_contents` of the pattern's DFA
+    (``None`` past the size limits, or when no string matches)."""
     built = pattern_dfa(pattern_union(pattern), t.limits)
-    if built is None or len(built[0]) * (high + 1) > t.limits.max_length_product:
+    if built is None:
         return None
-    moves, accepting = built
+    return dfa_contents(t, *built, low, high)
+
+
+def dfa_contents(
+    t: Translation,
+    moves: list[list[tuple[Ranges, int]]] | list[tuple[tuple[Ranges, int], ...]],
+    accepting: list[bool],
+    low: int,
+    high: int | None,
+) -> str | None:
+    """String contents spelling the words of ``low..high`` characters a character DFA
+    accepts: the DFA times a counter, one definition per live (state, characters read)
+    pair, each calling the pairs one character on (with ``high``), or a regex rebuilt by
+    state elimination (without). ``None`` when no word fits, or past the size limits
+    (``max_length_product``, the inlined length of the definitions, which doubles per
+    character where the DFA branches into two live states that do not merge, and the
+    state elimination limits)."""
+    if high is None:
+        return long_pattern(moves, accepting, low, t.plain_strings, t.limits)
+    if not t.sharing or len(moves) * (high + 1) > t.limits.max_length_product:
+        return None
     calls: dict[tuple[int, int], str] = {}  # live (state, read) -> its regex
     for read in range(high, -1, -1):
         for state, row in enumerate(moves):
@@ -249,16 +331,18 @@ def bounded_pattern(t: Translation, pattern: str, low: int, high: int | None) ->
 
 
 def long_pattern(
-    pattern: str, low: int, plain: bool, limits: Limits = DEFAULT_LIMITS
+    moves: Sequence[Sequence[tuple[Ranges, int]]],
+    accepting: Sequence[bool],
+    low: int,
+    plain: bool,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> str | None:
-    """String contents matching ``pattern`` with at least ``low`` characters: the
-    pattern's DFA crossed with a counter that stops at ``low``, turned back into a
-    regex by state elimination (``None`` past its size limits, or when no string
-    matches: both are refused by the caller)."""
-    built = pattern_dfa(pattern_union(pattern), limits)
-    if built is None or len(built[0]) * (low + 1) > limits.max_eliminated_states:
+    """String contents spelling the words of at least ``low`` characters a character DFA
+    accepts: the DFA crossed with a counter that stops at ``low``, turned back into a
+    regex by state elimination (``None`` past its size limits, or when no word fits:
+    both are refused by the caller)."""
+    if len(moves) * (low + 1) > limits.max_eliminated_states:
         return None
-    moves, accepting = built
     width = low + 1
     counted = [
         [(ranges, target * width + min(read + 1, low)) for ranges, target in moves[q]]

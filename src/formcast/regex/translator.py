@@ -51,7 +51,7 @@ from formcast.regex.parts import (
     TooLarge,
 )
 from formcast.regex.references import Definitions, Flattener, Recursion
-from formcast.regex.strings import string_regex
+from formcast.regex.strings import pattern_exclusion, string_regex
 from formcast.regex.text_values import TextSlots, text_value
 from formcast.schema import Mode, load_schema
 from formcast.text import FromText, TextSlot
@@ -301,7 +301,7 @@ class _Translator:
         excluded: list[Any] = []
         for part in flat:
             negated = part.schema.get("not")
-            if negated is not None:
+            if negated is not None and pattern_exclusion(negated) is None:
                 excluded.extend([negated["const"]] if "const" in negated else negated["enum"])
         candidates = enum_candidates(flat)
         if candidates is not None:
@@ -359,6 +359,9 @@ class _Translator:
             if "number" in named:
                 named.add("integer")
             allowed &= named
+        for part in flat:
+            if pattern_exclusion(part.schema.get("not")) is not None:
+                allowed &= {"string"}  # not: {pattern: ...} holds for strings alone
         if not explicit and self.mode == "generation":
             families: set[str] = set()
             for part in flat:

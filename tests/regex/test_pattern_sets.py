@@ -1,0 +1,192 @@
+"""Several patterns on one string, ``not: {pattern}``, ``not: {oneOf}``, and ``oneOf``
+branches told apart by their patterns (:mod:`formcast.regex.string_sets`)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+from regex_checks import (
+    Case,
+    case_tests,
+    dumps,
+    fullmatch,
+    specification_tests,
+    validator_for,
+)
+
+from formcast.regex.patterns import DfaTooLarge
+from formcast.regex.string_sets import (
+    has_word_between,
+    intersection,
+    minimized,
+    pattern_language,
+    word_language,
+)
+from formcast.regex.translator import schema_to_regex
+
+CASES: list[Case] = [
+    (
+        "two patterns",
+        {"type": "string", "allOf": [{"pattern": "^[a-z]+$"}, {"pattern": "b"}]},
+        ["b", "abc", "bbbb"],
+        ["", "acd", "B", "ab1", 1],
+    ),
+    (
+        "two patterns and lengths",
+        {"type": "string", "pattern": "^[ab]*$", "allOf": [{"pattern": "a"}], "maxLength": 3},
+        ["a", "ba", "bba"],
+        ["", "b", "bbba", "abab"],
+    ),
+    (
+        "not pattern",
+        {"not": {"pattern": "^a"}},
+        ["", "b", "ba", "é"],
+        ["a", "ab", 1, None, [], {}],
+    ),
+    (
+        "string not pattern",
+        {"type": "string", "not": {"pattern": "[0-9]"}, "minLength": 2},
+        ["ab", "a b"],
+        ["a", "a1", "12"],
+    ),
+    (
+        "pattern minus excluded values",
+        {"type": "string", "pattern": "^[ab]{1,2}$", "not": {"enum": ["a", "ab"]}},
+        ["b", "aa", "ba", "bb"],
+        ["a", "ab", "", "abc"],
+    ),
+    (
+        "oneOf told apart by patterns",
+        {
+            "oneOf": [
+                {"type": "integer"},
+                {"type": "string", "pattern": "^\\d+\\.?\\d*%?$"},
+                {"type": "string", "pattern": "^\\{[\\{%](.|[\\r\\n])*[\\}%]\\}$"},
+            ]
+        },
+        [1, "12%", "1.5", "{{ x }}", "{% if %}"],
+        ["x", "{x}", 1.5, None],
+    ),
+    (
+        "oneOf pattern against an empty string",
+        {"oneOf": [{"type": "string", "pattern": "^[0-9]+$"}, {"type": "string", "maxLength": 0}]},
+        ["", "12"],
+        ["a", "1a", 1],
+    ),
+    (
+        "oneOf overlapping patterns, by negation",
+        {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]},
+        ["a", "b", "ac", "cb"],
+        ["ab", "acb", "c", ""],
+    ),
+    (
+        "not oneOf",
+        {"type": "integer", "not": {"oneOf": [{"minimum": 3}, {"maximum": 5}]}},
+        [3, 4, 5],
+        [2, 6, -1, 9],
+    ),
+    (
+        "not oneOf of strings",
+        {
+            "type": "string",
+            "maxLength": 2,
+            "not": {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
+        },
+        ["", "c", "ab", "cc"],
+        ["a", "b", "ac", "cb"],
+    ),
+]
+
+test_hand_written_cases, test_samples_are_valid = case_tests(CASES)
+
+# generation mode writes no undeclared property: these need specification mode
+SPEC_CASES: list[Case] = [
+    (
+        "oneOf of objects, a pattern negated",
+        {
+            "type": "object",
+            "oneOf": [
+                {"properties": {"s": {"type": "string"}}, "required": ["s"]},
+                {
+                    "properties": {"s": {"pattern": "OK"}, "t": {"type": "null"}},
+                    "required": ["s", "t"],
+                },
+            ],
+        },
+        [{"s": "x"}, {"s": "OK"}, {"s": "x", "t": None}, {"s": 1, "t": None}],
+        [{"s": "OK", "t": None}, {}, {"s": 1}],
+    ),
+]
+
+test_specification_mode_cases = specification_tests(CASES + SPEC_CASES)
+
+
+# Exactness: every string over a small alphabet up to a few characters is accepted
+# exactly when jsonschema finds it valid.
+_EXHAUSTIVE: list[tuple[str, Any]] = [
+    ("two patterns", {"type": "string", "pattern": "^[ab1]+$", "allOf": [{"pattern": "1"}]}),
+    ("not pattern", {"type": "string", "not": {"pattern": "a.b"}}),
+    ("not pattern with lengths", {"not": {"pattern": "^a|b$"}, "minLength": 1, "maxLength": 3}),
+    (
+        "oneOf patterns",
+        {"oneOf": [{"pattern": "^a"}, {"pattern": "1"}, {"type": "string", "maxLength": 1}]},
+    ),
+    ("not oneOf patterns", {"not": {"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}}),
+    ("patterns and excluded values", {"pattern": "^[ab]+$", "not": {"enum": ["ab", "ba"]}}),
+    ("alternation fitted to maxLength", {"pattern": "^(a|b[ab-]*1)$", "maxLength": 3}),
+    ("alternation fitted to minLength", {"pattern": "^x?(a|1[ab]*|-)$", "minLength": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "schema"), _EXHAUSTIVE, ids=[n for n, _ in _EXHAUSTIVE])
+def test_every_short_string_agrees_with_jsonschema(name: str, schema: Any) -> None:
+    regex = schema_to_regex(schema, mode="specification")
+    validator = validator_for(schema)
+    strings = ["".join(p) for n in range(5) for p in itertools.product("ab1-", repeat=n)]
+    for value in [*strings, 1, None, True, [], {}]:
+        expected = validator.is_valid(value)
+        assert bool(fullmatch(regex, dumps(value))) == expected, (name, value, expected)
+
+
+def test_intersection_is_minimal_and_exact() -> None:
+    both = intersection([pattern_language("a", False), pattern_language("b", False)], [])
+    assert len(both.moves) == 4  # nothing, saw a, saw b, saw both
+    assert has_word_between(both, 2, 2)
+    assert not has_word_between(both, 0, 1)
+
+
+def test_removed_languages_and_lengths() -> None:
+    digits = pattern_language("^[0-9]+$", False)
+    not_zero = intersection([digits], [word_language("0")])
+    assert has_word_between(not_zero, 1, 1)  # "1"
+    only_zero = intersection([pattern_language("^0$", False)], [word_language("0")])
+    assert not has_word_between(only_zero, 0, None)
+    assert len(minimized(only_zero).moves) == 1
+
+
+def test_lengths_past_a_cycle_are_decided() -> None:
+    even = pattern_language("^(?:aa)*$", False)
+    assert not has_word_between(even, 5, 5)
+    assert has_word_between(even, 5, None)
+    assert not has_word_between(even, 1001, 1001)
+    assert has_word_between(even, 999, 1000)
+
+
+def test_a_product_past_the_limit_raises() -> None:
+    from formcast.limits import Limits
+
+    parts = [pattern_language(f"{c}.{{4}}$", False) for c in "abc"]
+    with pytest.raises(DfaTooLarge):
+        intersection(parts, [], Limits(max_pattern_dfa_states=20))
+
+
+def test_negated_pattern_reads_shorthands_widely() -> None:
+    """``not: {pattern: "\\d"}`` refuses digits any engine reads as ``\\d`` (Arabic-Indic
+    digits too), so no string that some validator finds matching gets through."""
+    regex = schema_to_regex({"type": "string", "not": {"pattern": "\\d"}}, mode="specification")
+    assert fullmatch(regex, json.dumps("abc"))
+    assert not fullmatch(regex, json.dumps("a1"))
+    assert not fullmatch(regex, json.dumps("a\u0663", ensure_ascii=False))
