@@ -70,6 +70,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 import formcast
+from formcast.prompts import DEFAULT_USER
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sroie"
 FIELDS = ("company", "date", "address", "total")
@@ -116,7 +117,7 @@ class ValidatedReceipt(CopiedReceipt):
 
 #: --template -> the user message of the prompt (the system message is formcast's)
 TEMPLATES = {
-    "default": formcast.prompts.DEFAULT_USER,
+    "default": DEFAULT_USER,
     "text-first": "Text:\n{text}\n\n{instructions}\n\nFields:\n{fields}",
 }
 
