@@ -65,6 +65,12 @@ CASES: list[Case] = [
         ["1:2:3", ":::", "12345::"],
     ),
     (
+        "uri-template",
+        {"type": "string", "format": "uri-template"},
+        ["http://example.com/{id}", "/search{?q,lang}", "{+path}/x", "{var:3}{list*}", "%20{a.b}"],
+        ["http://example.com/resource/{", "{}", "{a b}", "}", "{a:0}", "{a..b}", "a b"],
+    ),
+    (
         "hostname",
         {"type": "string", "format": "hostname"},
         ["example.com", "a-b.c"],

@@ -1,5 +1,6 @@
 """String formats: dates, times, durations, UUIDs, IP addresses, host names, e-mail
-addresses, URLs and URIs, as regexes over the decoded string (plain characters only).
+addresses, URLs, URIs and URI templates, as regexes over the decoded string (plain
+characters only).
 
 * :data:`STRING_FORMATS`: conservative regexes for ``format`` values; what they match
   passes jsonschema's format checker and the matching Pydantic type.
@@ -177,6 +178,15 @@ _URI_RELATIVE = (
     rf"|(?:(?:[{_URI_CHARS}@-]|{_PCT})+(?:/{_PCHAR}*)*)?){_URI_TAIL}"
 )
 
+# RFC 6570 URI templates, ASCII only: literals (and percent-encodings) and expressions
+# "{" [operator] varspec *("," varspec) "}", a varspec a dotted name with ":n" or "*".
+_TEMPLATE_LITERAL = rf"(?:[!#$&(-;=?-\[\]_a-z~]|{_PCT})"
+_TEMPLATE_VARCHAR = f"(?:[A-Za-z0-9_]|{_PCT})"
+_TEMPLATE_VARSPEC = rf"{_TEMPLATE_VARCHAR}(?:\.?{_TEMPLATE_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+_URI_TEMPLATE = (
+    rf"(?:{_TEMPLATE_LITERAL}|\{{[+#./;?&=,!@|]?{_TEMPLATE_VARSPEC}(?:,{_TEMPLATE_VARSPEC})*\}})*"
+)
+
 SPEC_STRING_FORMATS: dict[str, str] = {
     "uri": _URI_RFC,
     "iri": _URI_RFC,
@@ -201,6 +211,7 @@ STRING_FORMATS: dict[str, str] = {
     "ipv6": _ipv6(),
     "ipvanyaddress": f"(?:{_IPV4}|{_ipv6()})",
     "uri": _URI,
+    "uri-template": _URI_TEMPLATE,
 }
 """Regexes (over the decoded string; plain characters only) for the supported formats.
 
