@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
-from formcast.text import TextAutomaton, TextSlot
+from formcast.text import TextAutomaton, TextSlot, memoized
 
 __all__ = ["ShapedText", "shape_automaton", "slot_automaton"]
 
@@ -96,11 +96,7 @@ class ShapedText:
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (shared array: do not modify)."""
-        found = self._rows.get(state)
-        if found is None:
-            found = self._build_row(state)
-            self._rows[state] = found
-        return found
+        return memoized(self._rows, state, self._build_row)
 
     def _build_row(self, state: int) -> IntArray:
         value, shaped = self._pairs[state]
@@ -115,11 +111,7 @@ class ShapedText:
         """Fewest bytes (each one usable) that complete a value from ``state``: 0 when
         accepting, ``UNREACHABLE`` when no value can be completed. Exact (a
         breadth-first search over the pairs reachable from ``state``)."""
-        found = self._distances.get(state)
-        if found is None:
-            found = self._search(state)
-            self._distances[state] = found
-        return found
+        return memoized(self._distances, state, self._search)
 
     def _search(self, start: int) -> int:
         if start == DEAD:

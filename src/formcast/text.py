@@ -45,10 +45,10 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,7 @@ __all__ = [
     "FromText",
     "TextAutomaton",
     "TextSlot",
+    "memoized",
     "number_candidates",
     "slot_regex",
     "slot_table_comment",
@@ -71,6 +72,7 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int32]
+_T = TypeVar("_T")
 
 #: The JSON Schema keyword that marks a value as copied from the text: ``true`` or an
 #: object of :class:`FromText` options.
@@ -165,6 +167,15 @@ class FromText:
         schema = handler.resolve_ref_schema(schema)
         schema[FROM_TEXT_KEYWORD] = self.keyword_value()
         return schema
+
+
+def memoized(cache: dict[int, _T], key: int, build: Callable[[int], _T]) -> _T:
+    """``cache[key]``, built by ``build(key)`` the first time."""
+    found = cache.get(key)
+    if found is None:
+        found = build(key)
+        cache[key] = found
+    return found
 
 
 def _is_count(value: Any) -> bool:
@@ -653,11 +664,7 @@ class TextAutomaton:
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (shared array: do not modify)."""
-        found = self._rows.get(state)
-        if found is None:
-            found = self._build_row(state)
-            self._rows[state] = found
-        return found
+        return memoized(self._rows, state, self._build_row)
 
     def _build_row(self, state: int) -> IntArray:
         nodes = self._nodes[state]
