@@ -69,11 +69,23 @@ class LazyAutomaton(TableAutomaton):
         self._start(build_nfa(pattern, limits))
 
     @classmethod
-    def of_nfa(cls, nfa: Nfa) -> LazyAutomaton:
+    def of_nfa(
+        cls, nfa: Nfa, states: Mapping[str, npt.NDArray[Any]] | None = None
+    ) -> LazyAutomaton:
         """The automaton of an NFA built already (a machine of a pushdown automaton:
-        see :func:`formcast.automaton.parse.build_machines`). O(NFA size)."""
+        see :func:`formcast.automaton.parse.build_machines`), with the DFA states and
+        rows of ``states`` (what :meth:`state_arrays` wrote) when given. O(NFA size),
+        plus the states.
+
+        Raises:
+            ValueError: ``states`` is missing a field or is inconsistent (see
+                :meth:`from_arrays`).
+        """
         automaton = cls.__new__(cls)
-        automaton._start(nfa)
+        if states is None:
+            automaton._start(nfa)
+        else:
+            automaton._adopt(nfa, *_read_states(states))
         return automaton
 
     def _start(self, nfa: Nfa) -> None:
@@ -95,21 +107,27 @@ class LazyAutomaton(TableAutomaton):
         self._adopt(state["nfa"], list(state["sets"]), state["table"], state["built"])
 
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
-        """The automaton as plain data (its :class:`Nfa`, the DFA states reached so far as
-        a CSR of NFA ids, and their rows), read back by :meth:`from_arrays`. Taken under
-        the row lock, so the table and the states agree. Cost: linear in the states."""
+        """The automaton as plain data (its :class:`Nfa` and :meth:`state_arrays`), read
+        back by :meth:`from_arrays`. Cost: linear in the NFA and the states."""
+        meta, arrays = self._nfa.to_arrays()
+        stored = {f"nfa.{name}": array for name, array in arrays.items()}
+        stored.update(self.state_arrays())
+        return {"nfa": meta}, stored
+
+    def state_arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The DFA states reached so far, as a CSR of NFA ids, and their rows (its NFA
+        left out: :meth:`of_nfa` reads them back over the same NFA). Taken under the row
+        lock, so the table and the states agree. Cost: linear in the states."""
         with self._lock:
             count = len(self._sets)
             members = [sorted(members) for members in self._sets]
             table = self._table[:count].copy()
-        built = table[:, 0] != UNBUILT
-        meta, arrays = self._nfa.to_arrays()
-        arrays = {f"nfa.{name}": array for name, array in arrays.items()}
-        arrays["set_offsets"] = np.cumsum([0, *map(len, members)], dtype=np.int64)
-        arrays["set_members"] = np.array([m for group in members for m in group], dtype=np.int64)
-        arrays["table"] = table
-        arrays["built"] = built
-        return {"nfa": meta}, arrays
+        return {
+            "set_offsets": np.cumsum([0, *map(len, members)], dtype=np.int64),
+            "set_members": np.array([m for group in members for m in group], dtype=np.int64),
+            "table": table,
+            "built": table[:, 0] != UNBUILT,
+        }
 
     @classmethod
     def from_arrays(
@@ -126,21 +144,7 @@ class LazyAutomaton(TableAutomaton):
             meta.get("nfa", {}),
             {name[len(prefix) :]: a for name, a in arrays.items() if name.startswith(prefix)},
         )
-        try:
-            offsets = arrays["set_offsets"].tolist()
-            members = arrays["set_members"].tolist()
-            table, built = arrays["table"], arrays["built"]
-        except KeyError as missing:
-            raise ValueError(f"expected an automaton field {missing}, found none") from None
-        count = len(offsets) - 1
-        if count < 2 or table.shape != (count, 256) or built.shape != (count,):
-            raise ValueError(f"expected {count} states with 256-entry rows and flags")
-        sets = [frozenset(members[offsets[k] : offsets[k + 1]]) for k in range(count)]
-        if sets[DEAD] or int(table.max(initial=0)) >= count:
-            raise ValueError("expected the dead state first and rows within the states")
-        automaton = cls.__new__(cls)
-        automaton._adopt(nfa, sets, table.astype(np.int32), built.astype(np.bool_))
-        return automaton
+        return cls.of_nfa(nfa, arrays)
 
     def _adopt(
         self,
@@ -708,3 +712,26 @@ def _sweep(edges: list[tuple[int, int, frozenset[int]]]) -> list[tuple[int, int,
             members = frozenset().union(*[edge[2] for edge in active])
         segments.append((a, b - 1, members))
     return segments
+
+
+def _read_states(
+    arrays: Mapping[str, npt.NDArray[Any]],
+) -> tuple[list[frozenset[int]], IntArray, BoolArray]:
+    """The states, rows and built flags :meth:`LazyAutomaton.state_arrays` wrote.
+
+    Raises:
+        ValueError: a field is missing, or the states, rows and flags disagree.
+    """
+    try:
+        offsets = arrays["set_offsets"].tolist()
+        members = arrays["set_members"].tolist()
+        table, built = arrays["table"], arrays["built"]
+    except KeyError as missing:
+        raise ValueError(f"expected an automaton field {missing}, found none") from None
+    count = len(offsets) - 1
+    if count < 2 or table.shape != (count, 256) or built.shape != (count,):
+        raise ValueError(f"expected {count} states with 256-entry rows and flags")
+    sets = [frozenset(members[offsets[k] : offsets[k + 1]]) for k in range(count)]
+    if sets[DEAD] or not UNBUILT <= int(table.min(initial=0)) <= int(table.max(initial=0)) < count:
+        raise ValueError("expected the dead state first and rows within the states")
+    return sets, table.astype(np.int32), built.astype(np.bool_)
