@@ -10,6 +10,7 @@ are exact along a greedy completion.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import random
 from pathlib import Path
@@ -25,6 +26,7 @@ from formcast.automaton import (
     PushdownAutomaton,
     compile_automaton,
 )
+from formcast.automaton.parse import build_nfa
 from formcast.cache import disk_cache_stats
 from formcast.compiler import clear_memory_cache
 from formcast.index import TokenIndex
@@ -474,3 +476,14 @@ def test_more_definitions_than_one_marker_digit_numbers() -> None:
         assert automaton.matches(text[:end].encode())
     assert not automaton.matches(text[:40].encode() + b"a")
     assert not automaton.matches(b"b")
+
+
+def test_an_automaton_over_the_same_edges_shares_their_index_and_others_are_refused() -> None:
+    nfa = build_nfa("ab|c")
+    first = LazyAutomaton.of_nfa(nfa)
+    shifted = dataclasses.replace(nfa, final=nfa.start)  # same edges, another end
+    sharing = LazyAutomaton.of_nfa(shifted, edges_of=first)
+    assert sharing.matches(b"") and not sharing.matches(b"ab")
+    assert first.matches(b"ab") and not first.matches(b"")  # its own end is kept
+    with pytest.raises(ValueError, match="same NFA edges"):
+        LazyAutomaton.of_nfa(build_nfa("ab|c"), edges_of=first)  # equal edges, other arrays

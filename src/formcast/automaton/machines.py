@@ -18,16 +18,16 @@ bytes, its calls, whether it may end) and checks, once, what makes a grammar unu
 It also computes what completing each definition costs (a fixpoint: a definition's
 cost depends on its callees'), for budget-safe endings.
 
-Cost: building is O(machines x NFA size) (each machine derives its own edge index);
-the checks explore only the machine states reachable without reading a byte; one
-completion fixpoint runs at most ``machines + 1`` rounds of one distance search per
-machine, once per byte-cost table.
+Cost: building is O(NFA size) for the edge index the machines share, plus a copy of one
+flag per NFA state a machine; the checks explore only the machine states reachable
+without reading a byte; one completion fixpoint runs at most ``machines + 1`` rounds of
+one distance search per machine, once per byte-cost table.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -84,10 +84,7 @@ class Machines:
             k + 1 for k, name in enumerate(plan.recursive) if name in plan.reachable
         ]
         self._setup(pattern, ("(main)", *plan.recursive), nfa, ends, reachable)
-        self.automata = [
-            LazyAutomaton.of_nfa(dataclasses.replace(nfa, start=start, final=end))
-            for start, end in ends
-        ]
+        self.automata = _machine_automata(nfa, ends, [None] * len(ends))
         self._check_productive()
         self._check_left_recursion()
 
@@ -135,8 +132,8 @@ class Machines:
     ) -> Machines:
         """The machines :meth:`to_arrays` wrote, for ``pattern`` (as written, for
         messages; the caller stores it). The grammar's checks are not run
-        again: they passed when the machines were first built. Cost: O(machines x NFA
-        size) (each machine derives its own edge index) plus the states.
+        again: they passed when the machines were first built. Cost: O(NFA size) (the
+        shared edge index) plus the states.
 
         Raises:
             ValueError: a field is missing or inconsistent.
@@ -154,13 +151,8 @@ class Machines:
             raise ValueError(f"expected {len(names)} machines, found {len(ends)} ends")
         machines = cls.__new__(cls)
         machines._setup(pattern, tuple(str(name) for name in names), nfa, ends, reachable)
-        machines.automata = [
-            LazyAutomaton.of_nfa(
-                dataclasses.replace(nfa, start=start, final=end),
-                arrays_under(arrays, f"machine{machine}."),
-            )
-            for machine, (start, end) in enumerate(ends)
-        ]
+        states = [arrays_under(arrays, f"machine{machine}.") for machine in range(len(ends))]
+        machines.automata = _machine_automata(nfa, ends, states)
         machines._completions = _read_completions(meta.get("completions"), len(names) - 1)
         return machines
 
@@ -295,6 +287,21 @@ class Machines:
                     f"is left-recursive: it can call itself again before reading a byte "
                     f"({cycle}); rewrite the recursion to come after something that is read",
                 )
+
+
+def _machine_automata(
+    nfa: Nfa,
+    ends: list[tuple[int, int]],
+    states: Sequence[Mapping[str, npt.NDArray[Any]] | None],
+) -> list[LazyAutomaton]:
+    """One automaton per machine over ``nfa`` with the machine's start and end (and its
+    ``states`` when given), all sharing the first one's edge index."""
+    automata: list[LazyAutomaton] = []
+    for (start, end), stored in zip(ends, states, strict=True):
+        machine_nfa = dataclasses.replace(nfa, start=start, final=end)
+        first = automata[0] if automata else None
+        automata.append(LazyAutomaton.of_nfa(machine_nfa, stored, edges_of=first))
+    return automata
 
 
 def _read_completions(stored: Any, definitions: int) -> dict[bytes | None, tuple[int, ...]]:

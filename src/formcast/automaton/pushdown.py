@@ -36,8 +36,8 @@ reach acceptance, and every closure is finite. A state holding more than
 (a grammar ambiguous enough to track that many parses at once) raises
 :class:`~formcast.errors.SchemaError` when a walk reaches it.
 
-Cost: building parses the pattern once and derives each machine's edge index (O(machines
-x NFA size)), checks left recursion and runs one completion-cost fixpoint (see
+Cost: building parses the pattern once and indexes its NFA's edges once for all machines
+(O(NFA size)), checks left recursion and runs one completion-cost fixpoint (see
 :mod:`~formcast.automaton.machines`). A row costs one machine row per distinct (machine,
 state) of its stacks (cached) plus one closure per distinct successor, ~50-500 us for
 the few stacks of a typical grammar state. :meth:`PushdownAutomaton.step` on built rows
@@ -59,7 +59,8 @@ per stack.
 
 Thread safety: reads of built rows take no lock; rows (and the frames and closures they
 create) are built under a lock with a double check. Instances pickle with everything
-built so far, so state ids stay valid in the copy.
+built so far, so state ids stay valid in the copy; :meth:`PushdownAutomaton.to_arrays`
+writes the same as plain arrays for the disk cache.
 """
 
 from __future__ import annotations
@@ -198,8 +199,8 @@ class PushdownAutomaton(TableAutomaton):
     ) -> PushdownAutomaton:
         """The automaton :meth:`to_arrays` wrote, with its states and rows: the same
         state ids, and the same answers, as the one written. Reads plain data only; the
-        grammar is not parsed or checked again. Cost: O(machines x NFA size) plus the
-        frames and states.
+        grammar is not parsed or checked again. Cost: O(NFA size) (the machines' shared
+        edge index) plus the frames and states.
 
         Raises:
             ValueError: a field is missing, or the frames, states and rows disagree.
