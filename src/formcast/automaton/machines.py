@@ -37,7 +37,7 @@ from formcast.automaton.definitions import EmptyDefinitionError, RecursionPlan, 
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
 from formcast.automaton.markers import CALL_BYTE, DIGIT_BYTES, MARKER_BYTES, marker_width
-from formcast.automaton.nfa import Nfa
+from formcast.automaton.nfa import VIRTUAL_BASE, Nfa
 from formcast.automaton.parse import build_machines
 from formcast.automaton.table import arrays_under
 from formcast.graphs import strongly_connected_components
@@ -149,6 +149,8 @@ class Machines:
             raise ValueError(f"expected each machine's start and end: {error}") from None
         if len(ends) != len(names) or not all(0 <= m < len(names) for m in reachable):
             raise ValueError(f"expected {len(names)} machines, found {len(ends)} ends")
+        if not all(_is_state(nfa, state) for end in ends for state in end):
+            raise ValueError(f"expected machine starts and ends among the NFA's states: {ends}")
         machines = cls.__new__(cls)
         machines._setup(pattern, tuple(str(name) for name in names), nfa, ends, reachable)
         states = [arrays_under(arrays, f"machine{machine}.") for machine in range(len(ends))]
@@ -302,6 +304,13 @@ def _machine_automata(
         first = automata[0] if automata else None
         automata.append(LazyAutomaton.of_nfa(machine_nfa, stored, edges_of=first))
     return automata
+
+
+def _is_state(nfa: Nfa, state: int) -> bool:
+    """Whether ``state`` is a concrete or a virtual state of ``nfa``."""
+    return 0 <= state < nfa.concrete_states or (
+        VIRTUAL_BASE <= state < VIRTUAL_BASE + nfa.virtual_states
+    )
 
 
 def _read_completions(stored: Any, definitions: int) -> dict[bytes | None, tuple[int, ...]]:
