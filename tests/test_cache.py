@@ -375,8 +375,19 @@ def _frame_below_itself(arrays: dict[str, Any]) -> None:
     arrays["automaton.frames"][-1, 2] = arrays["automaton.frames"].shape[0] - 1
 
 
+def _token_past_the_states(arrays: dict[str, Any]) -> None:
+    arrays["row_next"][0] = arrays["automaton.table"].shape[0]
+
+
 @pytest.mark.parametrize(
-    "change", [_unknown_machine, _unknown_frame, _row_past_the_states, _frame_below_itself]
+    "change",
+    [
+        _unknown_machine,
+        _unknown_frame,
+        _row_past_the_states,
+        _frame_below_itself,
+        _token_past_the_states,
+    ],
 )
 def test_a_pushdown_entry_whose_parts_disagree_is_a_miss(change: Any, _private_cache: Path) -> None:
     vocab = vocabulary()

@@ -155,11 +155,11 @@ class TokenIndex:
                 f"expected an index over a compiled constraint, found one over "
                 f"{type(automaton).__name__} ({what}), which is not saved"
             )
-        automaton_meta, arrays = automaton.to_arrays()
-        with self._lock:
+        with self._lock:  # first: every state these name exists before the automaton's copy
             rows = sorted(self._rows.items())
             distances = sorted(self._distances.items())
             plain_next = self._plain_next.copy()
+        automaton_meta, arrays = automaton.to_arrays()
         arrays = {f"automaton.{name}": array for name, array in arrays.items()}
         arrays.update(
             row_states=np.array([state for state, _ in rows], dtype=np.int64),
@@ -198,10 +198,12 @@ class TokenIndex:
             raise ValueError(f"expected an automaton kind of {sorted(_STORED_AUTOMATA)}")
         automaton = kind.from_arrays(meta.get("automaton", {}), arrays_under(arrays, "automaton."))
         index = cls(automaton, vocabulary, description=str(meta.get("description", "")))
-        index._adopt_rows(arrays)
+        index._adopt_rows(arrays, automaton.num_states)
         return index
 
-    def _adopt_rows(self, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+    def _adopt_rows(self, arrays: Mapping[str, npt.NDArray[Any]], count: int) -> None:
+        """Take the token rows, distances and plain-byte successors :meth:`to_bytes`
+        wrote, over an automaton of ``count`` states."""
         try:
             states = arrays["row_states"].tolist()
             offsets = arrays["row_offsets"].tolist()
@@ -215,6 +217,9 @@ class TokenIndex:
             raise ValueError("expected one offset per row and one state per token")
         if len(distance_states) != len(distance_values) or plain_next.ndim != 1:
             raise ValueError("expected one distance per state and a flat plain-byte table")
+        named = [np.asarray(states), following, np.asarray(distance_states), plain_next]
+        if any(part.size and int(part.max()) >= count for part in named):
+            raise ValueError(f"expected token rows naming the automaton's {count} states")
         for k, state in enumerate(states):
             span = slice(offsets[k], offsets[k + 1])
             self._rows[state] = _Row(

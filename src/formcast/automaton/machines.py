@@ -121,7 +121,7 @@ class Machines:
         arrays["reachable"] = np.array(self.reachable, dtype=np.int64)
         completions = [
             [None if key is None else key.hex(), list(costs)]
-            for key, costs in self._completions.items()
+            for key, costs in list(self._completions.items())  # a copy: it may grow meanwhile
         ]
         meta = {"names": list(self.names), "nfa": nfa_meta, "completions": completions}
         return meta, arrays
