@@ -609,9 +609,12 @@ def test_a_cached_index_answers_like_a_fresh_one(case: int) -> None:
 # ------------------------------------------------------------------ saving rows, clearing, size
 
 
-def test_saving_again_keeps_the_rows_built_since(_private_cache: Path) -> None:
+@pytest.mark.parametrize("output", [Order, Tree], ids=["lazy", "pushdown"])
+def test_saving_again_keeps_the_rows_built_since(
+    output: type[BaseModel], _private_cache: Path
+) -> None:
     vocab = vocabulary()
-    index = formcast.compile(Order, vocab)
+    index = formcast.compile(output, vocab)
     assert not formcast.save_to_disk_cache(index)  # nothing new yet
     cursor = index.cursor()
     for token in (b'{"', b"name", b'":"', b"a", b'","'):
@@ -619,9 +622,12 @@ def test_saving_again_keeps_the_rows_built_since(_private_cache: Path) -> None:
     rows = index.computed_rows
     assert rows > 1
     assert formcast.save_to_disk_cache(index)
-    loaded = compile_fresh(Order, vocab)
+    loaded = compile_fresh(output, vocab)
     assert loaded.computed_rows == rows
-    assert not formcast.save_to_disk_cache(formcast.compile(Order, vocab, cache=False))
+    assert loaded.cursor().allowed_token_ids().tolist() == (
+        index.cursor().allowed_token_ids().tolist()
+    )
+    assert not formcast.save_to_disk_cache(formcast.compile(output, vocab, cache=False))
 
 
 def test_clear_disk_cache_removes_entries_only(_private_cache: Path) -> None:
