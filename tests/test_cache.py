@@ -25,6 +25,8 @@ from pydantic import BaseModel
 
 import formcast
 import formcast.cache as disk_cache
+from formcast import blob
+from formcast.automaton import PushdownAutomaton
 from formcast.compiler import clear_memory_cache
 from formcast.constraint import CompileOptions, constraint_key
 from formcast.index import TokenIndex
@@ -62,11 +64,23 @@ MODEL_SOURCE = textwrap.dedent(
         name: str
         population: int
         capital: bool | None = None
+
+    class Tree(BaseModel):
+        name: str
+        children: list["Tree"] = []
     """
 )
 _namespace: dict[str, Any] = {}
 exec(MODEL_SOURCE, _namespace)
 Place: type[BaseModel] = _namespace["Place"]
+Tree: type[BaseModel] = _namespace["Tree"]  # recursive: a pushdown automaton
+
+ARITHMETIC = """
+root   ::= expr
+expr   ::= term (("+" | "-") term)*
+term   ::= factor (("*" | "/") factor)*
+factor ::= [0-9]+ | "(" expr ")" | "-" factor
+"""
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -118,13 +132,13 @@ def refuse(*args, **kwargs):
     raise AssertionError("a disk-cache hit must not build the regex or the automaton")
 
 formcast.constraint.schema_to_regex = refuse
-formcast.compiler.LazyAutomaton = refuse
+formcast.compiler.compile_automaton = refuse
 
 TOKENS = {tokens!r}
 vocabulary = Vocabulary.from_token_bytes(TOKENS, [{eos}])
 {model_source}
 out = {{}}
-for name, output in (("place", Place), ("schema", json.loads({schema!r}))):
+for name, output in (("place", Place), ("tree", Tree), ("schema", json.loads({schema!r}))):
     index = formcast.compile(output, vocabulary, mode="specification")
     out[name] = [index.description, index.cursor().allowed_token_ids().tolist()]
 out["stats"] = formcast.cache.disk_cache_stats()
@@ -154,13 +168,16 @@ def run_second_process(cache_root: Path) -> dict[str, Any]:
 def test_a_second_process_hits_without_building_the_regex(_private_cache: Path) -> None:
     vocab = vocabulary()
     place = formcast.compile(Place, vocab, mode="specification")
+    tree = formcast.compile(Tree, vocab, mode="specification")
     schema = formcast.compile(SCHEMA, vocab, mode="specification")
-    assert len(entries(_private_cache)) == 2
+    assert isinstance(tree.automaton, PushdownAutomaton)
+    assert len(entries(_private_cache)) == 3
     assert place.computed_rows >= 1  # the first mask's row travels with the entry
 
     second = run_second_process(_private_cache.parent)
-    assert second["stats"]["hits"] == 2 and second["stats"]["misses"] == 0
+    assert second["stats"]["hits"] == 3 and second["stats"]["misses"] == 0
     assert second["place"] == ["Place", place.cursor().allowed_token_ids().tolist()]
+    assert second["tree"] == ["Tree", tree.cursor().allowed_token_ids().tolist()]
     assert second["schema"][1] == schema.cursor().allowed_token_ids().tolist()
 
 
@@ -168,7 +185,7 @@ def test_concurrent_writers_leave_one_valid_entry(_private_cache: Path) -> None:
     code = _SECOND_PROCESS.format(
         tokens=TOKENS, eos=EOS, model_source=MODEL_SOURCE, schema=json.dumps(SCHEMA)
     ).replace("formcast.constraint.schema_to_regex = refuse", "")
-    code = code.replace("formcast.compiler.LazyAutomaton = refuse", "")
+    code = code.replace("formcast.compiler.compile_automaton = refuse", "")
     env = {**os.environ, "FORMCAST_CACHE_DIR": str(_private_cache.parent)}
     workers = [
         subprocess.Popen(
@@ -183,7 +200,7 @@ def test_concurrent_writers_leave_one_valid_entry(_private_cache: Path) -> None:
     ]
     outputs = [worker.communicate(timeout=300) for worker in workers]
     assert all(worker.returncode == 0 for worker in workers), [err for _, err in outputs]
-    assert len(entries(_private_cache)) == 2
+    assert len(entries(_private_cache)) == 3
     assert not list(_private_cache.glob(".tmp-*"))
     before = disk_cache.disk_cache_stats()
     compile_fresh(Place, vocabulary(), mode="specification")
@@ -332,6 +349,63 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(damage: Any, _private_cache:
     assert disk_cache.disk_cache_stats()["hits"] == after["hits"] + 1
 
 
+def _tampered(data: bytes, change: Any) -> bytes:
+    """The entry ``data`` with ``change`` applied to its index's arrays (copies), behind a
+    valid header: well-formed plain data whose parts disagree."""
+    payload = memoryview(data)[disk_cache._HEADER.size :]
+    meta, arrays = blob.unpack(payload)
+    copies = {name: array.copy() for name, array in arrays.items()}
+    change(copies)
+    return _with_payload(data, blob.pack(meta, copies))
+
+
+def _unknown_machine(arrays: dict[str, Any]) -> None:
+    arrays["automaton.frames"][-1, 0] = 99
+
+
+def _unknown_frame(arrays: dict[str, Any]) -> None:
+    arrays["automaton.stack_members"][-1] = arrays["automaton.frames"].shape[0]
+
+
+def _row_past_the_states(arrays: dict[str, Any]) -> None:
+    arrays["automaton.table"][1, ord("{")] = arrays["automaton.table"].shape[0]
+
+
+def _frame_below_itself(arrays: dict[str, Any]) -> None:
+    arrays["automaton.frames"][-1, 2] = arrays["automaton.frames"].shape[0] - 1
+
+
+def _token_past_the_states(arrays: dict[str, Any]) -> None:
+    arrays["row_next"][0] = arrays["automaton.table"].shape[0]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _unknown_machine,
+        _unknown_frame,
+        _row_past_the_states,
+        _frame_below_itself,
+        _token_past_the_states,
+    ],
+)
+def test_a_pushdown_entry_whose_parts_disagree_is_a_miss(change: Any, _private_cache: Path) -> None:
+    vocab = vocabulary()
+    expected = formcast.compile(Tree, vocab).cursor().allowed_token_ids().tolist()
+    (path,) = entries(_private_cache)
+    good = path.read_bytes()
+    path.write_bytes(_tampered(good, change))
+    with pytest.raises(ValueError, match="expected"):
+        TokenIndex.from_bytes(memoryview(path.read_bytes())[disk_cache._HEADER.size :], vocab)
+
+    before = disk_cache.disk_cache_stats()
+    index = compile_fresh(Tree, vocab)
+    after = disk_cache.disk_cache_stats()
+    assert after["rejected"] == before["rejected"] + 1 and after["hits"] == before["hits"]
+    assert index.cursor().allowed_token_ids().tolist() == expected
+    assert path.read_bytes() == good  # rewritten whole
+
+
 def test_an_entry_under_another_key_is_not_used(_private_cache: Path) -> None:
     vocab = vocabulary()
     formcast.compile(Place, vocab)
@@ -354,7 +428,10 @@ class _Planted:
         return (Path.touch, (self.marker,))
 
 
-def test_a_planted_pickle_runs_nothing_and_is_a_miss(_private_cache: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("output", [Place, Tree], ids=["lazy", "pushdown"])
+def test_a_planted_pickle_runs_nothing_and_is_a_miss(
+    output: type[BaseModel], _private_cache: Path, tmp_path: Path
+) -> None:
     marker = tmp_path / "planted-code-ran"
     planted = pickle.dumps(_Planted(marker))
     pickle.loads(planted)  # the payload does run code when unpickled...
@@ -362,13 +439,13 @@ def test_a_planted_pickle_runs_nothing_and_is_a_miss(_private_cache: Path, tmp_p
     marker.unlink()
 
     vocab = vocabulary()
-    expected = formcast.compile(Place, vocab).cursor().allowed_token_ids().tolist()
+    expected = formcast.compile(output, vocab).cursor().allowed_token_ids().tolist()
     (path,) = entries(_private_cache)
     good = path.read_bytes()
     for forged in (planted, _with_payload(good, planted)):  # bare, and behind a valid header
         path.write_bytes(forged)
         before = disk_cache.disk_cache_stats()
-        index = compile_fresh(Place, vocab)
+        index = compile_fresh(output, vocab)
         after = disk_cache.disk_cache_stats()
         assert not marker.exists()  # ...but reading the cache never unpickles
         assert after["rejected"] == before["rejected"] + 1
@@ -488,6 +565,11 @@ CASES: list[tuple[Any, dict[str, Any]]] = [
     (formcast.Regex(r"[a-z]{2,5}(日本|é)?"), {}),
     (formcast.Regex(r"(?:ab|c[0-9]){2,3000}"), {}),  # virtual copies
     (formcast.Regex(r"(?(DEFINE)(?P<d0>(?:[a-z]é?){1,90}))(?&d0)-(?&d0)"), {}),  # calls
+    # recursive: pushdown automata
+    (Tree, {}),
+    (Tree, {"mode": "specification", "whitespace": 1}),
+    (formcast.Grammar('root ::= "[" (root ("," root)*)? "]" | [0-9]+ | "null"'), {}),
+    (formcast.Grammar(ARITHMETIC), {}),
 ]
 
 
@@ -499,6 +581,7 @@ def test_a_cached_index_answers_like_a_fresh_one(case: int) -> None:
     formcast.compile(output, vocab, **options)  # writes the entry
     cached = compile_fresh(output, vocab, **options)  # reads it
     assert cached is not fresh and cached.automaton is not fresh.automaton
+    assert type(cached.automaton) is type(fresh.automaton)
     assert cached.vocabulary is vocab  # the vocabulary is not stored, it is re-attached
 
     rng = np.random.default_rng(case)
@@ -516,6 +599,7 @@ def test_a_cached_index_answers_like_a_fresh_one(case: int) -> None:
             assert np.array_equal(
                 fresh.packed_mask(state_fresh, width), cached.packed_mask(state_cached, width)
             )
+            assert fresh.forced_bytes(state_fresh) == cached.forced_bytes(state_cached)
             if ids.size == 0:
                 break
             pick = int(rng.integers(ids.size))
@@ -525,9 +609,12 @@ def test_a_cached_index_answers_like_a_fresh_one(case: int) -> None:
 # ------------------------------------------------------------------ saving rows, clearing, size
 
 
-def test_saving_again_keeps_the_rows_built_since(_private_cache: Path) -> None:
+@pytest.mark.parametrize("output", [Order, Tree], ids=["lazy", "pushdown"])
+def test_saving_again_keeps_the_rows_built_since(
+    output: type[BaseModel], _private_cache: Path
+) -> None:
     vocab = vocabulary()
-    index = formcast.compile(Order, vocab)
+    index = formcast.compile(output, vocab)
     assert not formcast.save_to_disk_cache(index)  # nothing new yet
     cursor = index.cursor()
     for token in (b'{"', b"name", b'":"', b"a", b'","'):
@@ -535,9 +622,12 @@ def test_saving_again_keeps_the_rows_built_since(_private_cache: Path) -> None:
     rows = index.computed_rows
     assert rows > 1
     assert formcast.save_to_disk_cache(index)
-    loaded = compile_fresh(Order, vocab)
+    loaded = compile_fresh(output, vocab)
     assert loaded.computed_rows == rows
-    assert not formcast.save_to_disk_cache(formcast.compile(Order, vocab, cache=False))
+    assert loaded.cursor().allowed_token_ids().tolist() == (
+        index.cursor().allowed_token_ids().tolist()
+    )
+    assert not formcast.save_to_disk_cache(formcast.compile(output, vocab, cache=False))
 
 
 def test_clear_disk_cache_removes_entries_only(_private_cache: Path) -> None:

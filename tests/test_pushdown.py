@@ -10,8 +10,10 @@ are exact along a greedy completion.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +26,9 @@ from formcast.automaton import (
     PushdownAutomaton,
     compile_automaton,
 )
+from formcast.automaton.parse import build_nfa
+from formcast.cache import disk_cache_stats
+from formcast.compiler import clear_memory_cache
 from formcast.index import TokenIndex
 from formcast.limits import Limits
 from formcast.vocabulary import Vocabulary
@@ -392,18 +397,71 @@ def test_forced_bytes_follow_the_only_way_on(vocabulary: Vocabulary) -> None:
     assert state == -1
 
 
-def test_compile_builds_a_pushdown_index_that_is_not_cached_on_disk(
-    vocabulary: Vocabulary,
+def test_compile_stores_a_pushdown_index_on_disk(
+    vocabulary: Vocabulary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = formcast.compile(formcast.Regex(ARITHMETIC.regex()), vocabulary)
+    output = formcast.Regex(ARITHMETIC.regex())
+    index = formcast.compile(output, vocabulary, cache=tmp_path)
     assert isinstance(index.automaton, PushdownAutomaton)
-    cursor = index.cursor()
-    for token in _tokenize(b"(1+2)*3"):
+    assert formcast.compile(output, vocabulary, cache=tmp_path) is index
+    clear_memory_cache()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a disk-cache hit must not build the automaton")
+
+    monkeypatch.setattr(formcast.compiler, "compile_automaton", refuse)
+    before = disk_cache_stats()["hits"]
+    loaded = formcast.compile(output, vocabulary, cache=tmp_path)
+    assert disk_cache_stats()["hits"] == before + 1
+    assert isinstance(loaded.automaton, PushdownAutomaton) and loaded is not index
+    cursor = loaded.cursor()
+    for token in _tokenize(b"(1+2)*-(3/45)"):
         cursor.advance(token)
     assert cursor.is_accepting()
-    with pytest.raises(formcast.InvalidOptionError, match="recursive"):
-        index.to_bytes()
-    assert formcast.compile(formcast.Regex(ARITHMETIC.regex()), vocabulary) is index
+
+
+def test_a_stored_index_is_an_exact_copy_that_answers_alike(
+    grammar: tuple[str, Grammar, PushdownAutomaton], vocabulary: Vocabulary
+) -> None:
+    """``to_bytes``/``from_bytes`` of a pushdown index with rows, budget distances and
+    deep states built: the copy has the same state ids, and both, walked in lockstep
+    along random token paths (rows built after loading included), give the same rows,
+    acceptance, budget distances, budget rows and forced bytes."""
+    _, reference, _ = grammar
+    written = TokenIndex(compile_automaton(reference.regex()), vocabulary)
+    rng = random.Random(6)
+    for _ in range(5):
+        cursor = written.cursor()
+        for token in _tokenize(reference.sample(rng, depth=rng.randint(2, 5)).encode()):
+            cursor.advance(token)
+            cursor.min_tokens_to_accept()
+    loaded = TokenIndex.from_bytes(written.to_bytes(), vocabulary)
+    automaton, copy = written.automaton, loaded.automaton
+    assert isinstance(automaton, PushdownAutomaton) and isinstance(copy, PushdownAutomaton)
+    assert copy.num_states == automaton.num_states and copy.initial == automaton.initial
+    assert loaded.computed_rows == written.computed_rows
+    stored_rows = loaded.computed_rows
+    for state in range(1, automaton.num_states):
+        assert copy.stacks(state) == automaton.stacks(state)
+    for _ in range(30):
+        state = written.initial_state
+        for _ in range(rng.randint(1, 30)):
+            ids, following = written.row(state)
+            copied_ids, copied_following = loaded.row(state)
+            assert ids.tolist() == copied_ids.tolist()
+            assert following.tolist() == copied_following.tolist()
+            assert written.is_accepting(state) == loaded.is_accepting(state)
+            assert written.min_tokens_to_accept(state) == loaded.min_tokens_to_accept(state)
+            assert written.forced_bytes(state) == loaded.forced_bytes(state)
+            budget = rng.randint(1, 6)
+            assert written.budget_row(state, budget)[0].tolist() == (
+                loaded.budget_row(state, budget)[0].tolist()
+            )
+            if not ids.size:
+                break
+            state = int(following[rng.randrange(ids.size)])
+    assert loaded.computed_rows > stored_rows  # the walks went on past what was stored
+    assert copy.num_states == automaton.num_states
 
 
 def test_more_definitions_than_one_marker_digit_numbers() -> None:
@@ -418,3 +476,14 @@ def test_more_definitions_than_one_marker_digit_numbers() -> None:
         assert automaton.matches(text[:end].encode())
     assert not automaton.matches(text[:40].encode() + b"a")
     assert not automaton.matches(b"b")
+
+
+def test_an_automaton_over_the_same_edges_shares_their_index_and_others_are_refused() -> None:
+    nfa = build_nfa("ab|c")
+    first = LazyAutomaton.of_nfa(nfa)
+    shifted = dataclasses.replace(nfa, final=nfa.start)  # same edges, another end
+    sharing = LazyAutomaton.of_nfa(shifted, edges_of=first)
+    assert sharing.matches(b"") and not sharing.matches(b"ab")
+    assert first.matches(b"ab") and not first.matches(b"")  # its own end is kept
+    with pytest.raises(ValueError, match="same NFA edges"):
+        LazyAutomaton.of_nfa(build_nfa("ab|c"), edges_of=first)  # equal edges, other arrays

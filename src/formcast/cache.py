@@ -3,9 +3,10 @@
 :func:`formcast.compile` looks a constraint up here before it builds anything. An entry
 is a :class:`~formcast.index.TokenIndex` as plain data (:meth:`TokenIndex.to_bytes
 <formcast.index.TokenIndex.to_bytes>`: numpy arrays and a JSON header, never a pickle):
-the automaton's NFA, the states determinized so far with their rows, and the token rows
-computed so far (at least the initial state's, so the first mask of a new process is a
-lookup).
+the automaton's NFA, the states determinized so far with their rows (for a recursive
+constraint's pushdown automaton: its machines' NFA and states, its frames and sets of
+stacks), and the token rows computed so far (at least the initial state's, so the first
+mask of a new process is a lookup).
 
 Key: sha256 of the constraint's canonical text (:func:`formcast.constraint.constraint_key`:
 the JSON Schema document, or the pattern of a :class:`~formcast.Regex`, plus ``mode``,
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the layout of an entry changes; older entries are then misses.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Entries whose payload is larger than this are not written (bytes).
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 #: Default bound of the whole folder, in MiB (``$FORMCAST_DISK_CACHE_MAX_MB``).

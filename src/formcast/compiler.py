@@ -109,10 +109,10 @@ def compile(
 
     A recursive schema (with the default ``max_recursion_depth=None``), a grammar, or a
     :class:`formcast.Regex` whose definitions recurse compiles to a
-    :class:`~formcast.automaton.PushdownAutomaton`; such an index is memoised in-process
-    but not written to the disk cache (it is rebuilt in each process: the compile and
-    first mask of maskbench's recursive schemas take about 0.5 s at the median, 3.6 s
-    at p99; see the guide's "Recursion").
+    :class:`~formcast.automaton.PushdownAutomaton`; such an index is stored on disk too,
+    with its machines, its sets of stacks and the rows built so far, so another process
+    loads it instead of parsing the grammar and running its checks again
+    (``benchmarks/cache.py --recursive`` measures both ways).
 
     Raises:
         SchemaError: the output type cannot be read as a constraint.

@@ -33,9 +33,10 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast import blob
-from formcast.automaton import DEAD, LazyAutomaton
+from formcast.automaton import DEAD, LazyAutomaton, PushdownAutomaton
 from formcast.automaton.deterministic import NO_NODE
 from formcast.automaton.nfa import VIRTUAL_BASE
+from formcast.automaton.table import arrays_under
 from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
@@ -52,7 +53,12 @@ BoolArray = npt.NDArray[np.bool_]
 UNREACHABLE = np.iinfo(np.int32).max // 2
 
 _UNKNOWN = -2  # a plain successor not computed yet
-_FORMAT = 1  # the layout of to_bytes: bumped when it changes
+_FORMAT = 2  # the layout of to_bytes: bumped when it changes
+# The automata an index serialises, by the name its header gives their kind.
+_STORED_AUTOMATA: dict[str, type[LazyAutomaton] | type[PushdownAutomaton]] = {
+    "lazy": LazyAutomaton,
+    "pushdown": PushdownAutomaton,
+}
 _PARTED = -3  # plain bytes lead to different states
 _SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
 _ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _joint_step)
@@ -130,26 +136,30 @@ class TokenIndex:
         """The index as plain data, without its vocabulary: the automaton's states and rows
         reached so far and the token rows built so far (:mod:`formcast.blob`; no pickle).
 
-        Only indexes over a :class:`~formcast.automaton.LazyAutomaton` serialise: not one
-        bound to a text, nor one over a recursive pattern's
-        :class:`~formcast.automaton.PushdownAutomaton` (rebuilt in each process instead).
+        Indexes over a :class:`~formcast.automaton.LazyAutomaton` or a recursive
+        pattern's :class:`~formcast.automaton.PushdownAutomaton` serialise (the latter
+        with its machines, frames and sets of stacks); one bound to a text does not.
         Cost: linear in the states and rows; other threads adding rows wait meanwhile.
 
         Raises:
-            InvalidOptionError: the index is bound to a text or is over a pushdown
-                automaton.
+            InvalidOptionError: the index is bound to a text.
         """
-        if not isinstance(self.automaton, LazyAutomaton):
-            what = "bound to a text" if isinstance(self.automaton, BoundAutomaton) else "recursive"
+        automaton = self.automaton
+        if isinstance(automaton, PushdownAutomaton):
+            kind = "pushdown"
+        elif isinstance(automaton, LazyAutomaton):
+            kind = "lazy"
+        else:
+            what = "bound to a text" if isinstance(automaton, BoundAutomaton) else "not compiled"
             raise InvalidOptionError(
-                f"expected an index over a compiled constraint without recursion, found one "
-                f"over {type(self.automaton).__name__} ({what}), which is not saved"
+                f"expected an index over a compiled constraint, found one over "
+                f"{type(automaton).__name__} ({what}), which is not saved"
             )
-        automaton_meta, arrays = self.automaton.to_arrays()
-        with self._lock:
+        with self._lock:  # first: every state these name exists before the automaton's copy
             rows = sorted(self._rows.items())
             distances = sorted(self._distances.items())
             plain_next = self._plain_next.copy()
+        automaton_meta, arrays = automaton.to_arrays()
         arrays = {f"automaton.{name}": array for name, array in arrays.items()}
         arrays.update(
             row_states=np.array([state for state, _ in rows], dtype=np.int64),
@@ -164,6 +174,7 @@ class TokenIndex:
             "format": _FORMAT,
             "description": self.description,
             "vocabulary": self.vocabulary.fingerprint,
+            "kind": kind,
             "automaton": automaton_meta,
         }
         return blob.pack(meta, arrays)
@@ -182,16 +193,17 @@ class TokenIndex:
             raise ValueError(f"expected index format {_FORMAT}, found {meta.get('format')!r}")
         if meta.get("vocabulary") != vocabulary.fingerprint:
             raise ValueError("expected the vocabulary the index was built for, found another")
-        prefix = "automaton."
-        automaton = LazyAutomaton.from_arrays(
-            meta.get("automaton", {}),
-            {name[len(prefix) :]: a for name, a in arrays.items() if name.startswith(prefix)},
-        )
+        kind = _STORED_AUTOMATA.get(str(meta.get("kind")))
+        if kind is None:
+            raise ValueError(f"expected an automaton kind of {sorted(_STORED_AUTOMATA)}")
+        automaton = kind.from_arrays(meta.get("automaton", {}), arrays_under(arrays, "automaton."))
         index = cls(automaton, vocabulary, description=str(meta.get("description", "")))
-        index._adopt_rows(arrays)
+        index._adopt_rows(arrays, automaton.num_states)
         return index
 
-    def _adopt_rows(self, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+    def _adopt_rows(self, arrays: Mapping[str, npt.NDArray[Any]], count: int) -> None:
+        """Take the token rows, distances and plain-byte successors :meth:`to_bytes`
+        wrote, over an automaton of ``count`` states."""
         try:
             states = arrays["row_states"].tolist()
             offsets = arrays["row_offsets"].tolist()
@@ -205,6 +217,9 @@ class TokenIndex:
             raise ValueError("expected one offset per row and one state per token")
         if len(distance_states) != len(distance_values) or plain_next.ndim != 1:
             raise ValueError("expected one distance per state and a flat plain-byte table")
+        named = [np.asarray(states), following, np.asarray(distance_states), plain_next]
+        if any(part.size and int(part.max()) >= count for part in named):
+            raise ValueError(f"expected token rows naming the automaton's {count} states")
         for k, state in enumerate(states):
             span = slice(offsets[k], offsets[k + 1])
             self._rows[state] = _Row(

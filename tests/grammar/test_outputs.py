@@ -17,6 +17,7 @@ import pytest
 
 import formcast
 from formcast import Extractor, Grammar, PromptTemplate, Regex
+from formcast.automaton import PushdownAutomaton
 from formcast.compiler import clear_memory_cache
 from formcast.constraint import CompileOptions, constraint_key, output_spec, output_view
 from formcast.errors import SchemaError
@@ -134,10 +135,22 @@ def test_logits_processor_with_generate(
         assert re.fullmatch(CODE_RE, text), text
 
 
+@pytest.mark.parametrize(
+    ("text", "accepted"),
+    [
+        ('root ::= "x" n\n', b"x-12"),
+        ('root ::= "[" (root ("," root)*)? "]" | "x" n\n', b"[x1,[[x-2],x3]]"),  # recursive
+    ],
+    ids=["regular", "recursive"],
+)
 def test_a_grammar_pickles_and_hits_the_disk_cache(
-    tmp_path: Path, vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch
+    text: str,
+    accepted: bytes,
+    tmp_path: Path,
+    vocabulary: Vocabulary,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    grammar = Grammar('root ::= "x" n\n', rules={"n": {"type": "integer"}})
+    grammar = Grammar(text, rules={"n": {"type": "integer"}})
     restored = pickle.loads(pickle.dumps(grammar))
     assert restored == grammar and restored.regex() == grammar.regex()
     first = formcast.compile(grammar, vocabulary, cache=tmp_path)
@@ -150,8 +163,10 @@ def test_a_grammar_pickles_and_hits_the_disk_cache(
     monkeypatch.setattr(formcast.compiler, "output_spec", no_compile)
     again = formcast.compile(restored, vocabulary, cache=tmp_path)
     assert again is not first
+    assert type(again.automaton) is type(first.automaton)
+    assert isinstance(again.automaton, PushdownAutomaton) == grammar.is_recursive
     cursor = again.cursor()
-    cursor.advance_bytes(b"x-12")
+    cursor.advance_bytes(accepted)
     assert cursor.is_accepting()
 
 

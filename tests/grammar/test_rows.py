@@ -128,3 +128,41 @@ def test_whole_subtrees_keep_their_state(vocabulary: Vocabulary) -> None:
         if raw:
             reached = index.automaton.walk(raw, state)
             assert row.get(token_id, DEAD) == reached
+
+
+@pytest.mark.parametrize("name", ["json", "SMILES/generic", "arithmetic"])
+def test_a_stored_index_of_a_shared_grammar_answers_alike(
+    name: str, sliced_vocabulary: Vocabulary
+) -> None:
+    """A pushdown index written with ``to_bytes`` after some walks and read back: along
+    random walks made in lockstep (rows built after loading included), the same rows,
+    acceptance, budget distances and forced bytes."""
+    path = SHARED / f"{name}.ebnf"
+    if not path.is_file():
+        pytest.skip(f"the shared grammars are not at {SHARED}")
+    grammar = formcast.Grammar(path.read_text(encoding="utf-8"))
+    written = formcast.compile(grammar, sliced_vocabulary, cache=False)
+    assert isinstance(written.automaton, PushdownAutomaton)
+    rng = random.Random(8)
+    for _ in range(2):
+        state = written.initial_state
+        for _ in range(10):
+            ids, following = written.row(state)
+            if not ids.size:
+                break
+            state = int(following[rng.randrange(ids.size)])
+    loaded = TokenIndex.from_bytes(written.to_bytes(), sliced_vocabulary)
+    stored_rows = loaded.computed_rows
+    for _ in range(4):
+        state = written.initial_state
+        for _ in range(16):
+            ids, following = written.row(state)
+            assert ids.tolist() == loaded.row(state)[0].tolist()
+            assert following.tolist() == loaded.row(state)[1].tolist()
+            assert written.is_accepting(state) == loaded.is_accepting(state)
+            assert written.min_tokens_to_accept(state) == loaded.min_tokens_to_accept(state)
+            assert written.forced_bytes(state) == loaded.forced_bytes(state)
+            if not ids.size:
+                break
+            state = int(following[rng.randrange(ids.size)])
+    assert loaded.computed_rows > stored_rows

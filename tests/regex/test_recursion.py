@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 import formcast
 from formcast.automaton import LazyAutomaton, PushdownAutomaton, compile_automaton
+from formcast.index import TokenIndex
 from formcast.limits import Limits
 
 
@@ -245,12 +246,13 @@ def test_compile_with_exact_recursion_decodes_deep_values() -> None:
     )
     index = formcast.compile(Node, vocabulary, max_recursion_depth=None, cache=False)
     assert isinstance(index.automaton, PushdownAutomaton)
-    with pytest.raises(formcast.InvalidOptionError, match="recursive"):
-        index.to_bytes()
     cursor = index.cursor()
     text = _compact(_deep_node(30))
     cursor.advance_bytes(text)
     assert cursor.is_accepting()
+    loaded = TokenIndex.from_bytes(index.to_bytes(), vocabulary)  # with the deep states
+    assert isinstance(loaded.automaton, PushdownAutomaton)
+    assert loaded.walk_bytes(loaded.initial_state, text) == cursor.state
     budget = index.cursor()
     budget.advance_bytes(b'{"name":"a","children":[' * 5)
     assert budget.min_tokens_to_accept() == len(b"]}" * 5)  # every open list and object closed

@@ -24,6 +24,7 @@ import threading
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -69,15 +70,39 @@ class LazyAutomaton(TableAutomaton):
         self._start(build_nfa(pattern, limits))
 
     @classmethod
-    def of_nfa(cls, nfa: Nfa) -> LazyAutomaton:
+    def of_nfa(
+        cls,
+        nfa: Nfa,
+        states: Mapping[str, npt.NDArray[Any]] | None = None,
+        *,
+        edges_of: LazyAutomaton | None = None,
+    ) -> LazyAutomaton:
         """The automaton of an NFA built already (a machine of a pushdown automaton:
-        see :func:`formcast.automaton.parse.build_machines`). O(NFA size)."""
+        see :func:`formcast.automaton.parse.build_machines`), with the DFA states and
+        rows of ``states`` (what :meth:`state_arrays` wrote) when given.
+
+        ``edges_of``: an automaton over the same NFA edges (the same arrays, another
+        start or final state), whose edge index is then shared instead of derived again.
+
+        Cost: O(NFA size) to index the edges (~15 ms per 100,000 NFA states), a copy of
+        one flag per NFA state with ``edges_of``; plus the states.
+
+        Raises:
+            ValueError: ``states`` is missing a field or is inconsistent (see
+                :meth:`from_arrays`), or ``edges_of`` is over other edges.
+        """
+        edges = None if edges_of is None else edges_of._edges
+        if edges is not None and not edges.indexes(nfa):
+            raise ValueError("expected edges_of over the same NFA edges, found other edges")
         automaton = cls.__new__(cls)
-        automaton._start(nfa)
+        if states is None:
+            automaton._start(nfa, edges)
+        else:
+            automaton._adopt(nfa, *_read_states(states), edges)
         return automaton
 
-    def _start(self, nfa: Nfa) -> None:
-        self._adopt(nfa, [], None, None)
+    def _start(self, nfa: Nfa, edges: _EdgeIndex | None = None) -> None:
+        self._adopt(nfa, [], None, None, edges)
         self._add_state(frozenset())
         self._table[DEAD] = DEAD
         self._add_state(self._closure(self._nfa.start))
@@ -95,21 +120,27 @@ class LazyAutomaton(TableAutomaton):
         self._adopt(state["nfa"], list(state["sets"]), state["table"], state["built"])
 
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
-        """The automaton as plain data (its :class:`Nfa`, the DFA states reached so far as
-        a CSR of NFA ids, and their rows), read back by :meth:`from_arrays`. Taken under
-        the row lock, so the table and the states agree. Cost: linear in the states."""
+        """The automaton as plain data (its :class:`Nfa` and :meth:`state_arrays`), read
+        back by :meth:`from_arrays`. Cost: linear in the NFA and the states."""
+        meta, arrays = self._nfa.to_arrays()
+        stored = {f"nfa.{name}": array for name, array in arrays.items()}
+        stored.update(self.state_arrays())
+        return {"nfa": meta}, stored
+
+    def state_arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The DFA states reached so far, as a CSR of NFA ids, and their rows (its NFA
+        left out: :meth:`of_nfa` reads them back over the same NFA). Taken under the row
+        lock, so the table and the states agree. Cost: linear in the states."""
         with self._lock:
             count = len(self._sets)
             members = [sorted(members) for members in self._sets]
             table = self._table[:count].copy()
-        built = table[:, 0] != UNBUILT
-        meta, arrays = self._nfa.to_arrays()
-        arrays = {f"nfa.{name}": array for name, array in arrays.items()}
-        arrays["set_offsets"] = np.cumsum([0, *map(len, members)], dtype=np.int64)
-        arrays["set_members"] = np.array([m for group in members for m in group], dtype=np.int64)
-        arrays["table"] = table
-        arrays["built"] = built
-        return {"nfa": meta}, arrays
+        return {
+            "set_offsets": np.cumsum([0, *map(len, members)], dtype=np.int64),
+            "set_members": np.array([m for group in members for m in group], dtype=np.int64),
+            "table": table,
+            "built": table[:, 0] != UNBUILT,
+        }
 
     @classmethod
     def from_arrays(
@@ -126,21 +157,7 @@ class LazyAutomaton(TableAutomaton):
             meta.get("nfa", {}),
             {name[len(prefix) :]: a for name, a in arrays.items() if name.startswith(prefix)},
         )
-        try:
-            offsets = arrays["set_offsets"].tolist()
-            members = arrays["set_members"].tolist()
-            table, built = arrays["table"], arrays["built"]
-        except KeyError as missing:
-            raise ValueError(f"expected an automaton field {missing}, found none") from None
-        count = len(offsets) - 1
-        if count < 2 or table.shape != (count, 256) or built.shape != (count,):
-            raise ValueError(f"expected {count} states with 256-entry rows and flags")
-        sets = [frozenset(members[offsets[k] : offsets[k + 1]]) for k in range(count)]
-        if sets[DEAD] or int(table.max(initial=0)) >= count:
-            raise ValueError("expected the dead state first and rows within the states")
-        automaton = cls.__new__(cls)
-        automaton._adopt(nfa, sets, table.astype(np.int32), built.astype(np.bool_))
-        return automaton
+        return cls.of_nfa(nfa, arrays)
 
     def _adopt(
         self,
@@ -148,9 +165,11 @@ class LazyAutomaton(TableAutomaton):
         sets: list[frozenset[int]],
         table: IntArray | None,
         built: BoolArray | None,
+        edges: _EdgeIndex | None = None,
     ) -> None:
         """Take ``nfa`` and the DFA states built so far (``sets``, with the rows ``table``
-        and their ``built`` flags; None when there are none), and derive the rest."""
+        and their ``built`` flags; None when there are none), and derive the rest (with
+        the edge index ``edges`` of ``nfa`` when it is known already)."""
         self._nfa = nfa
         self.pattern = nfa.pattern
         self.initial = 1
@@ -159,36 +178,30 @@ class LazyAutomaton(TableAutomaton):
             self._table = np.where(built[:, None], table, UNBUILT).astype(np.int32)
         self._accepting = np.array([nfa.final in members for members in sets], dtype=np.bool_)
         self._allocate(max(INITIAL_CAPACITY, 2 * len(sets)))
-        self._prepare()
+        self._prepare(edges)
 
     # -- derived structures (rebuilt after unpickling) --------------------------------
-    def _prepare(self) -> None:
+    def _prepare(self, edges: _EdgeIndex | None = None) -> None:
         nfa = self._nfa
-        n = nfa.concrete_states
-        # Flat int arrays (array.array, not lists: a copy of the numpy buffer, and
-        # nothing for the garbage collector to traverse), read an item at a time.
-        order, offsets = csr_arrays(nfa.byte_src, n)
-        self._boff = _ints(offsets)
-        self._byte_order = order
+        if edges is None:
+            edges = _EdgeIndex.of(nfa)
+        self._edges = edges
+        self._boff = edges.byte_offsets
+        self._byte_order = edges.byte_order
         self._deterministic: DeterministicNodes | None = None
         self._deterministic_built = False
         self._single_node = np.zeros((3, 0), dtype=np.int64)  # see single_nodes
-        self._blo_l = _ints(nfa.byte_lo[order])
-        self._bhi_l = _ints(nfa.byte_hi[order])
-        self._bdst_l = _ints(nfa.byte_dst[order])
-        order, offsets = csr_arrays(nfa.eps_src, n)
-        self._eoff = _ints(offsets)
-        self._edst_l = _ints(nfa.eps_dst[order])
-        important = np.zeros(n, dtype=np.bool_)
-        important[nfa.byte_src] = True
+        self._blo_l, self._bhi_l, self._bdst_l = edges.byte_lo, edges.byte_hi, edges.byte_dst
+        self._eoff, self._edst_l = edges.eps_offsets, edges.eps_dst
+        important = edges.reads[:]  # a copy: the final state is this automaton's own
         if nfa.final < VIRTUAL_BASE:
             important[nfa.final] = True
-        self._important = _ints(important)
+        self._important = important
         # read on every row: kept as attributes of their own
         self._final = nfa.final
         self._blocks = nfa.blocks
         self._extras = nfa.extras
-        tree = BlockTree.of(nfa.blocks)
+        tree = edges.tree
         self._block_bases = tree.bases
         self._closures: dict[int, frozenset[int]] = {}
         # (template state, template end) -> its closure in the template, and whether it
@@ -641,6 +654,68 @@ class LazyAutomaton(TableAutomaton):
         )
 
 
+@dataclass(frozen=True)
+class _EdgeIndex:
+    """An NFA's edges indexed by source state, as flat int arrays (array.array, not
+    lists: a copy of the numpy buffer, and nothing for the garbage collector to
+    traverse), read an item at a time. Machines of one pushdown automaton share one NFA's
+    edges (each with its own start and final state), hence one index. Read only."""
+
+    byte_order: npt.NDArray[np.intp]
+    """The byte edges' indices by source."""
+    byte_offsets: array[int]
+    byte_lo: array[int]
+    byte_hi: array[int]
+    byte_dst: array[int]
+    eps_offsets: array[int]
+    eps_dst: array[int]
+    reads: array[int]
+    """1 for each concrete state with a byte edge, else 0."""
+    tree: BlockTree
+    nfa: Nfa
+    """The NFA indexed (its edge arrays are compared by identity in :meth:`indexes`)."""
+
+    @classmethod
+    def of(cls, nfa: Nfa) -> _EdgeIndex:
+        """The index of ``nfa``'s edges. O(NFA size)."""
+        n = nfa.concrete_states
+        order, offsets = csr_arrays(nfa.byte_src, n)
+        eps_order, eps_offsets = csr_arrays(nfa.eps_src, n)
+        reads = np.zeros(n, dtype=np.bool_)
+        reads[nfa.byte_src] = True
+        return cls(
+            byte_order=order,
+            byte_offsets=_ints(offsets),
+            byte_lo=_ints(nfa.byte_lo[order]),
+            byte_hi=_ints(nfa.byte_hi[order]),
+            byte_dst=_ints(nfa.byte_dst[order]),
+            eps_offsets=_ints(eps_offsets),
+            eps_dst=_ints(nfa.eps_dst[eps_order]),
+            reads=_ints(reads),
+            tree=BlockTree.of(nfa.blocks),
+            nfa=nfa,
+        )
+
+    def indexes(self, nfa: Nfa) -> bool:
+        """Whether ``nfa`` has the very edges (and blocks) indexed here."""
+        mine = self.nfa
+        return all(getattr(mine, name) is getattr(nfa, name) for name in _EDGE_FIELDS) and (
+            mine.concrete_states == nfa.concrete_states
+        )
+
+
+_EDGE_FIELDS = (
+    "byte_src",
+    "byte_lo",
+    "byte_hi",
+    "byte_dst",
+    "eps_src",
+    "eps_dst",
+    "blocks",
+    "extras",
+)
+
+
 def _ints(values: npt.NDArray[Any]) -> array[int]:
     """``values`` as a flat array of 64-bit ints (one buffer copy)."""
     return array("q", values.astype(np.int64).tobytes())
@@ -708,3 +783,26 @@ def _sweep(edges: list[tuple[int, int, frozenset[int]]]) -> list[tuple[int, int,
             members = frozenset().union(*[edge[2] for edge in active])
         segments.append((a, b - 1, members))
     return segments
+
+
+def _read_states(
+    arrays: Mapping[str, npt.NDArray[Any]],
+) -> tuple[list[frozenset[int]], IntArray, BoolArray]:
+    """The states, rows and built flags :meth:`LazyAutomaton.state_arrays` wrote.
+
+    Raises:
+        ValueError: a field is missing, or the states, rows and flags disagree.
+    """
+    try:
+        offsets = arrays["set_offsets"].tolist()
+        members = arrays["set_members"].tolist()
+        table, built = arrays["table"], arrays["built"]
+    except KeyError as missing:
+        raise ValueError(f"expected an automaton field {missing}, found none") from None
+    count = len(offsets) - 1
+    if count < 2 or table.shape != (count, 256) or built.shape != (count,):
+        raise ValueError(f"expected {count} states with 256-entry rows and flags")
+    sets = [frozenset(members[offsets[k] : offsets[k + 1]]) for k in range(count)]
+    if sets[DEAD] or not UNBUILT <= int(table.min(initial=0)) <= int(table.max(initial=0)) < count:
+        raise ValueError("expected the dead state first and rows within the states")
+    return sets, table.astype(np.int32), built.astype(np.bool_)

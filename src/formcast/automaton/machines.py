@@ -18,16 +18,17 @@ bytes, its calls, whether it may end) and checks, once, what makes a grammar unu
 It also computes what completing each definition costs (a fixpoint: a definition's
 cost depends on its callees'), for budget-safe endings.
 
-Cost: building is O(machines x NFA size) (each machine derives its own edge index);
-the checks explore only the machine states reachable without reading a byte; one
-completion fixpoint runs at most ``machines + 1`` rounds of one distance search per
-machine, once per byte-cost table.
+Cost: building is O(NFA size) for the edge index the machines share, plus a copy of one
+flag per NFA state a machine; the checks explore only the machine states reachable
+without reading a byte; one completion fixpoint runs at most ``machines + 1`` rounds of
+one distance search per machine, once per byte-cost table.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +37,9 @@ from formcast.automaton.definitions import EmptyDefinitionError, RecursionPlan, 
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
 from formcast.automaton.markers import CALL_BYTE, DIGIT_BYTES, MARKER_BYTES, marker_width
+from formcast.automaton.nfa import VIRTUAL_BASE, Nfa
 from formcast.automaton.parse import build_machines
+from formcast.automaton.table import arrays_under
 from formcast.graphs import strongly_connected_components
 from formcast.limits import Limits
 
@@ -77,20 +80,83 @@ class Machines:
 
     def __init__(self, pattern: str, plan: RecursionPlan, limits: Limits) -> None:
         nfa, ends = build_machines(plan.pattern, plan.recursive, limits)
-        self.pattern = pattern  # as written, for messages
-        self.names = ("(main)", *plan.recursive)
-        self.automata = [
-            LazyAutomaton.of_nfa(dataclasses.replace(nfa, start=start, final=end))
-            for start, end in ends
-        ]
-        self._width = marker_width(len(plan.recursive))
-        self._info: list[dict[int, FrameInfo]] = [{} for _ in self.automata]
-        self._completions: dict[bytes | None, tuple[int, ...]] = {}
-        self.reachable = [MAIN] + [
+        reachable = [MAIN] + [
             k + 1 for k, name in enumerate(plan.recursive) if name in plan.reachable
         ]
+        self._setup(pattern, ("(main)", *plan.recursive), nfa, ends, reachable)
+        self.automata = _machine_automata(nfa, ends, [None] * len(ends))
         self._check_productive()
         self._check_left_recursion()
+
+    def _setup(
+        self,
+        pattern: str,
+        names: tuple[str, ...],
+        nfa: Nfa,
+        ends: list[tuple[int, int]],
+        reachable: list[int],
+    ) -> None:
+        self.pattern = pattern  # as written, for messages
+        self.names = names
+        self.reachable = reachable
+        self._nfa = nfa  # shared by the machines, each with its own start and end
+        self._ends = ends
+        self._width = marker_width(len(names) - 1)
+        self._info: list[dict[int, FrameInfo]] = [{} for _ in ends]
+        self._completions: dict[bytes | None, tuple[int, ...]] = {}
+
+    # -- plain data (the disk cache) ----------------------------------------------------
+    def to_arrays(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """The machines as plain data, read back by :meth:`from_arrays`: the shared NFA
+        once, each machine's start and end and its DFA states built so far
+        (:meth:`LazyAutomaton.state_arrays`), and the completion costs computed so far.
+        The caller keeps machine rows from being built meanwhile (the pushdown
+        automaton's lock). Cost: linear in the NFA and the machine states."""
+        nfa_meta, nfa_arrays = self._nfa.to_arrays()
+        arrays = {f"nfa.{name}": array for name, array in nfa_arrays.items()}
+        for machine, automaton in enumerate(self.automata):
+            for name, array in automaton.state_arrays().items():
+                arrays[f"machine{machine}.{name}"] = array
+        arrays["ends"] = np.array(self._ends, dtype=np.int64).reshape(len(self._ends), 2)
+        arrays["reachable"] = np.array(self.reachable, dtype=np.int64)
+        completions = [
+            [None if key is None else key.hex(), list(costs)]
+            for key, costs in list(self._completions.items())  # a copy: it may grow meanwhile
+        ]
+        meta = {"names": list(self.names), "nfa": nfa_meta, "completions": completions}
+        return meta, arrays
+
+    @classmethod
+    def from_arrays(
+        cls, meta: Mapping[str, Any], arrays: Mapping[str, npt.NDArray[Any]], pattern: str
+    ) -> Machines:
+        """The machines :meth:`to_arrays` wrote, for ``pattern`` (as written, for
+        messages; the caller stores it). The grammar's checks are not run
+        again: they passed when the machines were first built. Cost: O(NFA size) (the
+        shared edge index) plus the states.
+
+        Raises:
+            ValueError: a field is missing or inconsistent.
+        """
+        nfa = Nfa.from_arrays(meta.get("nfa", {}), arrays_under(arrays, "nfa."))
+        names = meta.get("names")
+        if not isinstance(names, list) or len(names) < 2:
+            raise ValueError(f"expected the names of at least two machines, found {names!r}")
+        try:
+            ends = [(int(start), int(end)) for start, end in arrays["ends"].tolist()]
+            reachable = [int(machine) for machine in arrays["reachable"].tolist()]
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"expected each machine's start and end: {error}") from None
+        if len(ends) != len(names) or not all(0 <= m < len(names) for m in reachable):
+            raise ValueError(f"expected {len(names)} machines, found {len(ends)} ends")
+        if not all(_is_state(nfa, state) for end in ends for state in end):
+            raise ValueError(f"expected machine starts and ends among the NFA's states: {ends}")
+        machines = cls.__new__(cls)
+        machines._setup(pattern, tuple(str(name) for name in names), nfa, ends, reachable)
+        states = [arrays_under(arrays, f"machine{machine}.") for machine in range(len(ends))]
+        machines.automata = _machine_automata(nfa, ends, states)
+        machines._completions = _read_completions(meta.get("completions"), len(names) - 1)
+        return machines
 
     def initial(self, machine: int) -> int:
         return self.automata[machine].initial
@@ -223,3 +289,48 @@ class Machines:
                     f"is left-recursive: it can call itself again before reading a byte "
                     f"({cycle}); rewrite the recursion to come after something that is read",
                 )
+
+
+def _machine_automata(
+    nfa: Nfa,
+    ends: list[tuple[int, int]],
+    states: Sequence[Mapping[str, npt.NDArray[Any]] | None],
+) -> list[LazyAutomaton]:
+    """One automaton per machine over ``nfa`` with the machine's start and end (and its
+    ``states`` when given), all sharing the first one's edge index."""
+    automata: list[LazyAutomaton] = []
+    for (start, end), stored in zip(ends, states, strict=True):
+        machine_nfa = dataclasses.replace(nfa, start=start, final=end)
+        first = automata[0] if automata else None
+        automata.append(LazyAutomaton.of_nfa(machine_nfa, stored, edges_of=first))
+    return automata
+
+
+def _is_state(nfa: Nfa, state: int) -> bool:
+    """Whether ``state`` is a concrete or a virtual state of ``nfa``."""
+    return 0 <= state < nfa.concrete_states or (
+        VIRTUAL_BASE <= state < VIRTUAL_BASE + nfa.virtual_states
+    )
+
+
+def _read_completions(stored: Any, definitions: int) -> dict[bytes | None, tuple[int, ...]]:
+    """The completion costs :meth:`Machines.to_arrays` wrote: ``[usable bytes as hex, or
+    None, [one cost per definition]]`` pairs.
+
+    Raises:
+        ValueError: they are not such pairs.
+    """
+    if not isinstance(stored, list):
+        raise ValueError(f"expected a list of completion costs, found {type(stored).__name__}")
+    completions: dict[bytes | None, tuple[int, ...]] = {}
+    for entry in stored:
+        try:
+            key, costs = entry
+            usable = None if key is None else bytes.fromhex(key)
+            values = tuple(int(cost) for cost in costs)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"expected [usable bytes, costs], found {entry!r}") from error
+        if len(values) != definitions or (usable is not None and len(usable) != 256):
+            raise ValueError(f"expected {definitions} costs over 256 bytes, found {entry!r}")
+        completions[usable] = values
+    return completions

@@ -36,8 +36,8 @@ reach acceptance, and every closure is finite. A state holding more than
 (a grammar ambiguous enough to track that many parses at once) raises
 :class:`~formcast.errors.SchemaError` when a walk reaches it.
 
-Cost: building parses the pattern once and derives each machine's edge index (O(machines
-x NFA size)), checks left recursion and runs one completion-cost fixpoint (see
+Cost: building parses the pattern once and indexes its NFA's edges once for all machines
+(O(NFA size)), checks left recursion and runs one completion-cost fixpoint (see
 :mod:`~formcast.automaton.machines`). A row costs one machine row per distinct (machine,
 state) of its stacks (cached) plus one closure per distinct successor, ~50-500 us for
 the few stacks of a typical grammar state. :meth:`PushdownAutomaton.step` on built rows
@@ -59,12 +59,14 @@ per stack.
 
 Thread safety: reads of built rows take no lock; rows (and the frames and closures they
 create) are built under a lock with a double check. Instances pickle with everything
-built so far, so state ids stay valid in the copy.
+built so far, so state ids stay valid in the copy; :meth:`PushdownAutomaton.to_arrays`
+writes the same as plain arrays for the disk cache.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -74,7 +76,13 @@ from formcast.automaton.definitions import RecursionPlan, plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.machines import MAIN, Machines
 from formcast.automaton.parse import show_pattern
-from formcast.automaton.table import DEAD, INITIAL_CAPACITY, TableAutomaton
+from formcast.automaton.table import (
+    DEAD,
+    INITIAL_CAPACITY,
+    UNBUILT,
+    TableAutomaton,
+    arrays_under,
+)
 from formcast.errors import SchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
 
@@ -111,24 +119,35 @@ class PushdownAutomaton(TableAutomaton):
     def __init__(
         self, pattern: str, limits: Limits = DEFAULT_LIMITS, plan: RecursionPlan | None = None
     ) -> None:
-        self.pattern = pattern
-        self._max_stacks = limits.max_pushdown_stacks
         if plan is None:
             plan = plan_recursion(pattern)
-        self._machines = Machines(pattern, plan, limits)
-        # frame id -> (machine, machine state, frame below); BOTTOM is no frame
-        self._frames: list[tuple[int, int, int]] = [(-1, -1, -1)]
-        self._frame_ids: dict[tuple[int, int, int], int] = {}
-        self._closures: dict[int, frozenset[int]] = {}
-        self._sets: list[frozenset[int]] = []
-        self._ids: dict[frozenset[int], int] = {}
+        machines = Machines(pattern, plan, limits)
+        self._take(pattern, limits.max_pushdown_stacks, machines, [(-1, -1, -1)], {})
+        self._sets, self._ids = [], {}
         self._allocate(INITIAL_CAPACITY)
-        self._distances: dict[bytes | None, dict[int, int]] = {}
-        self._lock = threading.Lock()
         self._intern(frozenset())
         self._table[DEAD] = DEAD
         start = self._frame(MAIN, self._machines.initial(MAIN), BOTTOM)
         self.initial = self._intern(self._closure(start))
+
+    def _take(
+        self,
+        pattern: str,
+        max_stacks: int,
+        machines: Machines,
+        frames: list[tuple[int, int, int]],
+        closures: dict[int, frozenset[int]],
+    ) -> None:
+        """Set what a built or a loaded automaton holds besides its states."""
+        self.pattern = pattern
+        self._max_stacks = max_stacks
+        self._machines = machines
+        # frame id -> (machine, machine state, frame below); BOTTOM is no frame
+        self._frames = frames
+        self._frame_ids = {frame: k for k, frame in enumerate(frames) if k != BOTTOM}
+        self._closures = closures
+        self._distances: dict[bytes | None, dict[int, int]] = {}
+        self._lock = threading.Lock()
 
     # -- pickling: everything built travels, the lock does not --------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -140,6 +159,88 @@ class PushdownAutomaton(TableAutomaton):
         self.__dict__.update(state)
         self._flat = self._table.reshape(-1)
         self._lock = threading.Lock()
+
+    # -- plain data (the disk cache) ----------------------------------------------------
+    def to_arrays(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """The automaton as plain data, read back by :meth:`from_arrays`: its machines
+        (:meth:`Machines.to_arrays <formcast.automaton.machines.Machines.to_arrays>`),
+        the frames, closures and states (sets of stacks) interned so far, and the rows
+        built so far. Taken under the row lock, so all of them agree. The distance memo
+        is left out (rebuilt on demand). Cost: linear in the NFA, frames and states."""
+        with self._lock:
+            machines_meta, machine_arrays = self._machines.to_arrays()
+            frames = np.array(self._frames, dtype=np.int64).reshape(-1, 3)
+            closed = sorted(self._closures)
+            closures = [sorted(self._closures[frame]) for frame in closed]
+            stacks = [sorted(stacks) for stacks in self._sets]
+            count = len(self._sets)
+            table = self._table[:count].copy()
+            accepting = self._accepting[:count].copy()
+        arrays = {f"machines.{name}": array for name, array in machine_arrays.items()}
+        arrays.update(
+            frames=frames,
+            closure_frames=np.array(closed, dtype=np.int64),
+            **_csr("closure", closures),
+            **_csr("stack", stacks),
+            table=table,
+            accepting=accepting,
+        )
+        meta = {
+            "pattern": self.pattern,
+            "max_stacks": self._max_stacks,
+            "initial": self.initial,
+            "machines": machines_meta,
+        }
+        return meta, arrays
+
+    @classmethod
+    def from_arrays(
+        cls, meta: Mapping[str, Any], arrays: Mapping[str, npt.NDArray[Any]]
+    ) -> PushdownAutomaton:
+        """The automaton :meth:`to_arrays` wrote, with its states and rows: the same
+        state ids, and the same answers, as the one written. Reads plain data only; the
+        grammar is not parsed or checked again. Cost: O(NFA size) (the machines' shared
+        edge index) plus the frames and states.
+
+        Raises:
+            ValueError: a field is missing, or the frames, states and rows disagree.
+        """
+        pattern, max_stacks = meta.get("pattern"), meta.get("max_stacks")
+        initial = meta.get("initial")
+        if not isinstance(pattern, str) or not isinstance(max_stacks, int):
+            raise ValueError("expected the pattern and the stack limit of a pushdown automaton")
+        machines = Machines.from_arrays(
+            meta.get("machines", {}), arrays_under(arrays, "machines."), pattern
+        )
+        try:
+            frames = arrays["frames"]
+            closed = arrays["closure_frames"].tolist()
+            closures = _groups(arrays, "closure")
+            sets = _groups(arrays, "stack")
+            table, accepting = arrays["table"], arrays["accepting"]
+            _check_frames(frames, machines)
+            _check_states(arrays, sets, len(closures), frames.shape[0])
+        except KeyError as missing:
+            raise ValueError(f"expected a pushdown field {missing}, found none") from None
+        count = len(sets)
+        if table.shape != (count, 256) or accepting.shape != (count,):
+            raise ValueError(f"expected {count} states with 256-entry rows and flags")
+        if not UNBUILT <= int(table.min()) <= int(table.max()) < count:
+            raise ValueError("expected rows within the states")
+        if not isinstance(initial, int) or not 0 < initial < count:
+            raise ValueError(f"expected an initial state in [1, {count}), found {initial!r}")
+        automaton = cls.__new__(cls)
+        frame_list = [(m, s, b) for m, s, b in frames.tolist()]
+        automaton._take(
+            pattern, max_stacks, machines, frame_list, dict(zip(closed, closures, strict=True))
+        )
+        automaton._sets = sets
+        automaton._ids = {stacks: sid for sid, stacks in enumerate(sets)}
+        automaton._table = table.astype(np.int32)
+        automaton._accepting = accepting.astype(np.bool_)
+        automaton._allocate(max(INITIAL_CAPACITY, 2 * count))
+        automaton.initial = initial
+        return automaton
 
     # -- frames and closures ------------------------------------------------------------
     def _frame(self, machine: int, state: int, below: int) -> int:
@@ -279,3 +380,66 @@ class PushdownAutomaton(TableAutomaton):
             f"PushdownAutomaton(pattern={show_pattern(self.pattern)}, "
             f"machines={len(self._machines.names)}, num_states={self.num_states})"
         )
+
+
+def _csr(name: str, groups: list[list[int]]) -> dict[str, npt.NDArray[np.int64]]:
+    """Groups of ints as ``{name}_offsets`` and ``{name}_members`` (a CSR)."""
+    return {
+        f"{name}_offsets": np.cumsum([0, *map(len, groups)], dtype=np.int64),
+        f"{name}_members": np.array([m for group in groups for m in group], dtype=np.int64),
+    }
+
+
+def _groups(arrays: Mapping[str, npt.NDArray[Any]], name: str) -> list[frozenset[int]]:
+    """The groups :func:`_csr` wrote as ``name`` (KeyError when missing).
+
+    Raises:
+        ValueError: the offsets do not cut the members.
+    """
+    offsets = arrays[f"{name}_offsets"]
+    members = arrays[f"{name}_members"].tolist()
+    bounds = offsets.tolist()
+    if offsets.ndim != 1 or not bounds or bounds[0] != 0 or bounds[-1] != len(members):
+        raise ValueError(f"expected {name} offsets from 0 to {len(members)}")
+    if bool((np.diff(offsets) < 0).any()):
+        raise ValueError(f"expected ascending {name} offsets")
+    return [frozenset(members[bounds[k] : bounds[k + 1]]) for k in range(len(bounds) - 1)]
+
+
+def _check_frames(frames: npt.NDArray[Any], machines: Machines) -> None:
+    """Refuse frames that are not ``(machine, state of it, a frame before)``, after the
+    empty one.
+
+    Raises:
+        ValueError: naming what does not fit.
+    """
+    if frames.ndim != 2 or frames.shape[1:] != (3,) or not frames.shape[0]:
+        raise ValueError(f"expected frames as rows of three ints, found shape {frames.shape}")
+    if frames[BOTTOM].tolist() != [-1, -1, -1]:
+        raise ValueError("expected the empty frame first")
+    machine, state, below = frames[1:].T.astype(np.int64)
+    sizes = np.array([automaton.num_states for automaton in machines.automata], dtype=np.int64)
+    own = np.arange(1, frames.shape[0], dtype=np.int64)
+    known = (machine >= 0) & (machine < sizes.size)
+    if not bool(known.all()) or bool((state < 0).any()) or bool((below < 0).any()):
+        raise ValueError("expected frames of known machines, states and frames")
+    if bool((state >= sizes[machine]).any()) or bool((below >= own).any()):
+        raise ValueError("expected each frame's state built and its lower frame before it")
+
+
+def _check_states(
+    arrays: Mapping[str, npt.NDArray[Any]], sets: list[frozenset[int]], closures: int, frames: int
+) -> None:
+    """Refuse states and closures naming frames that do not exist.
+
+    Raises:
+        ValueError: naming what does not fit.
+    """
+    if len(sets) < 2 or sets[DEAD]:
+        raise ValueError("expected the dead state (no stack) first, then the initial one")
+    if arrays["closure_frames"].shape != (closures,):
+        raise ValueError(f"expected one frame per closure, found {arrays['closure_frames'].shape}")
+    for name in ("stack_members", "closure_members", "closure_frames"):
+        members = arrays[name]
+        if members.size and not (int(members.min()) > BOTTOM and int(members.max()) < frames):
+            raise ValueError(f"expected {name} among the frames [1, {frames})")

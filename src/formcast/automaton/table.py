@@ -18,7 +18,7 @@ copying into a larger one: a row built in one table is built in every later one.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from formcast.errors import UserError
 
-__all__ = ["DEAD", "UNBUILT", "TableAutomaton"]
+__all__ = ["DEAD", "UNBUILT", "TableAutomaton", "arrays_under"]
 
 DEAD = 0
 """The dead sink state: every byte leads from it to itself. Its set is empty."""
@@ -160,3 +160,11 @@ class TableAutomaton:
     def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
         """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
         return np.flatnonzero(self.row(state)).astype(np.uint8)
+
+
+def arrays_under(
+    arrays: Mapping[str, npt.NDArray[Any]], prefix: str
+) -> dict[str, npt.NDArray[Any]]:
+    """The arrays named ``prefix + name``, by ``name``: a part of a plain-data automaton
+    (``to_arrays`` writes its parts' arrays under such prefixes)."""
+    return {name[len(prefix) :]: a for name, a in arrays.items() if name.startswith(prefix)}
