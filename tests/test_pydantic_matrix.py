@@ -378,7 +378,6 @@ CASES: list[Case] = [
         set[Literal["a", "b", "c"]],
         valid=[set(), {"a"}, {"a", "b", "c"}],
         invalid=['["d"]', '"a"'],
-        refusals=SPEC_ONLY_UNIQUE,
     ),
     field_case(
         "frozenset-str",
