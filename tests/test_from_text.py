@@ -370,19 +370,29 @@ def test_random_logits_copy_values_from_each_rows_text(
     texts: list[str], seed: int, slack: int, vocabulary: Vocabulary, tokenizer: Any
 ) -> None:
     index = compile_index(Order, vocabulary)
+    for text, output in zip(
+        texts, decode_randomly(index, texts, seed, slack, tokenizer), strict=True
+    ):
+        _check_copied(Order.model_validate_json(output), text)
+
+
+def decode_randomly(
+    index: formcast.TokenIndex, texts: list[str], seed: int, slack: int, tokenizer: Any
+) -> list[str]:
+    """One output per text: random logits through cursors bound to the texts, with a
+    budget ``slack`` tokens above the fewest any of them needs (checked to hold)."""
     cursors = [index.cursor(text=text) for text in texts]
     budget = max(c.min_tokens_to_accept() for c in cursors) + slack
     results = generate(
-        RandomLogitsModel(vocabulary.size + 64, seed),
-        [[1, 2, 3]] * 2,
+        RandomLogitsModel(index.vocabulary.size + 64, seed),
+        [[1, 2, 3]] * len(texts),
         cursors,
         max_new_tokens=budget,
-        forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
+        forced_tokenizer=ForcedTokenizer(tokenizer, index.vocabulary),
         sampling=SamplingOptions(temperature=1.0, seed=seed),
     )
-    for result, text in zip(results, texts, strict=True):
-        assert result.completion_tokens <= budget
-        _check_copied(Order.model_validate_json(result.text), text)
+    assert all(result.completion_tokens <= budget for result in results)
+    return [result.text for result in results]
 
 
 def test_extract_many_binds_each_rows_text(tiny_extractor: Any) -> None:
