@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -287,7 +287,20 @@ def _token_decoder(tokenizer: Any) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class TrieLevel:
+class _Level:
+    """A :class:`TrieLevel`'s own fields, before the levels are linked."""
+
+    node_parents: npt.NDArray[np.int32]
+    node_bytes: npt.NDArray[np.uint8]
+    end_nodes: npt.NDArray[np.int32]
+    end_tokens: npt.NDArray[np.int32]
+    node_first: npt.NDArray[np.int32]
+    node_stop: npt.NDArray[np.int32]
+    node_token: npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, eq=False)
+class TrieLevel(_Level):
     """The trie nodes at one depth ``d``: the distinct ``d``-byte prefixes of tokens.
 
     Node ``n`` extends node ``node_parents[n]`` of depth ``d - 1`` (the root, 0, for
@@ -304,13 +317,6 @@ class TrieLevel:
     ``b // 64`` is byte ``b``), so a state looping on all of them keeps the whole subtree.
     """
 
-    node_parents: npt.NDArray[np.int32]
-    node_bytes: npt.NDArray[np.uint8]
-    end_nodes: npt.NDArray[np.int32]
-    end_tokens: npt.NDArray[np.int32]
-    node_first: npt.NDArray[np.int32]
-    node_stop: npt.NDArray[np.int32]
-    node_token: npt.NDArray[np.int32]
     child_first: npt.NDArray[np.int32]
     child_count: npt.NDArray[np.int32]
     node_large: npt.NDArray[np.bool_]
@@ -360,18 +366,6 @@ class TokenTrie:
         same[1:] = (lengths[1:] == lengths[:-1]) & np.all(matrix[1:] == matrix[:-1], axis=1)
         first = np.maximum.accumulate(np.where(same, 0, np.arange(ids.size)))
         return cls(_linked(levels), ids, ids[same], ids[first[same]])
-
-
-class _Level(NamedTuple):
-    """A :class:`TrieLevel`'s own fields, before the levels are linked."""
-
-    node_parents: npt.NDArray[np.int32]
-    node_bytes: npt.NDArray[np.uint8]
-    end_nodes: npt.NDArray[np.int32]
-    end_tokens: npt.NDArray[np.int32]
-    node_first: npt.NDArray[np.int32]
-    node_stop: npt.NDArray[np.int32]
-    node_token: npt.NDArray[np.int32]
 
 
 def _trie_level(
@@ -435,6 +429,14 @@ def _linked(levels: list[_Level]) -> tuple[TrieLevel, ...]:
         if inner.size:
             below[inner] = np.bitwise_or.reduceat(following, child_first[inner], axis=0)
         large = level.node_stop - level.node_first > LARGE_SUBTREE
-        linked.append(TrieLevel(*level, child_first, child_stop - child_first, large, below))
+        linked.append(
+            TrieLevel(
+                **vars(level),
+                child_first=child_first,
+                child_count=child_stop - child_first,
+                node_large=large,
+                below_bytes=below,
+            )
+        )
         below_next, parents_next, bytes_next = below, level.node_parents, level.node_bytes
     return tuple(reversed(linked))
