@@ -95,8 +95,8 @@ class _Writer:
             for ref in nodes.references(rule.body):
                 self._uses[ref.name] = self._uses.get(ref.name, 0) + 1
         self._copies_text = copies_text(self.rules)
-        recursive = sorted(recursive_rules(self.rules))
-        if self._copies_text and recursive:
+        recursive = sorted(recursive_rules(self.rules)) if self._copies_text else []
+        if recursive:
             rule = self.rules[recursive[0]]
             raise GrammarError(
                 f"expected a grammar without recursion around FromText spans, found rule "
