@@ -190,3 +190,19 @@ def test_negated_pattern_reads_shorthands_widely() -> None:
     assert fullmatch(regex, json.dumps("abc"))
     assert not fullmatch(regex, json.dumps("a1"))
     assert not fullmatch(regex, json.dumps("a\u0663", ensure_ascii=False))
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "not": {"pattern": "b$"}},
+        {"type": "string", "not": {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}]}},
+    ],
+)
+def test_negated_end_anchor_reads_a_final_line_feed_widely(schema: dict[str, object]) -> None:
+    """Python's ``re`` (jsonschema's engine) lets ``$`` match before a final line feed,
+    so under a negation ``"b\\n"`` matches ``b$`` and is refused."""
+    regex = schema_to_regex(schema, mode="specification")
+    assert not validator_for(schema).is_valid("b\n")
+    assert not fullmatch(regex, json.dumps("b\n"))
+    assert fullmatch(regex, json.dumps("c\n"))

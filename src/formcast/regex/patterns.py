@@ -92,6 +92,9 @@ class _PAnchor:
 _PNode = _PSet | _PSeq | _PAlt | _PRep | _PGroup | _PAnchor
 
 
+_LINE_FEED: Ranges = ((0x0A, 0x0A),)
+
+
 def _exact(ranges: Ranges) -> _PSet:
     return _PSet(ranges, ranges)
 
@@ -368,11 +371,13 @@ def _contains_anchor(node: _PNode) -> bool:
     return False
 
 
-def _split_anchors(node: _PNode) -> list[_Alternative]:
+def _split_anchors(node: _PNode, wide: bool = False) -> list[_Alternative]:
     """Split a pattern into alternatives with explicit free ``.*`` sides.
 
     ``^`` may only start and ``$`` only end an alternative (possibly inside a group that is
-    the whole alternative); any other anchor is refused.
+    the whole alternative); any other anchor is refused. ``$`` matches at the end of the
+    string (ECMAScript); in the ``wide`` reading also before a final line feed, as
+    Python's ``re`` (which some validators use) matches it.
     """
     out = []
     any_char = _PRep(_exact(ANY), 0, None)
@@ -393,6 +398,8 @@ def _split_anchors(node: _PNode) -> list[_Alternative]:
             items.insert(0, any_char)
         if not anchored_end:
             items.append(any_char)
+        elif wide:
+            items.append(_PRep(_exact(_LINE_FEED), 0, 1))
         out.append(_Alternative(items))
     return out
 
@@ -614,9 +621,10 @@ def dfa_regex(
     return label.get((first, last))
 
 
-def pattern_union(pattern: str) -> _PNode:
-    """The parsed pattern as one anchor-free node (implicit ``.*`` sides made explicit)."""
-    alternatives = _split_anchors(PatternParser(pattern).parse())
+def pattern_union(pattern: str, wide: bool = False) -> _PNode:
+    """The parsed pattern as one anchor-free node (implicit ``.*`` sides made explicit;
+    ``wide``: ``$`` also before a final line feed, see :func:`_split_anchors`)."""
+    alternatives = _split_anchors(PatternParser(pattern).parse(), wide)
     return _PAlt(tuple(_PSeq(tuple(a.items)) for a in alternatives))
 
 

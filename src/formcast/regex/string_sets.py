@@ -67,7 +67,7 @@ def _built_language(
     pattern: str, wide: bool, limits: Limits
 ) -> CharDfa | PatternUnsupported | DfaTooLarge:
     try:
-        built = pattern_dfa(pattern_union(pattern), limits, wide=wide)
+        built = pattern_dfa(pattern_union(pattern, wide), limits, wide=wide)
     except PatternUnsupported as error:
         return error
     if built is None:
