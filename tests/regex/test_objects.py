@@ -374,6 +374,57 @@ def test_pattern_properties_exclude_the_declared_names_they_match() -> None:
     assert not automaton.matches(b'{"ab":1,"ab":2}')  # a declared name once, in its place
 
 
+@pytest.mark.parametrize("mode", ["specification", "generation"])
+def test_extras_beside_pattern_properties_follow_additional_properties(mode: str) -> None:
+    """A name that matches no ``patternProperties`` key and is not declared is an extra:
+    its value follows ``additionalProperties``. Over random names and values, the
+    automaton accepts exactly what jsonschema accepts (a name matching a pattern takes
+    that pattern's schema; a name matching ``S_$`` wide, ``S_`` + line feed, is never an
+    extra)."""
+    schema = {
+        "type": "object",
+        "properties": {"sdk": {"type": "boolean"}},
+        "patternProperties": {"sdkrel:.*": {"type": "string"}, "^S_$": {"type": "null"}},
+        "additionalProperties": {"type": "integer"},
+    }
+    automaton = LazyAutomaton(schema_to_regex(schema, mode=mode))
+    validator = validator_for(schema)
+    rng = random.Random(7)
+    pieces = ["sdk", "rel", ":", "S_", "\n", "x", "é", ""]
+    values: list[Any] = [1, "s", None, True]
+    verdicts = set()
+    for _ in range(400):
+        name = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 3))).replace("\\n", "\n")
+        value = {name: rng.choice(values)}
+        expected = validator.is_valid(value)
+        if name == "S_\n":  # Python's re finds ^S_$ in it; ECMAScript does not
+            expected = False
+        assert automaton.matches(dumps(value).encode()) is expected, value
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+    assert automaton.matches(b'{"sdk":true,"sdkrel:a":"v","plain":3}')
+    assert not automaton.matches(b'{"plain":"v"}')
+
+
+def test_extras_beside_pattern_properties_in_plain_spelling_past_the_limits() -> None:
+    """When the complement of the patterns, spelled with every JSON escape, is past the
+    regex limits, extras are still produced in the plain spelling."""
+    names = ["ActiveFine", "BoostUsed", "Factions", "FuelLevel", "JumpDist", "Latitude"]
+    names += ["Longitude", "StarPos", "StarSystem", "SystemAddress", "event", "timestamp"]
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "integer"} for name in names},
+        "patternProperties": {"^(Materials|Economies)$": {"type": "array"}, "_Localised$": False},
+        "additionalProperties": True,
+    }
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    assert automaton.matches(b'{"event":1,"StationName":"London","Materials":[]}')
+    assert automaton.matches(b'{"Materials2":null}')
+    assert not automaton.matches(b'{"Name_Localised":"x"}')
+    assert not automaton.matches(b'{"Materials":"x"}')
+    assert not automaton.matches(b'{"event":"x"}')  # a declared name is no extra
+
+
 _KEY_PATTERNS = ["^x-", "^[a-z]+$", "^[0-9]{3}$", "^\\d+$", "^S_", "^S_[A-Z]", "é", "^(ab)+$"]
 
 

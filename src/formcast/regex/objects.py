@@ -35,7 +35,14 @@ from formcast.regex.dialect import (
 )
 from formcast.regex.enums import enum_candidates
 from formcast.regex.parts import Never, Part, Result
-from formcast.regex.patterns import DfaTooLarge, PatternUnsupported, pattern_except, pattern_regex
+from formcast.regex.patterns import (
+    DfaTooLarge,
+    PatternUnsupported,
+    dfa_regex,
+    pattern_except,
+    pattern_regex,
+)
+from formcast.regex.string_sets import intersection, pattern_language, word_language
 from formcast.schema import join_pointer
 
 # SHARE_MIN_LENGTH for the regexes written several times: optional members, extras
@@ -300,25 +307,53 @@ def _extras(
                     forbidden = True
                 explicit.append(Part(value, join_pointer(part.pointer, keyword), part.synthetic))
                 break
+    if has_patterns and name_parts:
+        raise UnsupportedSchemaError(
+            "propertyNames",
+            name_parts[0].pointer,
+            "cannot be combined with patternProperties",
+        )
     alternatives: list[str] = []
-    free_allowed = not forbidden and not has_patterns
+    free_allowed = not forbidden
     if t.mode == "generation" and not explicit:
         free_allowed = False
     if free_allowed:
         value = t.gen(explicit, refs) if explicit else t.any_value(t.any_depth)
         if not isinstance(value, Never):
-            key = _free_key(t, names, name_parts, refs)
+            if has_patterns:
+                key = _unmatched_key(t, flat, names)
+            else:
+                key = _free_key(t, names, name_parts, refs)
             if key is not None:
                 alternatives.append(key + t.colon + value)
     if has_patterns:
-        if name_parts:
-            raise UnsupportedSchemaError(
-                "propertyNames",
-                name_parts[0].pointer,
-                "cannot be combined with patternProperties",
-            )
         alternatives.extend(_pattern_members(t, flat, names, refs))
     return alt(alternatives)
+
+
+def _unmatched_key(t: Translation, flat: list[Part], names: list[str]) -> str | None:
+    """Regex for the JSON string token of an extra name that matches no
+    ``patternProperties`` key and is no declared name: the complement of the patterns in
+    their wide reading (so no name some validator finds matching slips in as an extra),
+    minus the trie of the names. Written in every JSON spelling, or, when that regex is
+    past the pattern limits (each character set spelled with its escapes is long), in the
+    plain spelling alone. ``None`` if no such name exists, or if the complement is past
+    the limits or uses syntax read inexactly: extras are then not produced, which keeps
+    every output valid (a narrowing, never a loosening)."""
+    patterns = [p for part in flat for p in part.schema.get("patternProperties") or {}]
+    try:
+        removed = [pattern_language(p, wide=True, limits=t.limits) for p in patterns]
+        removed += [word_language(name) for name in names]
+        unmatched = intersection([], removed, t.limits)
+    except (PatternUnsupported, DfaTooLarge):
+        return None
+    for plain in (False, True):
+        try:
+            body = dfa_regex(unmatched.moves, unmatched.accepting, plain, t.limits)
+        except DfaTooLarge:
+            continue
+        return None if body is None else f'"{body}"'
+    return None
 
 
 def _free_key(
