@@ -108,43 +108,109 @@ def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
     return schema
 
 
-def _property_schemas(schema: Any, root: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
-    """Declared properties in order, gathered through $ref, allOf, anyOf and oneOf."""
-    schema = _resolve(schema, root)
-    if not isinstance(schema, Mapping) or depth > 8:
-        return {}
-    found: dict[str, Any] = {}
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping):
-        found.update(properties)
-    for key in ("allOf", "anyOf", "oneOf"):
-        for part in schema.get(key, []) if isinstance(schema.get(key), list) else []:
-            for name, sub in _property_schemas(part, root, depth + 1).items():
-                found.setdefault(name, sub)
-    return found
+class _Order:
+    """The order formcast writes an instance's keys in: each object's declared properties
+    in the order of the schema's keywords, where a combined schema's properties come where
+    it is declared (``allOf`` parts all; of ``anyOf``/``oneOf``, the first branch the
+    value is valid against, by jsonschema), then undeclared keys in the instance's order.
+    Below a key, the order follows that key's schema: its declared property schema, else the
+    first matching ``patternProperties`` entry, else ``additionalProperties``; below an
+    array, its ``prefixItems`` and ``items``."""
 
+    def __init__(self, root: Any) -> None:
+        self.root: Mapping[str, Any] = root if isinstance(root, Mapping) else {}
+        self._validator: Any = None
+        try:
+            from jsonschema.validators import validator_for
 
-def ordered(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
-    """``value`` with object keys in the schema's ``properties`` order, recursively."""
-    schema = _resolve(schema, root)
-    if isinstance(value, dict):
-        declared = _property_schemas(schema, root)
+            self._validator = validator_for(self.root)(self.root)
+        except Exception:  # an unusual document: branches are then taken in order
+            self._validator = None
+
+    def _matches(self, branch: Any, value: Any) -> bool:
+        if self._validator is None:
+            return True
+        try:
+            return bool(self._validator.evolve(schema=branch).is_valid(value))
+        except Exception:
+            return False
+
+    def parts(self, schema: Any, value: Any, depth: int = 0) -> list[Mapping[str, Any]]:
+        """``schema`` and the schemas it combines for ``value``, in declaration order (a
+        schema stands where its ``properties`` keyword is)."""
+        schema = _resolve(schema, self.root)
+        if not isinstance(schema, Mapping) or depth > 8:
+            return []
+        found: list[Mapping[str, Any]] = []
+        if "properties" not in schema:
+            found.append(schema)
+        for key, sub in schema.items():
+            if key == "properties":
+                found.append(schema)
+            elif key == "allOf" and isinstance(sub, list):
+                for part in sub:
+                    found.extend(self.parts(part, value, depth + 1))
+            elif key in ("anyOf", "oneOf") and isinstance(sub, list):
+                chosen = [b for b in sub if self._matches(b, value)][:1] or sub
+                for part in chosen:
+                    found.extend(self.parts(part, value, depth + 1))
+        return found
+
+    def apply(self, value: Any, schema: Any) -> Any:
+        """``value`` with every object's keys in formcast's order."""
+        if not isinstance(value, dict | list):
+            return value
+        parts = self.parts(schema, value)
+        if isinstance(value, list):
+            return [self.apply(v, _item_schema(i, parts)) for i, v in enumerate(value)]
+        declared: dict[str, Any] = {}
+        for part in parts:
+            properties = part.get("properties")
+            for name, sub in properties.items() if isinstance(properties, Mapping) else []:
+                declared.setdefault(name, sub)
         keys = [k for k in declared if k in value] + [k for k in value if k not in declared]
-        return {k: ordered(value[k], declared.get(k, {}), root) for k in keys}
-    if isinstance(value, list):
-        prefix = schema.get("prefixItems", []) if isinstance(schema, Mapping) else []
-        items = schema.get("items", {}) if isinstance(schema, Mapping) else {}
+        return {
+            k: self.apply(value[k], declared[k] if k in declared else _undeclared_schema(k, parts))
+            for k in keys
+        }
+
+
+def _undeclared_schema(key: str, parts: list[Mapping[str, Any]]) -> Any:
+    """The schema of an undeclared property ``key``: the first ``patternProperties`` entry
+    that matches it, else the first ``additionalProperties`` schema."""
+    for part in parts:
+        patterns = part.get("patternProperties")
+        for pattern, sub in patterns.items() if isinstance(patterns, Mapping) else []:
+            try:
+                if re.search(pattern, key):
+                    return sub
+            except re.error:
+                continue
+    for part in parts:
+        if isinstance(part.get("additionalProperties"), Mapping):
+            return part["additionalProperties"]
+    return {}
+
+
+def _item_schema(position: int, parts: list[Mapping[str, Any]]) -> Any:
+    """The schema of item ``position`` of an array: ``prefixItems`` (or a list ``items``),
+    else ``items``, from the first part that has one."""
+    for part in parts:
+        prefix, items = part.get("prefixItems", []), part.get("items")
         if isinstance(items, list):
-            prefix, items = items, {}
-        return [
-            ordered(v, prefix[i] if i < len(prefix) else items, root) for i, v in enumerate(value)
-        ]
-    return value
+            prefix, items = items, None
+        if isinstance(prefix, list) and position < len(prefix):
+            return prefix[position]
+        if isinstance(items, Mapping):
+            return items
+    return {}
 
 
 def serialize(value: Any, schema: Any) -> str:
-    root = schema if isinstance(schema, Mapping) else {}
-    return json.dumps(ordered(value, schema, root), separators=(",", ":"), ensure_ascii=False)
+    """``value`` as compact JSON, keys in formcast's order (see :class:`_Order`)."""
+    return json.dumps(
+        _Order(schema).apply(value, schema), separators=(",", ":"), ensure_ascii=False
+    )
 
 
 # -- the worker ------------------------------------------------------------------------------
