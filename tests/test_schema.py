@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+import formcast
 from formcast.errors import SchemaError, UnsupportedSchemaError
-from formcast.schema import References, join_pointer, load_schema
+from formcast.schema import References, join_pointer, load_schema, validator_class
 
 
 class Point(BaseModel):
@@ -164,3 +165,34 @@ def test_draft4_ids() -> None:
     refs = References(root)
     assert refs.resolve("http://example.com/s.json#/definitions/a", "")[1] == "/definitions/a"
     assert refs.resolve("#/definitions/a", "/properties/x")[1] == "/definitions/a"
+
+
+@pytest.mark.parametrize(
+    ("dialect", "applies"),
+    [
+        ("http://json-schema.org/draft-07/schema#", False),
+        ("http://json-schema.org/draft-04/schema#", False),
+        ("https://json-schema.org/draft/2020-12/schema", True),
+        (None, True),
+    ],
+)
+def test_keywords_beside_ref_follow_the_declared_draft(dialect: str | None, applies: bool) -> None:
+    """Draft 7 and older ignore the keywords beside ``$ref``; 2019-09 and later apply
+    them. jsonschema, by the same ``$schema``, agrees with the compiled automaton."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"w": {"$ref": "#/definitions/w", "required": ["c"], "title": "W"}},
+        "definitions": {"w": {"type": "object", "properties": {"c": {"type": "integer"}}}},
+    }
+    if dialect is not None:
+        schema["$schema"] = dialect
+    loaded = load_schema(schema)
+    assert isinstance(loaded, dict)
+    assert ("required" in loaded["properties"]["w"]) is applies
+    assert loaded["properties"]["w"]["title"] == "W"
+    automaton = formcast.LazyAutomaton(formcast.schema_to_regex(schema, mode="specification"))
+    validator = validator_class(schema)(schema)
+    for value in [{"w": {}}, {"w": {"c": 1}}, {"w": {"c": "x"}}]:
+        expected = validator.is_valid(value)
+        assert automaton.matches(json.dumps(value, separators=(",", ":")).encode()) is expected
+    assert validator.is_valid({"w": {}}) is not applies

@@ -441,6 +441,9 @@ def load_schema(
             JSON, for a Pydantic model whose schema cannot be generated, and for a document
             that is not a valid JSON Schema (the message quotes jsonschema's).
 
+    A document whose ``$schema`` names draft 7 or older loses the keywords beside each
+    ``$ref``, which those drafts ignore (later drafts apply them).
+
     Cost: one deep copy plus one metaschema validation.
     """
     schema: Any
@@ -480,8 +483,41 @@ def load_schema(
         if isinstance(error, SchemaError):
             raise
         raise SchemaError(f"expected a JSON Schema document, found {_describe(schema)}") from None
+    if isinstance(schema, dict) and _ignores_ref_siblings(schema):
+        _drop_ref_siblings(schema)
     result: dict[str, Any] | bool = schema
     return result
+
+
+_LEGACY_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
+_KEPT_BESIDE_REF = ANNOTATION_KEYWORDS | CONTAINER_KEYWORDS | {"$ref"}
+
+
+def _ignores_ref_siblings(root: dict[str, Any]) -> bool:
+    """Whether the document's ``$schema`` names draft 7 or older, where "all other
+    properties in a ``$ref`` object MUST be ignored" (2019-09 made them apply)."""
+    dialect = root.get("$schema")
+    return isinstance(dialect, str) and any(draft in dialect for draft in _LEGACY_DRAFTS)
+
+
+def _drop_ref_siblings(node: Any) -> None:
+    """Remove, in place, the keywords beside each ``$ref`` that a draft 7 (or older)
+    validator ignores, so that they constrain nothing here either; definitions,
+    identifiers, annotations and ``x-`` extensions stay. Walks schema positions only."""
+    if not isinstance(node, dict):
+        return
+    if isinstance(node.get("$ref"), str):
+        for key in [k for k in node if k not in _KEPT_BESIDE_REF and not k.startswith("x-")]:
+            del node[key]
+    for key, value in node.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                _drop_ref_siblings(sub)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for sub in value:
+                _drop_ref_siblings(sub)
+        elif key in _SCHEMA_VALUED:
+            _drop_ref_siblings(value)
 
 
 _ATOMS = frozenset((str, int, float, bool, type(None)))
