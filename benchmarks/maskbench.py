@@ -109,13 +109,14 @@ def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
 
 
 class _Order:
-    """The order formcast writes an instance's keys in: each object's declared properties
-    in the order of the schema's keywords, where a combined schema's properties come where
-    it is declared (``allOf`` parts all; of ``anyOf``/``oneOf``, the first branch the
-    value is valid against, by jsonschema), then undeclared keys in the instance's order.
-    Below a key, the order follows that key's schema: its declared property schema, else the
-    first matching ``patternProperties`` entry, else ``additionalProperties``; below an
-    array, its ``prefixItems`` and ``items``."""
+    """The order formcast writes an instance's keys in: each object's declared properties,
+    then its required names that are not declared, in the order of the schema's keywords,
+    where a combined schema's properties come where it is declared (``allOf`` parts all;
+    of ``anyOf``/``oneOf``, the first branch the value is valid against, by jsonschema),
+    then undeclared keys in the instance's order. Below a key, the order follows that key's
+    schema: its declared property schema, else the first matching ``patternProperties``
+    entry, else ``additionalProperties``; below an array, its ``prefixItems`` and
+    ``items``."""
 
     def __init__(self, root: Any) -> None:
         self.root: Mapping[str, Any] = root if isinstance(root, Mapping) else {}
@@ -168,6 +169,11 @@ class _Order:
             properties = part.get("properties")
             for name, sub in properties.items() if isinstance(properties, Mapping) else []:
                 declared.setdefault(name, sub)
+        for part in parts:  # required names that are not declared come next, in order
+            required = part.get("required")
+            for name in required if isinstance(required, list) else []:
+                if isinstance(name, str) and name not in declared:
+                    declared[name] = _undeclared_schema(name, parts)
         keys = [k for k in declared if k in value] + [k for k in value if k not in declared]
         return {
             k: self.apply(value[k], declared[k] if k in declared else _undeclared_schema(k, parts))
