@@ -54,3 +54,20 @@ UNSUPPORTED: list[Unsupported] = [
 
 
 test_unsupported_keywords = unsupported_tests(UNSUPPORTED)
+
+
+def test_enum_numbers_accept_their_equal_spellings_in_specification_mode() -> None:
+    """JSON Schema compares numbers by value: ``2``, ``2.0`` and ``2.00`` are all the
+    enum value ``2.0``. Specification mode accepts those spellings (with trailing zeros,
+    not exponents), as jsonschema does; generation mode writes the compact one only."""
+    from formcast.automaton import LazyAutomaton
+    from formcast.regex.translator import schema_to_regex
+
+    schema = {"enum": [2.0, 7, 2.5, -1.25, "2"]}
+    spec = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    generation = LazyAutomaton(schema_to_regex(schema))
+    for text in ["2", "2.0", "2.00", "7", "7.0", "2.5", "2.50", "-1.25", "-1.250", '"2"']:
+        assert spec.matches(text.encode()), text
+    for text in ["20", "2.", "2.05", "7.01", "2.51", "-1.2", "1.25", '"2.0"', "0"]:
+        assert not spec.matches(text.encode()), text
+    assert generation.matches(b"2.0") and not generation.matches(b"2.00")

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from formcast.automaton.choices import CHOICE_MIN_WORDS
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.context import Translation
-from formcast.regex.dialect import alt, json_literal, string_choice
+from formcast.regex.dialect import alt, json_dumps, json_literal, string_choice
 from formcast.regex.parts import Never, Part, Result
 from formcast.regex.strings import formats_accept
 from formcast.schema import ANNOTATION_KEYWORDS, validator_class
@@ -114,7 +114,26 @@ def enumeration(t: Translation, flat: list[Part], candidates: list[Any]) -> Resu
             kept.append(value)
     if not kept:
         return Never("enum", flat[0].pointer, "no enum/const value satisfies every keyword")
+    if t.mode == "specification":
+        return alt(_number_spellings(v) for v in kept) or ""
     return alt(json_literal(v) for v in kept) or ""
+
+
+def _number_spellings(value: Any) -> str:
+    """Regex for ``value``'s compact JSON text; for a number, also the spellings with
+    trailing zeros that JSON Schema finds equal (``2``, ``2.0``, ``2.00`` for ``2.0``;
+    ``2.5``, ``2.50`` for ``2.5``), but not the exponent forms."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return json_literal(value)
+    if isinstance(value, float) and not value.is_integer():
+        text = json_dumps(value)
+        if "e" in text or "E" in text:
+            return json_literal(value)
+        return json_literal(value) + "0*"
+    if isinstance(value, float) and abs(value) >= 1e16:
+        return json_literal(value)
+    whole = int(value)
+    return json_literal(whole) + r"(?:\.0+)?"
 
 
 def _string_enumeration(flat: Sequence[Part], candidates: list[Any]) -> list[str] | None:
