@@ -288,3 +288,24 @@ def test_float_bounds_are_exact_after_parsing(bound: float, lower: bool, strict:
     text = format(decimal.Decimal(repr(bound)), "f")
     if not text.startswith("-0") and len(text.partition(".")[2]) <= 15:
         assert bool(fullmatch(regex, text)) is (not strict), (text, schema)
+
+
+def test_specification_numbers_include_long_integers() -> None:
+    """A third-party document may hold an integer of any length where a number goes
+    (jsonschema accepts ``234567890123456789`` as a number). Specification mode accepts
+    it, with no fraction or exponent, in typed and in unconstrained values; generation
+    mode keeps to numbers a Python float holds."""
+    from formcast.automaton import LazyAutomaton
+    from formcast.regex.translator import schema_to_regex
+
+    long = b"234567890123456789"
+    for schema in [{"type": "number"}, {}, {"type": "object"}]:
+        text = long if schema != {"type": "object"} else b'{"v":' + long + b"}"
+        spec = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+        assert spec.matches(text), schema
+        assert spec.matches(b"-" + long) or schema == {"type": "object"}
+        assert not spec.matches(long + b".5")
+        assert not spec.matches(b"0" + long)
+    generation = LazyAutomaton(schema_to_regex({"type": "number"}))
+    assert not generation.matches(long)
+    assert generation.matches(b"2345678901234567")

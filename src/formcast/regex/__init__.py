@@ -82,7 +82,9 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   ``generation`` mode.
 * Unbounded numbers are written as ``repr(float)`` writes them and stay finite: at most 16
   integer digits with an optional two-digit exponent, or one integer digit with a
-  three-digit exponent up to ``e+307`` (:data:`NUMBER`). Integers
+  three-digit exponent up to ``e+307`` (:data:`NUMBER`); in ``specification`` mode
+  also whole numbers of any length without fraction or exponent
+  (:data:`SPECIFICATION_NUMBER`). Integers
   without bounds have any number of digits (Python and Pydantic ints are unbounded).
   Numbers with bounds have no exponent and stay within +-10**15 on an open side, except
   that a one-sided range holding all non-negative (``minimum <= 0``) or all non-positive

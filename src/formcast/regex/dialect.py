@@ -42,6 +42,7 @@ __all__ = [
     "NULL",
     "NUMBER",
     "SHARE_MIN_LENGTH",
+    "SPECIFICATION_NUMBER",
     "STRING",
     "STRING_CHAR",
     "WHITESPACE_DEFAULT",
@@ -475,6 +476,11 @@ and an optional two-digit exponent, or :data:`_LONG_EXPONENTS`.
 
 (A JSON number such as ``1e400`` parses to ``inf``, which ``Decimal`` and many validators
 refuse.)"""
+SPECIFICATION_NUMBER = rf"(?:{INTEGER}|{NUMBER})"
+"""The numbers of specification mode: :data:`NUMBER`, and integers of any length written
+without a fraction or exponent (JSON parses them exactly; a third-party document may hold
+``234567890123456789``). Generation mode keeps :data:`NUMBER`, whose every value a Python
+``float`` holds."""
 BOOLEAN = "(?:true|false)"
 """A JSON boolean."""
 NULL = "null"

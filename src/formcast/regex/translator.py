@@ -31,6 +31,7 @@ from formcast.regex.combinators import disjunction, rewrite
 from formcast.regex.dialect import (
     NULL,
     NUMBER,
+    SPECIFICATION_NUMBER,
     STRING,
     WHITESPACE_DEFAULT,
     alt,
@@ -118,6 +119,7 @@ class _Translator:
         ``limits.unshared_regex_length`` characters raise :class:`TooLarge`); ``from_text``:
         the options applied to every plain string value without its own keyword."""
         self.mode = mode
+        self.number_token = SPECIFICATION_NUMBER if mode == "specification" else NUMBER
         self.formats_asserted = asserts_formats(root)
         self.limits = limits
         self.from_text = from_text
@@ -324,7 +326,8 @@ class _Translator:
                 if not any(v is value for v in excluded):
                     alts.append(word)
         if "integer" in types or "number" in types:
-            add(numeric_regex(flat, "number" not in types, excluded))
+            numbers = numeric_regex(flat, "number" not in types, excluded)
+            add(self.number_token if numbers == NUMBER else numbers)
         if "string" in types:
             add(string_regex(self, flat, excluded))
         if "array" in types:
@@ -389,7 +392,7 @@ class _Translator:
             return self._any_value_recursive()
         if depth not in self._any:
             deep = self.any_depth is None or self.any_depth > 1
-            scalar = alt([STRING, NUMBER, "true", "false", NULL]) or ""
+            scalar = alt([STRING, self.number_token, "true", "false", NULL]) or ""
             if depth == 0:
                 self._any[0] = self.share(scalar, force=deep)
                 return self._any[0]
@@ -406,7 +409,8 @@ class _Translator:
         call = self.recursion.known(*key)
         if call is None:
             inner = self.recursion.call(*key)
-            scalar = self.share(alt([STRING, NUMBER, "true", "false", NULL]) or "", force=True)
+            scalar = alt([STRING, self.number_token, "true", "false", NULL]) or ""
+            scalar = self.share(scalar, force=True)
             array = rf"\[{self.ws}(?:{inner}(?:{self.sep}{inner})*{self.ws})?\]"
             member = f"{self.share(STRING, force=True)}{self.colon}{inner}"
             obj = rf"\{{{self.ws}(?:{member}(?:{self.sep}{member})*{self.ws})?\}}"
