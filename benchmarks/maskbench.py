@@ -110,13 +110,12 @@ def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
 
 class _Order:
     """The order formcast writes an instance's keys in: each object's declared properties,
-    then its required names that are not declared, in the order of the schema's keywords,
-    where a combined schema's properties come where it is declared (``allOf`` parts all;
-    of ``anyOf``/``oneOf``, the first branch the value is valid against, by jsonschema),
-    then undeclared keys in the instance's order. Below a key, the order follows that key's
-    schema: its declared property schema, else the first matching ``patternProperties``
-    entry, else ``additionalProperties``; below an array, its ``prefixItems`` and
-    ``items``."""
+    then its required names that are not declared, through the schemas it combines (see
+    :meth:`parts`; of ``anyOf``/``oneOf``, the first branch the value is valid against,
+    by jsonschema), then undeclared keys in the instance's order. Below a key, the order
+    follows that key's schema: its declared property schema, else the first matching
+    ``patternProperties`` entry, else ``additionalProperties``; below an array, its
+    ``prefixItems`` and ``items``."""
 
     def __init__(self, root: Any) -> None:
         self.root: Mapping[str, Any] = root if isinstance(root, Mapping) else {}
@@ -137,22 +136,23 @@ class _Order:
             return False
 
     def parts(self, schema: Any, value: Any, depth: int = 0) -> list[Mapping[str, Any]]:
-        """``schema`` and the schemas it combines for ``value``, in declaration order (a
-        schema stands where its ``properties`` keyword is)."""
-        schema = _resolve(schema, self.root)
-        if not isinstance(schema, Mapping) or depth > 8:
+        """``schema`` and the schemas it combines for ``value``, in formcast's order: a
+        ``$ref`` target, then the ``allOf`` parts, then the schema itself, then the chosen
+        ``anyOf``/``oneOf`` branches (each expanded the same way)."""
+        if not isinstance(schema, Mapping) or depth > 16:
             return []
         found: list[Mapping[str, Any]] = []
-        if "properties" not in schema:
-            found.append(schema)
-        for key, sub in schema.items():
-            if key == "properties":
-                found.append(schema)
-            elif key == "allOf" and isinstance(sub, list):
-                for part in sub:
-                    found.extend(self.parts(part, value, depth + 1))
-            elif key in ("anyOf", "oneOf") and isinstance(sub, list):
-                chosen = [b for b in sub if self._matches(b, value)][:1] or sub
+        if isinstance(schema.get("$ref"), str):
+            target = _resolve({"$ref": schema["$ref"]}, self.root)
+            if target is not schema and "$ref" not in target:
+                found.extend(self.parts(target, value, depth + 1))
+        for part in schema.get("allOf", []) if isinstance(schema.get("allOf"), list) else []:
+            found.extend(self.parts(part, value, depth + 1))
+        found.append(schema)
+        for key in ("anyOf", "oneOf"):
+            branches = schema.get(key)
+            if isinstance(branches, list):
+                chosen = [b for b in branches if self._matches(b, value)][:1] or branches
                 for part in chosen:
                     found.extend(self.parts(part, value, depth + 1))
         return found
