@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
@@ -179,6 +180,39 @@ def test_a_second_process_hits_without_building_the_regex(_private_cache: Path) 
     assert second["place"] == ["Place", place.cursor().allowed_token_ids().tolist()]
     assert second["tree"] == ["Tree", tree.cursor().allowed_token_ids().tolist()]
     assert second["schema"][1] == schema.cursor().allowed_token_ids().tolist()
+
+
+def test_a_hit_says_the_warnings_of_the_compilation_again(_private_cache: Path) -> None:
+    """An index read from the disk cache (or the in-process memo) emits the warnings its
+    compilation emitted: an unknown format and a dropped ``anyOf`` branch still reach
+    the caller, with their attributes, although nothing is compiled."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "c": {"type": "string", "format": "colour"},
+            "v": {"anyOf": [{"type": "integer"}, {"type": "array", "uniqueItems": True}]},
+        },
+    }
+    vocab = vocabulary()
+
+    def caught(compile_once: Any) -> list[warnings.WarningMessage]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            compile_once()
+        return [w for w in seen if issubclass(w.category, formcast.FormcastWarning)]
+
+    first = caught(lambda: compile_fresh(schema, vocab, mode="specification"))
+    assert len(entries(_private_cache)) == 1
+    from_disk = caught(lambda: compile_fresh(schema, vocab, mode="specification"))
+    from_memory = caught(lambda: formcast.compile(schema, vocab, mode="specification"))
+    assert disk_cache.disk_cache_stats()["hits"] >= 1
+    for again in (from_disk, from_memory):
+        assert [str(w.message) for w in again] == [str(w.message) for w in first]
+        assert [w.category for w in again] == [w.category for w in first]
+    assert {w.category for w in first} == {formcast.UnknownFormatWarning, formcast.FormcastWarning}
+    unknown = next(w.message for w in from_disk if w.category is formcast.UnknownFormatWarning)
+    assert isinstance(unknown, formcast.UnknownFormatWarning)
+    assert (unknown.format, unknown.pointer) == ("colour", "/properties/c")
 
 
 def test_concurrent_writers_leave_one_valid_entry(_private_cache: Path) -> None:

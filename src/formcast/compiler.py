@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import reprlib
 import threading
+import warnings
 from collections import OrderedDict
 from typing import Any
 
@@ -30,7 +31,12 @@ from formcast.constraint import (
     constraint_key,
     output_spec,
 )
-from formcast.errors import InvalidOptionError
+from formcast.errors import (
+    InvalidOptionError,
+    recording_warnings,
+    warning_data,
+    warning_from_data,
+)
 from formcast.index import TokenIndex
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.schema import Mode
@@ -136,15 +142,16 @@ def compile(
     else:
         found = _remembered(("source", source, fingerprint))
         if found is not None:
-            return found
+            return _said_again(found)
         if folder is not None:
             entry = disk_cache.entry_key(source, fingerprint)
             index = disk_cache.load(folder, entry, vocabulary)
             if index is not None:
                 index.description = _describe(output)
                 _remember(("source", source, fingerprint), index)
-                return index
-    spec = output_spec(output, options)
+                return _said_again(index)
+    with recording_warnings() as emitted:
+        spec = output_spec(output, options)
     index = _remembered(("regex", spec.key, fingerprint))
     if index is None:
         # a translated schema's recursive sub-schema without a finite value matches
@@ -160,12 +167,21 @@ def compile(
                 "automaton only; set max_recursion_depth (and Limits.any_value_depth) to an int"
             )
         index = TokenIndex(automaton, vocabulary, description=_describe(output))
+        index.build_warnings = tuple(warning_data(w) for w in emitted)
     if folder is not None:
         index.row(index.initial_state)  # so that a hit answers the first mask at once
         disk_cache.store(folder, entry, index)
     _remember(("regex", spec.key, fingerprint), index)
     if source is not None:
         _remember(("source", source, fingerprint), index)
+    return index
+
+
+def _said_again(index: TokenIndex) -> TokenIndex:
+    """``index``, after emitting again the warnings its compilation emitted (a cache hit
+    skips the compilation that said them; the caller's warning filters decide as usual)."""
+    for data in index.build_warnings:
+        warnings.warn(warning_from_data(data), stacklevel=3)
     return index
 
 

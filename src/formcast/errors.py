@@ -24,13 +24,21 @@ say what was expected and what was found.
 Warnings (``warnings.warn``) say what formcast did not enforce although it could go on:
 
 ```
-FormcastWarning (UserWarning)      base of every warning formcast emits
+FormcastWarning (UserWarning)      base of every warning formcast emits (a dropped
+│                                  anyOf/oneOf branch, recursion unrolled fewer times)
 └── UnknownFormatWarning           a `format` formcast does not know: any string is allowed
 ```
+
+A compiled index keeps the warnings its compilation emitted and a cache hit emits them
+again (:func:`warn`, :func:`recording_warnings`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -209,3 +217,43 @@ class UnknownFormatWarning(FormcastWarning):
         self.format = format
         self.pointer = pointer
         super().__init__(message)
+
+
+_recording: ContextVar[list[FormcastWarning] | None] = ContextVar(
+    "formcast_recorded_warnings", default=None
+)
+
+
+def warn(warning: FormcastWarning, stacklevel: int = 1) -> None:
+    """Emit ``warning`` (``stacklevel`` as :func:`warnings.warn` counts it from the
+    caller) and add it to the list of :func:`recording_warnings` in progress, so that an
+    index read back from a cache can say it again."""
+    recorded = _recording.get()
+    if recorded is not None:
+        recorded.append(warning)
+    warnings.warn(warning, stacklevel=stacklevel + 1)
+
+
+@contextlib.contextmanager
+def recording_warnings() -> Iterator[list[FormcastWarning]]:
+    """The warnings :func:`warn` emits in this context (this thread or task only)."""
+    recorded: list[FormcastWarning] = []
+    token = _recording.set(recorded)
+    try:
+        yield recorded
+    finally:
+        _recording.reset(token)
+
+
+def warning_data(warning: FormcastWarning) -> dict[str, str]:
+    """``warning`` as plain strings, for a cache entry (see :func:`warning_from_data`)."""
+    if isinstance(warning, UnknownFormatWarning):
+        return {"format": warning.format, "pointer": warning.pointer, "message": str(warning)}
+    return {"message": str(warning)}
+
+
+def warning_from_data(data: dict[str, str]) -> FormcastWarning:
+    """The warning :func:`warning_data` wrote."""
+    if "format" in data:
+        return UnknownFormatWarning(data["format"], data["pointer"], data["message"])
+    return FormcastWarning(data["message"])

@@ -112,6 +112,9 @@ class TokenIndex:
         self.automaton = automaton
         self.vocabulary = vocabulary
         self.description = description or automaton.pattern
+        self.build_warnings: tuple[dict[str, str], ...] = ()
+        """The warnings compiling the constraint emitted (:func:`formcast.errors.warning_data`
+        form), said again when a cache hands the index out."""
         self._usable_bytes = vocabulary.single_byte_tokens >= 0
         self._rows: dict[int, _Row] = {}
         self._distances: dict[int, int] = {}
@@ -176,6 +179,7 @@ class TokenIndex:
             "vocabulary": self.vocabulary.fingerprint,
             "kind": kind,
             "automaton": automaton_meta,
+            "warnings": list(self.build_warnings),
         }
         return blob.pack(meta, arrays)
 
@@ -198,6 +202,7 @@ class TokenIndex:
             raise ValueError(f"expected an automaton kind of {sorted(_STORED_AUTOMATA)}")
         automaton = kind.from_arrays(meta.get("automaton", {}), arrays_under(arrays, "automaton."))
         index = cls(automaton, vocabulary, description=str(meta.get("description", "")))
+        index.build_warnings = _warnings_of(meta.get("warnings", []))
         index._adopt_rows(arrays, automaton.num_states)
         return index
 
@@ -646,3 +651,15 @@ def _sorted_by_token(
         table[trie.repeats] = table[trie.repeated]
     token_ids = np.flatnonzero(table).astype(np.int32)
     return token_ids, table[token_ids]
+
+
+def _warnings_of(stored: Any) -> tuple[dict[str, str], ...]:
+    """The build warnings a stored index lists; ValueError if they are not string maps."""
+    if not isinstance(stored, list) or not all(
+        isinstance(item, dict)
+        and all(isinstance(v, str) for v in item.values())
+        and isinstance(item.get("message"), str)
+        for item in stored
+    ):
+        raise ValueError("expected the index's warnings as a list of string maps")
+    return tuple(stored)

@@ -15,11 +15,10 @@ multiply each other (the translator caps the number of sub-schemas).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from formcast.errors import SchemaError, UnsupportedSchemaError
+from formcast.errors import FormcastWarning, SchemaError, UnsupportedSchemaError, warn
 from formcast.regex.context import Translation
 from formcast.regex.dialect import alt
 from formcast.regex.enums import enum_candidates, json_type
@@ -398,10 +397,11 @@ def disjunction(
         recursion = [n for n in nevers if n.keyword == "$ref"]
         return (recursion or nevers)[0]
     for failure in failures:
-        warnings.warn(
-            f"formcast: dropped a {keyword} branch that cannot be enforced ({failure}); the "
-            "output uses the remaining branches",
-            UserWarning,
+        warn(
+            FormcastWarning(
+                f"formcast: dropped a {keyword} branch that cannot be enforced ({failure}); "
+                "the output uses the remaining branches"
+            ),
             stacklevel=4,
         )
     return alt(results) or ""

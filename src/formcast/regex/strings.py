@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from formcast.charset import Ranges
-from formcast.errors import UnknownFormatWarning, UnsupportedSchemaError
+from formcast.errors import UnknownFormatWarning, UnsupportedSchemaError, warn
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.context import Translation
 from formcast.regex.dialect import (
@@ -270,7 +269,7 @@ def unknown_format(name: str, pointer: str, mode: Mode, asserted: bool = False) 
     reading = (
         "JSON Schema reads it as an annotation" if mode == "specification" else "it is not enforced"
     )
-    warnings.warn(
+    warn(
         UnknownFormatWarning(
             name,
             pointer,

@@ -16,7 +16,6 @@ imports this module.
 from __future__ import annotations
 
 import sys
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import pydantic
 
 from formcast.automaton.choices import CHOICE_COST_DIVISOR, choice_characters
-from formcast.errors import InvalidOptionError, UnsupportedSchemaError
+from formcast.errors import FormcastWarning, InvalidOptionError, UnsupportedSchemaError, warn
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.arrays import array_regex
 from formcast.regex.combinators import disjunction, rewrite
@@ -538,11 +537,12 @@ def loaded_schema_to_regex(
     finally:
         sys.setrecursionlimit(limit)
     if depth is not None and max_recursion_depth is not None and depth < max_recursion_depth:
-        warnings.warn(
-            f"formcast: recursive references unrolled {depth} times instead of "
-            f"max_recursion_depth={max_recursion_depth}, to keep the regex under "
-            f"max_regex_length={limits.max_regex_length} characters",
-            UserWarning,
+        warn(
+            FormcastWarning(
+                f"formcast: recursive references unrolled {depth} times instead of "
+                f"max_recursion_depth={max_recursion_depth}, to keep the regex under "
+                f"max_regex_length={limits.max_regex_length} characters"
+            ),
             stacklevel=2,
         )
     if isinstance(result, Never):
