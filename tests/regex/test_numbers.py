@@ -5,11 +5,13 @@ from __future__ import annotations
 import decimal
 import json
 import random
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, Field
 from regex_checks import (
     Case,
     Unsupported,
@@ -21,6 +23,7 @@ from regex_checks import (
     validator_for,
 )
 
+from formcast.automaton import LazyAutomaton
 from formcast.regex.numbers import int_range, number_range
 from formcast.regex.translator import schema_to_regex
 
@@ -183,7 +186,9 @@ test_hand_written_cases, test_samples_are_valid = case_tests(CASES)
 
 
 UNSUPPORTED: list[Unsupported] = [
-    ({"type": "number", "multipleOf": 0.01}, "multipleOf", "/", "generation"),
+    ({"type": "number", "multipleOf": 2.5}, "multipleOf", "/", "generation"),
+    ({"type": "number", "multipleOf": 0.3}, "multipleOf", "/", "generation"),
+    ({"type": "number", "multipleOf": 0.0001}, "multipleOf", "/", "generation"),
     ({"type": "integer", "multipleOf": 3}, "multipleOf", "/", "generation"),
     ({"type": "integer", "multipleOf": 2, "minimum": 10}, "multipleOf", "/", "generation"),
     ({"type": "number", "not": {"const": 1.5}}, "not", "/", "generation"),
@@ -309,3 +314,60 @@ def test_specification_numbers_include_long_integers() -> None:
     generation = LazyAutomaton(schema_to_regex({"type": "number"}))
     assert not generation.matches(long)
     assert generation.matches(b"2345678901234567")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "number", "multipleOf": 0.01},
+        {"type": "number", "multipleOf": 0.25, "minimum": 0.25},
+        {"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 99.99},
+        {
+            "type": "number",
+            "multipleOf": 0.5,
+            "exclusiveMaximum": 3,
+            "allOf": [{"multipleOf": 0.2}],
+        },
+        {"type": "number", "multipleOf": 0.125, "minimum": -2},
+    ],
+)
+def test_fractional_multiples_are_exact(schema: dict[str, Any]) -> None:
+    """A step that divides 1 (0.01, 0.25, 0.125; several steps combine to their least
+    common multiple) admits exactly the numbers that are whole multiples of it by exact
+    decimal arithmetic, as the specification says, within the bounds; Pydantic accepts
+    every such value of a ``multiple_of`` float."""
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    steps = [Decimal(repr(schema["multipleOf"]))]
+    steps += [Decimal(repr(p["multipleOf"])) for p in schema.get("allOf", [])]
+    low = schema.get("minimum")
+    high = schema.get("maximum")
+    rng = random.Random(3)
+    verdicts = set()
+    for _ in range(3000):
+        text = f"{rng.randint(-400, 400) / rng.choice([1, 2, 4, 8, 10, 20, 100, 1000]):.4f}"
+        text = text.rstrip("0") if rng.random() < 0.5 else text
+        text = text.rstrip(".") if text.endswith(".") else text
+        value = Decimal(text)
+        expected = all(value % step == 0 for step in steps)
+        expected = expected and (low is None or value >= Decimal(repr(low)))
+        expected = expected and (high is None or value <= Decimal(repr(high)))
+        if "exclusiveMaximum" in schema:
+            expected = expected and value < schema["exclusiveMaximum"]
+        assert automaton.matches(text.encode()) is expected, text
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+
+
+def test_pydantic_accepts_generated_fractional_multiples() -> None:
+    """Every value the generation-mode automaton admits for ``multiple_of=0.01`` up to
+    four integer digits is accepted by Pydantic (whose float check has a tolerance)."""
+
+    class Price(BaseModel):
+        amount: float = Field(multiple_of=0.01, ge=0, le=9999.99)
+
+    automaton = LazyAutomaton(schema_to_regex(Price.model_json_schema()))
+    for cents in range(0, 1_000_000, 37):
+        text = f'{{"amount":{cents // 100}.{cents % 100:02d}}}'
+        assert automaton.matches(text.encode()), text
+        Price.model_validate_json(text)
+    assert not automaton.matches(b'{"amount":1.001}')

@@ -55,7 +55,8 @@ and the OpenAPI integer formats (int32, int64, ...).
 Refused with :class:`UnsupportedSchemaError`: lookarounds, backreferences, ``\\b`` and
 Unicode property escapes in patterns; a pattern combined with a format, or with lengths
 whose product with the pattern's automaton is too large (see ``bounded_pattern`` and
-``long_pattern``), or patterns whose product is too large; fractional ``multipleOf``;
+``long_pattern``), or patterns whose product is too large; a fractional ``multipleOf``
+that does not divide 1 (``2.5``, ``0.3``);
 ``uniqueItems`` (``specification`` mode) except over at most 512 arrangements of
 enumerated values; unknown formats where the document's root
 declares the format-assertion vocabulary (``$vocabulary``);
@@ -92,7 +93,9 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   exclusive bounds on ``number`` are enforced as the nearest inclusive bound that float
   parsing cannot round across (the excluded gap is below one part in 10**15 of the bound);
   bounds are rounded inwards to 20 decimals. ``multipleOf`` makes numbers whole: integers,
-  and for ``type: number`` also ``4.0``-style fractions ``.0+`` on up to 15 digits.
+  and for ``type: number`` also ``4.0``-style fractions ``.0+`` on up to 15 digits; a
+  fractional step that divides 1 (``0.01``, ``0.25``) keeps the digits after the point a
+  multiple of it, with no exponent and at most ``15 - decimals`` integer digits.
 * Values a ``not`` excludes from an unconstrained string are avoided by spelling strings
   without escapes.
 * Recursive ``$ref`` is exact by default (``max_recursion_depth=None``): it becomes a

@@ -21,6 +21,8 @@ from typing import Any
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.dialect import EXPONENT_FORMS, INTEGER, NUMBER, alt, group, repeat, trie
 from formcast.regex.parts import Never, Part, Result
+from formcast.regex.patterns import dfa_regex
+from formcast.regex.string_sets import intersection, pattern_language
 
 _NUMBER_LIMIT = Decimal(10) ** 15
 """One-sided bounds on ``number`` get this as the other side, so values stay finite."""
@@ -225,6 +227,60 @@ _FRACTION_DIGITS = 20
 """Bounds on ``number`` are rounded inwards to this many decimals (keeps regexes shallow)."""
 
 
+_MAX_STEP_FRACTIONS = 1000
+"""Most fractional parts a fractional ``multipleOf`` allows (0.001 allows 1,000)."""
+
+
+def _fractional_step(steps: list[Decimal], whole: int | None, pointer: str) -> tuple[int, int]:
+    """The least common multiple of the fractional ``steps`` and the ``whole`` step (if
+    any), as ``(places, units)``: the step is ``units / 10**places``.
+
+    Raises UnsupportedSchemaError for a combined step that is neither whole nor a divisor
+    of 1 with at most 1,000 fractional parts (0.01, 0.25 and 0.125 are enforced; 2.5,
+    0.3 and 0.0001 are not)."""
+    places = max(-int(s.as_tuple().exponent) for s in steps)
+    scale = 10**places
+    units = 1 if whole is None else whole * scale
+    for s in steps:
+        unit = int(s * scale)
+        units = units * unit // math.gcd(units, unit)
+    if units % scale and (scale % units or scale // units > _MAX_STEP_FRACTIONS):
+        shown = ", ".join(str(s) for s in steps)
+        raise UnsupportedSchemaError(
+            "multipleOf",
+            pointer,
+            f"multipleOf {shown} (combined step {Decimal(units).scaleb(-places)}): only "
+            "whole steps and steps that divide 1 into at most "
+            f"{_MAX_STEP_FRACTIONS} parts (0.01, 0.25) can be enforced",
+        )
+    return places, units
+
+
+def _fraction_multiples(
+    places: int, units: int, lo: Decimal | None, hi: Decimal | None
+) -> str | None:
+    """Regex for the numbers that are multiples of ``units / 10**places`` (a step that
+    divides 1) within ``lo..hi``: whole numbers with a fractional part whose first
+    ``places`` digits are a multiple of ``units`` and whose further digits are zeros
+    (``12.50`` for 0.25). No exponent; at most ``15 - places`` integer digits, so that a
+    float holds the value exactly enough for Pydantic's check. The bounds cross it as
+    character automata."""
+    parts = {format(f, f"0{places}d").rstrip("0") for f in range(0, 10**places, units)}
+    written = trie(sorted(p for p in parts if p))
+    fraction = rf"(?:\.(?:{written}0*|0+))?" if written else r"(?:\.0+)?"
+    free = rf"-?(?:0|[1-9][0-9]{{0,{14 - places}}}){fraction}"
+    if lo is None and hi is None:
+        return free
+    bounded = number_range(lo, hi)
+    if bounded is None:
+        return None
+    shaped = intersection(
+        [pattern_language(f"^(?:{free})$", False), pattern_language(f"^(?:{bounded})$", False)],
+        [],
+    )
+    return dfa_regex(shaped.moves, shaped.accepting, plain=True)
+
+
 def _split_decimal(value: Decimal) -> tuple[int, str]:
     text = format(value, "f")
     whole, _, fraction = text.partition(".")
@@ -390,6 +446,7 @@ def _numeric(flat: list[Part], integer_only: bool, excluded: list[Any]) -> Resul
     dec_lo: Decimal | None = None
     dec_hi: Decimal | None = None
     multiples: list[int] = []
+    fractional: list[Decimal] = []
     bound_pointer = flat[0].pointer
     multiple_pointer = flat[0].pointer
     for part in flat:
@@ -445,12 +502,9 @@ def _numeric(flat: list[Part], integer_only: bool, excluded: list[Any]) -> Resul
             if not is_number(step) or step <= 0:
                 raise SchemaError(f"expected a positive multipleOf at {part.pointer or '/'}")
             if isinstance(step, float) and not step.is_integer():
-                raise UnsupportedSchemaError(
-                    "multipleOf",
-                    part.pointer,
-                    "only whole-number multipleOf values can be enforced",
-                )
-            multiples.append(int(step))
+                fractional.append(Decimal(repr(step)))
+            else:
+                multiples.append(int(step))
     # keep at most _FRACTION_DIGITS decimals (rounding inwards: a restriction, still sound)
     quantum = Decimal(1).scaleb(-_FRACTION_DIGITS)
     if dec_lo is not None:
@@ -461,6 +515,20 @@ def _numeric(flat: list[Part], integer_only: bool, excluded: list[Any]) -> Resul
     for m in multiples:
         step = step * m // math.gcd(step, m)
     numbers = [v for v in excluded if is_number(v)]
+    if fractional:
+        places, units = _fractional_step(fractional, step if multiples else None, multiple_pointer)
+        if units % 10**places == 0:
+            multiples.append(units // 10**places)  # 0.5 and 4: a whole step after all
+            step = step * multiples[-1] // math.gcd(step, multiples[-1])
+        elif not integer_only:  # every integer is a multiple of a step that divides 1
+            if numbers:
+                raise UnsupportedSchemaError(
+                    "not", bound_pointer, "cannot exclude values from multipleOf"
+                )
+            regex = _fraction_multiples(places, units, dec_lo, dec_hi)
+            if regex is None:
+                return Never("multipleOf", multiple_pointer, "no multiple within the bounds")
+            return regex
     if multiples or integer_only:
         regex = _int_multiple(step, int_lo, int_hi)
         if regex is False:
