@@ -525,10 +525,10 @@ def _numeric(flat: list[Part], integer_only: bool, excluded: list[Any]) -> Resul
                 raise UnsupportedSchemaError(
                     "not", bound_pointer, "cannot exclude values from multipleOf"
                 )
-            regex = _fraction_multiples(places, units, dec_lo, dec_hi)
-            if regex is None:
+            fractions = _fraction_multiples(places, units, dec_lo, dec_hi)
+            if fractions is None:
                 return Never("multipleOf", multiple_pointer, "no multiple within the bounds")
-            return regex
+            return fractions
     if multiples or integer_only:
         regex = _int_multiple(step, int_lo, int_hi)
         if regex is False:
