@@ -189,8 +189,8 @@ UNSUPPORTED: list[Unsupported] = [
     ({"type": "number", "multipleOf": 2.5}, "multipleOf", "/", "generation"),
     ({"type": "number", "multipleOf": 0.3}, "multipleOf", "/", "generation"),
     ({"type": "number", "multipleOf": 0.0001}, "multipleOf", "/", "generation"),
-    ({"type": "integer", "multipleOf": 3}, "multipleOf", "/", "generation"),
-    ({"type": "integer", "multipleOf": 2, "minimum": 10}, "multipleOf", "/", "generation"),
+    ({"type": "integer", "multipleOf": 13}, "multipleOf", "/", "generation"),
+    ({"type": "integer", "multipleOf": 101, "minimum": 10}, "multipleOf", "/", "generation"),
     ({"type": "number", "not": {"const": 1.5}}, "not", "/", "generation"),
     ({"type": "integer", "minimum": 5, "maximum": 4}, "minimum", "/", "generation"),
 ]
@@ -371,3 +371,34 @@ def test_pydantic_accepts_generated_fractional_multiples() -> None:
         assert automaton.matches(text.encode()), text
         Price.model_validate_json(text)
     assert not automaton.matches(b'{"amount":1.001}')
+
+
+@pytest.mark.parametrize(
+    ("step", "low", "high"),
+    [
+        (3, None, None),
+        (7, None, None),
+        (12, 0, None),
+        (10, None, 99),
+        (2, 10, None),
+        (30, -1000, 5000),
+    ],
+)
+def test_whole_multiples_by_remainder_automaton(
+    step: int, low: int | None, high: int | None
+) -> None:
+    """Steps that no power of ten is a multiple of, or bounds far from zero, take the
+    automaton that keeps the remainder of the digits read so far; the integers it
+    admits are exactly the multiples within the bounds (no ``-0``, no leading zero)."""
+    schema: dict[str, Any] = {"type": "integer", "multipleOf": step}
+    if low is not None:
+        schema["minimum"] = low
+    if high is not None:
+        schema["maximum"] = high
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    for value in range(-2500, 2500):
+        expected = value % step == 0 and (low is None or value >= low)
+        expected = expected and (high is None or value <= high)
+        assert automaton.matches(str(value).encode()) is expected, value
+    assert automaton.matches(str(step * 10**20).encode()) is (high is None)
+    assert not automaton.matches(b"-0") and not automaton.matches(f"0{step}".encode())

@@ -2,7 +2,9 @@
 
 * :func:`int_range` writes the canonical JSON integers in a range, digit by digit;
   ``_int_multiple`` the multiples of ``k`` it can write exactly (small ranges, and
-  divisors of 1000 with sign bounds).
+  divisors of 1000 with sign bounds; otherwise, for ``k <= 100``, the automaton of
+  remainders by ``k`` crossed with the range, while its regex stays within the pattern
+  limits); ``_fraction_multiples`` the multiples of a fractional step that divides 1.
 * :func:`number_range` writes the decimals ``I(.F)?`` in a range. Bounds are first moved
   to the nearest short decimal that float parsing cannot round across (``_at_most``,
   ``_below`` ...), and rounded inwards to ``_FRACTION_DIGITS`` decimals.
@@ -18,11 +20,12 @@ import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from typing import Any
 
+from formcast.charset import Ranges
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.dialect import EXPONENT_FORMS, INTEGER, NUMBER, alt, group, repeat, trie
 from formcast.regex.parts import Never, Part, Result
-from formcast.regex.patterns import dfa_regex
-from formcast.regex.string_sets import intersection, pattern_language
+from formcast.regex.patterns import DfaTooLarge, dfa_regex
+from formcast.regex.string_sets import CharDfa, intersection, pattern_language
 
 _NUMBER_LIMIT = Decimal(10) ** 15
 """One-sided bounds on ``number`` get this as the other side, so values stay finite."""
@@ -142,12 +145,10 @@ def _int_multiple(
             values = [v for v in range(first, hi + 1, k) if top is None or abs(v) <= top]
             return trie([str(v) for v in values])
     power = next((j for j in range(1, 4) if 10**j % k == 0), None)
-    if power is None:
-        return False
-    if lo is not None and not -k < lo <= k:
-        return False
+    if power is None or (lo is not None and not -k < lo <= k):
+        return _remainder_multiple(k, lo, hi, top)
     if hi is not None and not -k <= hi < k:
-        return False
+        return _remainder_multiple(k, lo, hi, top)
     short = [str(v) for v in range(k, 10**power, k)]
     suffixes = [str(v).zfill(power) for v in range(0, 10**power, k)]
     longer = ""
@@ -163,6 +164,46 @@ def _int_multiple(
     if hi is None and magnitude is not None:
         alts.append(magnitude)
     return alt(alts)
+
+
+def _remainder_multiple(
+    k: int, lo: int | None, hi: int | None, top: int | None
+) -> str | bool | None:
+    """Integers in ``lo..hi`` (and within ``+-top``) divisible by ``k``, from the automaton
+    that reads decimal digits keeping the remainder by ``k`` (``k + 3`` states), crossed
+    with the range's automaton and written back as a regex (``None``: no such integer).
+    ``False`` when ``k`` is past 100 or the regex is past the pattern limits (a
+    remainder by 7 writes long)."""
+    if k > 100:
+        return False
+    # state 0 starts; state 1 + r: the digits so far leave remainder r; then "0" and "-"
+    zero, minus = k + 1, k + 2
+
+    def digits(remainder: int) -> tuple[tuple[Ranges, int], ...]:
+        return tuple((((c, c),), 1 + (remainder * 10 + c - 48) % k) for c in range(48, 58))
+
+    leading = tuple((((c, c),), 1 + (c - 48) % k) for c in range(49, 58))
+    moves: list[tuple[tuple[Ranges, int], ...]] = [
+        ((((48, 48),), zero), *leading, (((45, 45),), minus))
+    ]
+    moves += [digits(r) for r in range(k)]
+    moves.append(())  # "0": nothing may follow
+    moves.append(leading)  # after "-": no "-0"
+    accepting = (False, True, *[False] * (k - 1), True, False)
+    kept = [CharDfa(tuple(moves), accepting)]
+    if top is not None:
+        lo = -top if lo is None else max(lo, -top)
+        hi = top if hi is None else min(hi, top)
+    if lo is not None or hi is not None:
+        bounded = int_range(lo, hi)
+        if bounded is None:
+            return None
+        kept.append(pattern_language(f"^(?:{bounded})$", False))
+    try:
+        crossed = intersection(kept, [])
+        return dfa_regex(crossed.moves, crossed.accepting, plain=True)
+    except DfaTooLarge:
+        return False
 
 
 # ----------------------------------------------------------------------------- numbers
