@@ -158,3 +158,24 @@ def test_length_and_pattern_products_past_the_limits_are_refused() -> None:
 def test_min_length_alone_combines_with_a_pattern(pattern: str, low: int, alphabet: str) -> None:
     schema = {"type": "string", "pattern": pattern, "minLength": low}
     _assert_agrees_on_random_strings(schema, alphabet, low + 6, seed=5)
+
+
+def test_a_long_pattern_falls_back_to_the_plain_spelling() -> None:
+    """``^\\S+@\\S+$`` with ``minLength: 5`` is past the regex limits when every JSON
+    spelling of each character is written; it is then written in the plain spelling:
+    strings that need an escape are not produced, every other match is, and nothing
+    jsonschema rejects is."""
+    import json
+
+    from formcast.automaton import LazyAutomaton
+    from formcast.regex.translator import schema_to_regex
+    from formcast.schema import validator_class
+
+    schema = {"type": "string", "pattern": "^\\S+@\\S+$", "minLength": 5}
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    validator = validator_class(schema)(schema)
+    for text in ["a@b.c", "ab@cdef", "é@ü.de", "a@b", "a b@cd.e", "@abcd", "abcd@", 'a"b@c.d']:
+        plain = json.dumps(text, ensure_ascii=False).encode()
+        needs_escape = '"' in text
+        assert automaton.matches(plain) is (validator.is_valid(text) and not needs_escape), text
+    assert not automaton.matches(json.dumps("é@ü.de").encode())  # \u00e9: not plain

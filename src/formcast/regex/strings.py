@@ -339,7 +339,9 @@ def long_pattern(
     """String contents spelling the words of at least ``low`` characters a character DFA
     accepts: the DFA crossed with a counter that stops at ``low``, turned back into a
     regex by state elimination (``None`` past its size limits, or when no word fits:
-    both are refused by the caller)."""
+    both are refused by the caller). When the regex in every JSON spelling is past the
+    limits (each character set written with its escapes is long), the plain spelling
+    alone is written: characters that need an escape are then not produced."""
     if len(moves) * (low + 1) > limits.max_eliminated_states:
         return None
     width = low + 1
@@ -349,7 +351,9 @@ def long_pattern(
         for read in range(width)
     ]
     final = [accepting[q] and read >= low for q in range(len(moves)) for read in range(width)]
-    try:
-        return dfa_regex(counted, final, plain, limits)
-    except DfaTooLarge:
-        return None
+    for spelling in dict.fromkeys((plain, True)):
+        try:
+            return dfa_regex(counted, final, spelling, limits)
+        except DfaTooLarge:
+            continue
+    return None
