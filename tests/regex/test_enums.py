@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from regex_checks import (
     Case,
     Unsupported,
@@ -71,3 +73,30 @@ def test_enum_numbers_accept_their_equal_spellings_in_specification_mode() -> No
     for text in ["20", "2.", "2.05", "7.01", "2.51", "-1.2", "1.25", '"2.0"', "0"]:
         assert not spec.matches(text.encode()), text
     assert generation.matches(b"2.0") and not generation.matches(b"2.00")
+
+
+def test_enumerations_check_every_keyword_without_rewriting() -> None:
+    """With an ``enum`` or ``const`` in the conjunction, each value is checked against
+    every keyword by jsonschema, so keywords formcast cannot negate or rewrite (``not``
+    of ``multipleOf``, ``oneOf`` of lookarounds, ``uniqueItems``) no longer refuse the
+    schema; the values kept are exactly those jsonschema accepts."""
+    from formcast.automaton import LazyAutomaton
+    from formcast.regex.translator import schema_to_regex
+    from formcast.schema import validator_class
+
+    values: list[object] = [1, 2, 3, 4, 5, 6, "a", "ab", [1, 1], [1, 2], None]
+    schemas: list[dict[str, object]] = [
+        {"enum": values, "not": {"multipleOf": 2}},
+        {"allOf": [{"enum": values}, {"not": {"anyOf": [{"multipleOf": 3}, {"type": "null"}]}}]},
+        {"enum": values, "oneOf": [{"pattern": "^(?!b)"}, {"multipleOf": 3}]},
+        {"enum": values, "uniqueItems": True},
+        {"enum": values, "if": {"type": "integer"}, "then": {"not": {"multipleOf": 4}}},
+    ]
+    for schema in schemas:
+        automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+        validator = validator_class(schema)(schema)
+        kept = [
+            v for v in values if automaton.matches(json.dumps(v, separators=(",", ":")).encode())
+        ]
+        assert kept == [v for v in values if validator.is_valid(v)], schema
+        assert 0 < len(kept) < len(values), schema

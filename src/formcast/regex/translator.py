@@ -281,6 +281,10 @@ class _Translator:
 
     def _gen_flat(self, flat: list[Part], refs: tuple[str, ...]) -> Result:
         """Dispatch: rewrites first, then the first ``anyOf``/``oneOf``, then the types."""
+        if enum_candidates(flat) is not None:
+            # each value is checked against every keyword as it stands (jsonschema): no
+            # rewrite or negation is needed, and none can refuse the schema
+            return self.conjunction(flat, refs)
         rewritten = rewrite(self, flat)
         if rewritten is not None:
             return self.gen(rewritten, refs)
@@ -299,14 +303,14 @@ class _Translator:
         copied = text_value(self, flat)
         if copied is not None:
             return copied
+        candidates = enum_candidates(flat)
+        if candidates is not None:
+            return enumeration(self, flat, candidates)
         excluded: list[Any] = []
         for part in flat:
             negated = part.schema.get("not")
             if negated is not None and pattern_exclusion(negated) is None:
                 excluded.extend([negated["const"]] if "const" in negated else negated["enum"])
-        candidates = enum_candidates(flat)
-        if candidates is not None:
-            return enumeration(self, flat, candidates)
         types = self.types(flat)
         alts: list[str] = []
         nevers: list[Never] = []
