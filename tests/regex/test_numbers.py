@@ -24,6 +24,7 @@ from regex_checks import (
 )
 
 from formcast.automaton import LazyAutomaton
+from formcast.errors import UnsupportedSchemaError
 from formcast.regex.numbers import int_range, number_range
 from formcast.regex.translator import schema_to_regex
 
@@ -402,3 +403,39 @@ def test_whole_multiples_by_remainder_automaton(
         assert automaton.matches(str(value).encode()) is expected, value
     assert automaton.matches(str(step * 10**20).encode()) is (high is None)
     assert not automaton.matches(b"-0") and not automaton.matches(f"0{step}".encode())
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "integer", "not": {"multipleOf": 3}},
+        {"type": "number", "not": {"multipleOf": 2}, "minimum": 0, "maximum": 10},
+        {"type": "integer", "multipleOf": 3, "not": {"anyOf": [{"multipleOf": 2}]}},
+        {"not": {"multipleOf": 2}},
+        {"type": "number", "multipleOf": 4, "not": {"multipleOf": 8}, "minimum": 1},
+        {"oneOf": [{"multipleOf": 2}, {"multipleOf": 3}]},
+        {"type": "integer", "not": {"anyOf": [{"multipleOf": 6}, {"multipleOf": 10}]}},
+    ],
+)
+def test_excluded_multiples_are_exact(schema: dict[str, Any]) -> None:
+    """``not: {multipleOf: k}`` (also reached by negating ``anyOf`` or a ``oneOf``
+    branch) is written by remainders: over integers, quarters and other types the
+    automaton accepts exactly what jsonschema accepts, except integers spelled with a
+    fraction (``4.0``), which it does not produce."""
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    validator = validator_for(schema)
+    values: list[Any] = [x / 4 for x in range(-120, 120) if x % 4] + list(range(-300, 300))
+    values += ["a", None, [1], 10**20 + 1]
+    for value in values:
+        assert automaton.matches(json.dumps(value).encode()) is validator.is_valid(value), value
+
+
+def test_excluded_multiples_past_a_hundred_remainders_are_refused() -> None:
+    """Excluding the multiples of 3 and 5 keeps 15 remainders; 7, 11 and 13 would need
+    1,001, past 100: refused by name."""
+    schema = {"type": "integer", "not": {"anyOf": [{"multipleOf": 3}, {"multipleOf": 5}]}}
+    assert LazyAutomaton(schema_to_regex(schema, mode="specification")).matches(b"13")
+    schema = {"type": "integer", "not": {"anyOf": [{"multipleOf": k} for k in (7, 11, 13)]}}
+    with pytest.raises(UnsupportedSchemaError) as caught:
+        schema_to_regex(schema, mode="specification")
+    assert caught.value.keyword == "not"

@@ -48,7 +48,9 @@ crossed as character DFAs, :mod:`formcast.regex.string_sets`),
 allowed set of optional properties), integer ``minimum``/``maximum``/``exclusive*`` (digit-range
 regexes, draft 4 booleans too), ``multipleOf`` for integers (small ranges, divisors of
 1000 with sign bounds, or steps up to 100 whose automaton of remainders writes within the
-pattern limits: 3, 6, 7, 12, not 13) and fractional steps that divide 1 (0.01, 0.25), ``number`` bounds, ``format`` date, time, date-time, duration, uuid
+pattern limits: 3, 6, 7, 12, not 13) and fractional steps that divide 1 (0.01, 0.25),
+``not: {multipleOf: k}`` for whole ``k`` (remainders again), ``number`` bounds, ``format``
+date, time, date-time, duration, uuid
 (and uuid1/3/4/5), email, hostname, ipv4, ipv6, uri (``specification`` mode: the whole
 RFC 3986 grammar, also for uri-reference, and the ASCII IRIs for iri and iri-reference),
 and the OpenAPI integer formats (int32, int64, ...).

@@ -22,7 +22,7 @@ from formcast.errors import FormcastWarning, SchemaError, UnsupportedSchemaError
 from formcast.regex.context import Translation
 from formcast.regex.dialect import alt
 from formcast.regex.enums import enum_candidates, json_type
-from formcast.regex.numbers import is_number
+from formcast.regex.numbers import is_number, multiple_exclusion
 from formcast.regex.objects import key_parts, required_names
 from formcast.regex.parts import (
     ALL_TYPES,
@@ -109,6 +109,7 @@ def rewrite(t: Translation, flat: list[Part]) -> list[Part] | None:
             "not" in schema
             and not _is_value_exclusion(schema["not"])
             and pattern_exclusion(schema["not"]) is None
+            and multiple_exclusion(schema["not"]) is None
         ):
             rest = {k: v for k, v in schema.items() if k != "not"}
             negated = negate(t, schema["not"], join_pointer(pointer, "not"), 0)
@@ -232,6 +233,9 @@ def _negate_group(
         }
     if first == "oneOf":
         return _negate_one_of(t, schema["oneOf"], join_pointer(pointer, "oneOf"), depth)
+    if keys == ["multipleOf"] and multiple_exclusion(schema) is not None:
+        # a multipleOf holds for every non-number: its negation is a number that is not one
+        return {"type": "number", "not": {"multipleOf": schema["multipleOf"]}}
     if first == "pattern" and keys == ["pattern"] and isinstance(schema["pattern"], str):
         # a pattern holds for every non-string: its negation is a non-matching string
         return {"type": "string", "not": {"pattern": schema["pattern"]}}

@@ -169,27 +169,36 @@ def _int_multiple(
 def _remainder_multiple(
     k: int, lo: int | None, hi: int | None, top: int | None
 ) -> str | bool | None:
-    """Integers in ``lo..hi`` (and within ``+-top``) divisible by ``k``, from the automaton
-    that reads decimal digits keeping the remainder by ``k`` (``k + 3`` states), crossed
-    with the range's automaton and written back as a regex (``None``: no such integer).
-    ``False`` when ``k`` is past 100 or the regex is past the pattern limits (a
-    remainder by 7 writes long)."""
-    if k > 100:
+    """Integers in ``lo..hi`` (and within ``+-top``) divisible by ``k``: see
+    :func:`_remainder_integers`."""
+    return _remainder_integers(k, frozenset({0}), lo, hi, top)
+
+
+def _remainder_integers(
+    modulus: int, remainders: frozenset[int], lo: int | None, hi: int | None, top: int | None
+) -> str | bool | None:
+    """Integers in ``lo..hi`` (and within ``+-top``) whose remainder by ``modulus`` is one
+    of ``remainders`` (a negative integer's remainder is its magnitude's), from the
+    automaton that reads decimal digits keeping the remainder (``modulus + 3`` states),
+    crossed with the range's automaton and written back as a regex (``None``: no such
+    integer). ``False`` when ``modulus`` is past 100 or the regex is past the pattern
+    limits (a remainder by 7 writes long)."""
+    if modulus > 100:
         return False
     # state 0 starts; state 1 + r: the digits so far leave remainder r; then "0" and "-"
-    zero, minus = k + 1, k + 2
+    zero, minus = modulus + 1, modulus + 2
 
     def digits(remainder: int) -> tuple[tuple[Ranges, int], ...]:
-        return tuple((((c, c),), 1 + (remainder * 10 + c - 48) % k) for c in range(48, 58))
+        return tuple((((c, c),), 1 + (remainder * 10 + c - 48) % modulus) for c in range(48, 58))
 
-    leading = tuple((((c, c),), 1 + (c - 48) % k) for c in range(49, 58))
+    leading = tuple((((c, c),), 1 + (c - 48) % modulus) for c in range(49, 58))
     moves: list[tuple[tuple[Ranges, int], ...]] = [
         ((((48, 48),), zero), *leading, (((45, 45),), minus))
     ]
-    moves += [digits(r) for r in range(k)]
+    moves += [digits(r) for r in range(modulus)]
     moves.append(())  # "0": nothing may follow
     moves.append(leading)  # after "-": no "-0"
-    accepting = (False, True, *[False] * (k - 1), True, False)
+    accepting = (False, *(r in remainders for r in range(modulus)), 0 in remainders, False)
     kept = [CharDfa(tuple(moves), accepting)]
     if top is not None:
         lo = -top if lo is None else max(lo, -top)
@@ -204,6 +213,71 @@ def _remainder_multiple(
         return dfa_regex(crossed.moves, crossed.accepting, plain=True)
     except DfaTooLarge:
         return False
+
+
+def multiple_exclusion(schema: Any) -> int | None:
+    """The step of ``{"not": {"multipleOf": k}}``'s inner schema (a whole ``k`` and
+    annotations alone), else ``None``. Such a ``not`` stays in the conjunction: it means
+    a number that is not a multiple of ``k``, which :func:`numeric_regex` writes."""
+    from formcast.schema import ANNOTATION_KEYWORDS  # formcast.schema imports this module
+
+    if not isinstance(schema, dict) or not all(
+        k == "multipleOf" or k in ANNOTATION_KEYWORDS for k in schema
+    ):
+        return None
+    step: Any = schema.get("multipleOf")
+    if is_number(step) and step > 0 and float(step).is_integer():
+        return int(step)
+    return None
+
+
+_NON_INTEGER = r"-?(?:0|[1-9][0-9]{0,15})\.[0-9]*[1-9][0-9]*"
+"""Numbers with a fraction that is not zero, no exponent (as :data:`NUMBER` bounds them)."""
+
+
+def _non_multiples(
+    step: int,
+    excluded: list[int],
+    integer_only: bool,
+    bounds: tuple[int | None, int | None, Decimal | None, Decimal | None],
+    pointer: str,
+) -> str | None:
+    """The numbers (``integer_only``: the integers) that are multiples of ``step`` and of
+    no step of ``excluded``, within the bounds ``(int_lo, int_hi, dec_lo, dec_hi)``:
+    integers by their remainder by the least common multiple (at most 100), and, with no
+    step, the numbers with a fraction that is not zero (none is a multiple of a whole
+    number). Raises UnsupportedSchemaError past 100."""
+    int_lo, int_hi, dec_lo, dec_hi = bounds
+    modulus = step
+    for k in excluded:
+        modulus = modulus * k // math.gcd(modulus, k)
+    kept = frozenset(r for r in range(modulus) if r % step == 0 and all(r % k for k in excluded))
+    whole = _remainder_integers(modulus, kept, int_lo, int_hi, None)
+    if whole is False:
+        raise UnsupportedSchemaError(
+            "not",
+            pointer,
+            f"cannot exclude the multiples of {', '.join(map(str, excluded))} here "
+            f"(remainders by {modulus} past 100, or a regex past the pattern limits)",
+        )
+    found = [] if whole is None else [str(whole)]
+    if not integer_only and step == 1:
+        if dec_lo is None and dec_hi is None:
+            found.append(_NON_INTEGER)
+        else:
+            bounded = number_range(dec_lo, dec_hi)
+            if bounded is not None:
+                shaped = intersection(
+                    [
+                        pattern_language(f"^(?:{_NON_INTEGER})$", False),
+                        pattern_language(f"^(?:{bounded})$", False),
+                    ],
+                    [],
+                )
+                fractions = dfa_regex(shaped.moves, shaped.accepting, plain=True)
+                if fractions is not None:
+                    found.append(fractions)
+    return alt(found)
 
 
 # ----------------------------------------------------------------------------- numbers
@@ -488,6 +562,7 @@ def _numeric(flat: list[Part], integer_only: bool, excluded: list[Any]) -> Resul
     dec_hi: Decimal | None = None
     multiples: list[int] = []
     fractional: list[Decimal] = []
+    not_multiples = [k for p in flat if (k := multiple_exclusion(p.schema.get("not"))) is not None]
     bound_pointer = flat[0].pointer
     multiple_pointer = flat[0].pointer
     for part in flat:
@@ -556,6 +631,18 @@ def _numeric(flat: list[Part], integer_only: bool, excluded: list[Any]) -> Resul
     for m in multiples:
         step = step * m // math.gcd(step, m)
     numbers = [v for v in excluded if is_number(v)]
+    if not_multiples:
+        if fractional or numbers:
+            raise UnsupportedSchemaError(
+                "not",
+                bound_pointer,
+                "cannot exclude multiples together with a fractional multipleOf or values",
+            )
+        interval = (int_lo, int_hi, dec_lo, dec_hi)
+        found = _non_multiples(step, not_multiples, integer_only, interval, bound_pointer)
+        if found is None:
+            return Never("not", bound_pointer, "every number in the bounds is excluded")
+        return found
     if fractional:
         places, units = _fractional_step(fractional, step if multiples else None, multiple_pointer)
         if units % 10**places == 0:

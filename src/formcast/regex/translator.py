@@ -37,7 +37,7 @@ from formcast.regex.dialect import (
 )
 from formcast.regex.enums import ValueChecker, enum_candidates, enumeration
 from formcast.regex.formats import asserts_formats
-from formcast.regex.numbers import numeric_regex
+from formcast.regex.numbers import multiple_exclusion, numeric_regex
 from formcast.regex.objects import object_regex
 from formcast.regex.parts import (
     ALL_TYPES,
@@ -309,7 +309,11 @@ class _Translator:
         excluded: list[Any] = []
         for part in flat:
             negated = part.schema.get("not")
-            if negated is not None and pattern_exclusion(negated) is None:
+            if (
+                negated is not None
+                and pattern_exclusion(negated) is None
+                and multiple_exclusion(negated) is None
+            ):
                 excluded.extend([negated["const"]] if "const" in negated else negated["enum"])
         types = self.types(flat)
         alts: list[str] = []
@@ -368,6 +372,8 @@ class _Translator:
         for part in flat:
             if pattern_exclusion(part.schema.get("not")) is not None:
                 allowed &= {"string"}  # not: {pattern: ...} holds for strings alone
+            if multiple_exclusion(part.schema.get("not")) is not None:
+                allowed &= {"number", "integer"}  # and not: {multipleOf: k} for numbers
         if not explicit and self.mode == "generation":
             families: set[str] = set()
             for part in flat:
