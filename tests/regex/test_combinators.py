@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from regex_checks import (
     Case,
@@ -10,6 +12,7 @@ from regex_checks import (
     fullmatch,
     specification_tests,
     unsupported_tests,
+    validator_for,
 )
 
 from formcast.errors import UnsupportedSchemaError
@@ -310,3 +313,68 @@ def test_exponential_anyof_distribution_is_refused_not_run() -> None:
     assert raised.value.keyword == "anyOf"
     assert raised.value.pointer.startswith("/allOf/")
     assert "sub-schemas" in str(raised.value)
+
+
+_OBJECT_NEGATIONS: list[dict[str, Any]] = [
+    {"not": {"properties": {"a": {"type": "integer"}}, "additionalProperties": False}},
+    {"type": "object", "not": {"additionalProperties": {"type": "boolean"}}},
+    {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "oneOf": [
+            {"properties": {"a": {"const": 1}}, "additionalProperties": False},
+            {"required": ["b"]},
+        ],
+    },
+    {
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {"x": {"type": "string"}},
+                "required": ["x"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "additionalProperties": {"enum": [False]},
+                "minProperties": 1,
+                "maxProperties": 1,
+            },
+        ]
+    },
+    {"type": "object", "properties": {"a": {}, "b": {}}, "not": {"additionalProperties": False}},
+    {"not": {"type": "integer"}},
+]
+
+
+@pytest.mark.parametrize("schema", _OBJECT_NEGATIONS)
+def test_negated_additional_properties_need_a_member_outside(schema: dict[str, Any]) -> None:
+    """``not {properties, additionalProperties}``: a declared property fails its schema,
+    or some member outside the declared names (declared by the other parts, or an extra
+    anywhere among the extras) fails ``additionalProperties``; and ``not: {type:
+    integer}`` leaves the numbers with a fraction. Over random objects and scalars,
+    serialized in the order formcast writes keys, the automaton accepts exactly what
+    jsonschema accepts."""
+    import random
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from maskbench import serialize
+
+    from formcast.automaton import LazyAutomaton
+
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    validator = validator_for(schema)
+    rng = random.Random(1)
+    leaves: list[Any] = [1, "s", False, True, None, 2.5]
+    values: list[Any] = [*leaves, [1]]
+    for _ in range(500):
+        names = rng.sample(["a", "b", "x", "c"], rng.randint(0, 3))
+        values.append({name: rng.choice(leaves) for name in names})
+    verdicts = set()
+    for value in values:
+        expected = validator.is_valid(value)
+        assert automaton.matches(serialize(value, schema).encode()) is expected, value
+        verdicts.add(expected)
+    assert verdicts == {True, False}

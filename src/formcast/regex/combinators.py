@@ -23,7 +23,7 @@ from formcast.regex.context import Translation
 from formcast.regex.dialect import alt
 from formcast.regex.enums import enum_candidates, json_type
 from formcast.regex.numbers import is_number, multiple_exclusion
-from formcast.regex.objects import key_parts, required_names
+from formcast.regex.objects import key_parts, member_exclusion, required_names
 from formcast.regex.parts import (
     ALL_TYPES,
     ARRAY_KEYWORDS,
@@ -110,6 +110,7 @@ def rewrite(t: Translation, flat: list[Part]) -> list[Part] | None:
             and not _is_value_exclusion(schema["not"])
             and pattern_exclusion(schema["not"]) is None
             and multiple_exclusion(schema["not"]) is None
+            and member_exclusion(schema["not"]) is None
         ):
             rest = {k: v for k, v in schema.items() if k != "not"}
             negated = negate(t, schema["not"], join_pointer(pointer, "not"), 0)
@@ -210,8 +211,12 @@ def _negate_group(
         named = {types} if isinstance(types, str) else set(types)
         if schema.get("nullable") is True:
             named.add("null")
-        if "integer" in named or "number" in named:
-            named |= {"integer", "number"}
+        if "integer" in named and "number" not in named:
+            # the numbers that are not integers: a fraction that is not zero
+            others = {"type": sorted(ALL_TYPES - named - {"number"})}
+            return {"anyOf": [others, {"type": "number", "not": {"multipleOf": 1}}]}
+        if "number" in named:
+            named.add("integer")
         return {"type": sorted(ALL_TYPES - named)}
     if first in ("enum", "const"):
         return {"not": {first: schema[first]}}
@@ -244,6 +249,8 @@ def _negate_group(
         if not names:
             return False
         return {"type": "object", "anyOf": [{"properties": {n: False}} for n in names]}
+    if "additionalProperties" in keys and set(keys) <= {"properties", "additionalProperties"}:
+        return _negate_members(t, schema, pointer, depth)
     if first == "properties" and keys == ["properties"]:
         branches = []
         for name, sub in schema["properties"].items():
@@ -284,6 +291,27 @@ def _negate_group(
     if first in ("if", "then", "else") and "if" not in keys:
         return False
     raise UnsupportedSchemaError("not", pointer, f"cannot negate {', '.join(keys)}")
+
+
+def _negate_members(t: Translation, schema: dict[str, Any], pointer: str, depth: int) -> Any:
+    """``not {properties, additionalProperties}``: an object with a declared property whose
+    value fails its schema, or with a member outside the declared names whose value fails
+    ``additionalProperties``. The latter is kept as a ``not`` of the declared names (each
+    ``true``) and ``additionalProperties``, which :func:`~formcast.regex.objects.object_regex`
+    writes (see :func:`~formcast.regex.objects.member_exclusion`)."""
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise SchemaError(f"expected an object for properties at {pointer or '/'}")
+    branches: list[Any] = []
+    for name, sub in properties.items():
+        negated = negate(t, sub, join_pointer(pointer, "properties", name), depth + 1)
+        if negated is not False:
+            branches.append({"required": [name], "properties": {name: negated}})
+    outside = {"properties": dict.fromkeys(properties, True)}
+    outside["additionalProperties"] = schema["additionalProperties"]
+    if member_exclusion(outside) is not None:
+        branches.append({"not": outside})
+    return {"type": "object", "anyOf": branches} if branches else False
 
 
 def _negate_one_of(t: Translation, branches: Any, pointer: str, depth: int) -> Any:

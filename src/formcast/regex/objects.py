@@ -17,6 +17,7 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from formcast.automaton import DEAD, LazyAutomaton
 from formcast.errors import SchemaError, UnsupportedSchemaError
@@ -43,19 +44,53 @@ from formcast.regex.patterns import (
     pattern_regex,
 )
 from formcast.regex.string_sets import intersection, pattern_language, word_language
-from formcast.schema import join_pointer
+from formcast.schema import ANNOTATION_KEYWORDS, join_pointer
 
 # SHARE_MIN_LENGTH for the regexes written several times: optional members, extras
 # pairs of states a disjointness walk visits before it gives up (a few tenths of a second)
 _MAX_PRODUCT_STATES = 20_000
 
 
-def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Result:
+def member_exclusion(schema: Any) -> tuple[list[str], Any] | None:
+    """The names and ``additionalProperties`` of ``{"not": {"properties": {n: true, ...},
+    "additionalProperties": A}}``'s inner schema (those keywords and annotations alone, A
+    not trivially true), else ``None``. Such a ``not`` stays in the conjunction: it means
+    an object with a member named none of the names whose value fails ``A``, which
+    :func:`object_regex` writes."""
+    if not isinstance(schema, dict) or "additionalProperties" not in schema:
+        return None
+    if not all(
+        k in ("properties", "additionalProperties") or k in ANNOTATION_KEYWORDS for k in schema
+    ):
+        return None
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict) or not all(
+        v is True or v == {} for v in properties.values()
+    ):
+        return None
+    extra = schema["additionalProperties"]
+    if extra is True or extra == {}:
+        return None
+    return list(properties), extra
+
+
+def object_regex(
+    t: Translation,
+    flat: list[Part],
+    refs: tuple[str, ...],
+    outside: tuple[list[str], Any, str] | None = None,
+) -> Result:
     """Regex for the JSON objects satisfying every part; a Never when none does (a
-    required property is impossible, or the counts leave no object).
+    required property is impossible, or the counts leave no object). ``outside``
+    (``names, schema, pointer``): the object must also have an extra member, named none
+    of ``names``, whose value satisfies ``schema``.
 
     Raises UnsupportedSchemaError for property counts that would need counting optional
     or extra members, and for extra names that cannot be told from the declared ones."""
+    for index, part in enumerate(flat):
+        excluded = member_exclusion(part.schema.get("not"))
+        if excluded is not None:
+            return _with_member_outside(t, flat, index, excluded, refs)
     pointer = flat[0].pointer
     names: list[str] = []
     for part in flat:
@@ -106,6 +141,15 @@ def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Res
     extras = _extras(t, flat, names, name_parts, refs)
     if extras is not None:
         extras = t.share_repeated(extras, where=("properties", pointer))  # written twice below
+    witness: str | None = None
+    if outside is not None:
+        witness = _outside_member(t, flat, names, name_parts, outside, refs)
+        if witness is None:
+            return Never("not", outside[2], "no extra member can fail additionalProperties")
+        if max_props is not None or min_props > 1 + sum(1 for _, r in members if r):
+            raise UnsupportedSchemaError(
+                "not", outside[2], "cannot count properties beside a required extra member"
+            )
     n_required = sum(1 for _, r in members if r)
     n_optional = len(members) - n_required
     if (
@@ -157,7 +201,13 @@ def object_regex(t: Translation, flat: list[Part], refs: tuple[str, ...]) -> Res
                 is_required,
             )
         )
-    if extras is not None:
+    if witness is not None:
+        # any extras around one that is the required witness
+        around = "" if extras is None else group(extras + t.sep)
+        after = "" if extras is None else group(t.sep + extras)
+        first = (around + "*" if around else "") + witness + (after + "*" if after else "")
+        elements.append((first, t.sep + first, "", True))
+    elif extras is not None:
         more = None if extra_limit is None else extra_limit - 1
         first = extras + repeat(t.sep + extras, 0, more)
         elements.append((first, repeat(t.sep + extras, 0, extra_limit), "", False))
@@ -213,6 +263,63 @@ def _counted_members(
     if "" in bodies:
         return rf"\{{{t.ws}(?:{nonempty}{t.ws})?\}}"
     return rf"\{{{t.ws}{group(nonempty)}{t.ws}\}}"
+
+
+def _with_member_outside(
+    t: Translation,
+    flat: list[Part],
+    index: int,
+    exclusion: tuple[list[str], Any],
+    refs: tuple[str, ...],
+) -> Result:
+    """The objects of ``flat`` that also have a member named none of the exclusion's names
+    whose value fails its ``additionalProperties`` (``flat[index]``'s ``not``): one
+    alternative per name the other parts declare, that member required with a failing
+    value, and one where the member is an extra."""
+    from formcast.regex.combinators import negate  # it imports this module
+
+    names_out, extra = exclusion
+    part = flat[index]
+    where = join_pointer(part.pointer, "not")
+    rest = Part({k: v for k, v in part.schema.items() if k != "not"}, part.pointer, part.synthetic)
+    others = [*flat[:index], rest, *flat[index + 1 :]]
+    failing = negate(t, extra, join_pointer(where, "additionalProperties"), 0)
+    declared: list[str] = []
+    for other in others:
+        properties = other.schema.get("properties")
+        declared.extend(n for n in properties or {} if n not in declared)
+    declared.extend(n for n in required_names(others) if n not in declared)
+    results: list[Result] = []
+    for name in declared:
+        if name not in names_out:
+            member = {"type": "object", "required": [name], "properties": {name: failing}}
+            results.append(t.gen([*others, Part(member, where, True)], refs))
+    results.append(object_regex(t, others, refs, (names_out, failing, where)))
+    found = [r for r in results if isinstance(r, str)]
+    if found:
+        return alt(found) or ""
+    return next(r for r in results if isinstance(r, Never))
+
+
+def _outside_member(
+    t: Translation,
+    flat: list[Part],
+    names: list[str],
+    name_parts: list[Part],
+    outside: tuple[list[str], Any, str],
+    refs: tuple[str, ...],
+) -> str | None:
+    """Regex for one extra member named none of ``names`` nor the outside names, whose
+    value satisfies the extras' schemas and the outside schema; ``None`` if none can be.
+    In generation mode an object without ``additionalProperties`` has no extras to give."""
+    names_out, schema, where = outside
+    if t.mode == "generation" and not any(
+        "additionalProperties" in p.schema or "patternProperties" in p.schema for p in flat
+    ):
+        return None
+    excluded = [*names, *(n for n in names_out if n not in names)]
+    witness = Part({"additionalProperties": schema}, where, True)
+    return _extras(t, [*flat, witness], excluded, name_parts, refs)
 
 
 def required_names(flat: Sequence[Part]) -> list[str]:

@@ -38,7 +38,7 @@ from formcast.regex.dialect import (
 from formcast.regex.enums import ValueChecker, enum_candidates, enumeration
 from formcast.regex.formats import asserts_formats
 from formcast.regex.numbers import multiple_exclusion, numeric_regex
-from formcast.regex.objects import object_regex
+from formcast.regex.objects import member_exclusion, object_regex
 from formcast.regex.parts import (
     ALL_TYPES,
     ARRAY_KEYWORDS,
@@ -313,6 +313,7 @@ class _Translator:
                 negated is not None
                 and pattern_exclusion(negated) is None
                 and multiple_exclusion(negated) is None
+                and member_exclusion(negated) is None
             ):
                 excluded.extend([negated["const"]] if "const" in negated else negated["enum"])
         types = self.types(flat)
@@ -374,6 +375,8 @@ class _Translator:
                 allowed &= {"string"}  # not: {pattern: ...} holds for strings alone
             if multiple_exclusion(part.schema.get("not")) is not None:
                 allowed &= {"number", "integer"}  # and not: {multipleOf: k} for numbers
+            if member_exclusion(part.schema.get("not")) is not None:
+                allowed &= {"object"}  # and a member outside names for objects
         if not explicit and self.mode == "generation":
             families: set[str] = set()
             for part in flat:
