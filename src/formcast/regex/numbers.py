@@ -378,22 +378,53 @@ def _fraction_multiples(
     divides 1) within ``lo..hi``: whole numbers with a fractional part whose first
     ``places`` digits are a multiple of ``units`` and whose further digits are zeros
     (``12.50`` for 0.25). No exponent; at most ``15 - places`` integer digits, so that a
-    float holds the value exactly enough for Pydantic's check. The bounds cross it as
-    character automata."""
-    parts = {format(f, f"0{places}d").rstrip("0") for f in range(0, 10**places, units)}
-    written = trie(sorted(p for p in parts if p))
-    fraction = rf"(?:\.(?:{written}0*|0+))?" if written else r"(?:\.0+)?"
-    free = rf"-?(?:0|[1-9][0-9]{{0,{14 - places}}}){fraction}"
-    if lo is None and hi is None:
-        return free
-    bounded = number_range(lo, hi)
-    if bounded is None:
+    float holds the value exactly enough for Pydantic's check. ``None`` if there is none.
+
+    The range is cut by sign and by integer part: the first and last integer parts take
+    the fractions on their side of the bound, those between take every fraction."""
+    step = Decimal(units).scaleb(-places)
+    top = Decimal(10) ** (15 - places) - step
+    low = -top if lo is None else max(lo, -top)
+    high = top if hi is None else min(hi, top)
+    low = (low / step).to_integral_value(ROUND_CEILING) * step
+    high = (high / step).to_integral_value(ROUND_FLOOR) * step
+    if low > high:
         return None
-    shaped = intersection(
-        [pattern_language(f"^(?:{free})$", False), pattern_language(f"^(?:{bounded})$", False)],
-        [],
-    )
-    return dfa_regex(shaped.moves, shaped.accepting, plain=True)
+    found = []
+    if high >= 0:
+        found.append(_fraction_magnitudes(max(low, Decimal(0)), high, step, places))
+    if low < 0:
+        negative = _fraction_magnitudes(max(-high, step), -low, step, places)
+        found.append(None if negative is None else "-" + group(negative))
+    return alt([f for f in found if f is not None])
+
+
+def _fraction_magnitudes(low: Decimal, high: Decimal, step: Decimal, places: int) -> str | None:
+    """Regex for the multiples of ``step`` in ``low..high`` (both multiples, ``0 <= low``):
+    integer part, then its fractions (see :func:`_fraction_multiples`)."""
+    if low > high:
+        return None
+
+    def fractions(first: Decimal, last: Decimal) -> str | None:
+        spelled = []
+        value = first
+        while value <= last:
+            digits = format(value, f".{places}f").partition(".")[2].rstrip("0")
+            spelled.append(rf"\.{digits}0*" if digits else r"(?:\.0+)?")
+            value += step
+        return alt([group(x) for x in spelled]) if spelled else None
+
+    whole_low, whole_high = int(low), int(high)
+    full = fractions(Decimal(0), 1 - step)
+    if whole_low == whole_high:
+        pieces = [(str(whole_low), fractions(low - whole_low, high - whole_high))]
+    else:
+        pieces = [(str(whole_low), fractions(low - whole_low, 1 - step))]
+        middle = int_range(whole_low + 1, whole_high - 1) if whole_high - whole_low > 1 else None
+        if middle is not None:
+            pieces.append((group(middle), full))
+        pieces.append((str(whole_high), fractions(Decimal(0), high - whole_high)))
+    return alt([whole + group(frac) for whole, frac in pieces if frac is not None])
 
 
 def _split_decimal(value: Decimal) -> tuple[int, str]:
