@@ -378,3 +378,26 @@ def test_negated_additional_properties_need_a_member_outside(schema: dict[str, A
         assert automaton.matches(serialize(value, schema).encode()) is expected, value
         verdicts.add(expected)
     assert verdicts == {True, False}
+
+
+def test_a_format_excluded_by_another_one_of_branch_is_empty() -> None:
+    """Excluding a branch with a ``format`` from another ``oneOf`` branch takes the
+    format's negation as no value: whatever formcast accepts is valid whether the
+    validator asserts formats or reads them as annotations, and the format's own branch
+    still produces its values."""
+    import json
+
+    from formcast.automaton import LazyAutomaton
+    from formcast.schema import validator_class
+
+    schema = {"oneOf": [{"format": "date"}, {"type": "integer"}]}
+    automaton = LazyAutomaton(schema_to_regex(schema, mode="specification"))
+    asserting = validator_for(schema)
+    annotating = validator_class(schema)(schema)
+    texts: list[Any] = ["2020-01-31", "2020-13-45", "x-file", 5, None, 2.5, [1]]
+    accepted = [v for v in texts if automaton.matches(json.dumps(v).encode())]
+    assert "2020-01-31" in accepted and None in accepted and 5 not in accepted
+    for value in accepted:
+        assert asserting.is_valid(value) and annotating.is_valid(value), value
+    with pytest.raises(UnsupportedSchemaError):
+        schema_to_regex({"not": {"format": "date"}}, mode="specification")

@@ -176,10 +176,20 @@ def _rewrite_dependencies(t: Translation, flat: list[Part], part: Part) -> list[
     return out
 
 
-def negate(t: Translation, schema: Any, pointer: str, depth: int) -> Any:
+_MAX_NEGATION_DEPTH = 24
+"""Nested negations and the references they go through (a guard against cycles)."""
+
+
+def negate(
+    t: Translation, schema: Any, pointer: str, depth: int, empty_formats: bool = False
+) -> Any:
     """A schema (synthetic) equivalent to ``{"not": schema}``; raises
-    UnsupportedSchemaError (keyword ``not``) for keywords that cannot be negated."""
-    if depth > 8:
+    UnsupportedSchemaError (keyword ``not``) for keywords that cannot be negated.
+
+    ``empty_formats`` (for a ``oneOf`` branch excluding another): a ``format``'s negation
+    is no value, a subset of its negation whether a validator asserts the format or reads
+    it as an annotation, so the branch only loses values; elsewhere it is refused."""
+    if depth > _MAX_NEGATION_DEPTH:
         raise UnsupportedSchemaError("not", pointer, "negation nested too deeply")
     if schema is True:
         return False
@@ -192,20 +202,27 @@ def negate(t: Translation, schema: Any, pointer: str, depth: int) -> Any:
         return False
     if keys == ["$ref"]:
         target, target_pointer = t.resolve(schema["$ref"], pointer)
-        return negate(t, target, target_pointer, depth + 1)
+        return negate(t, target, target_pointer, depth + 1, empty_formats)
     groups = _negation_groups(schema, keys)
     if len(groups) > 1:
-        return {"anyOf": [_negate_group(t, schema, g, pointer, depth) for g in groups]}
-    return _negate_group(t, schema, groups[0], pointer, depth)
+        return {
+            "anyOf": [_negate_group(t, schema, g, pointer, depth, empty_formats) for g in groups]
+        }
+    return _negate_group(t, schema, groups[0], pointer, depth, empty_formats)
 
 
 def _negate_group(
-    t: Translation, schema: dict[str, Any], keys: list[str], pointer: str, depth: int
+    t: Translation,
+    schema: dict[str, Any],
+    keys: list[str],
+    pointer: str,
+    depth: int,
+    empty_formats: bool = False,
 ) -> Any:
     first = keys[0]
     if first == "$ref":
         target, target_pointer = t.resolve(schema["$ref"], pointer)
-        return negate(t, target, target_pointer, depth + 1)
+        return negate(t, target, target_pointer, depth + 1, empty_formats)
     if first == "type" or first == "nullable":
         types = schema.get("type", list(ALL_TYPES))
         named = {types} if isinstance(types, str) else set(types)
@@ -225,19 +242,25 @@ def _negate_group(
     if first == "anyOf":
         return {
             "allOf": [
-                negate(t, s, join_pointer(pointer, "anyOf", i), depth + 1)
+                negate(t, s, join_pointer(pointer, "anyOf", i), depth + 1, empty_formats)
                 for i, s in enumerate(schema["anyOf"])
             ]
         }
     if first == "allOf":
         return {
             "anyOf": [
-                negate(t, s, join_pointer(pointer, "allOf", i), depth + 1)
+                negate(t, s, join_pointer(pointer, "allOf", i), depth + 1, empty_formats)
                 for i, s in enumerate(schema["allOf"])
             ]
         }
     if first == "oneOf":
-        return _negate_one_of(t, schema["oneOf"], join_pointer(pointer, "oneOf"), depth)
+        return _negate_one_of(
+            t, schema["oneOf"], join_pointer(pointer, "oneOf"), depth, empty_formats
+        )
+    if keys == ["format"] and empty_formats:
+        # some validators read a format as an annotation (its negation: no value), others
+        # assert it (the strings outside it): no value is what both allow
+        return False
     if keys == ["multipleOf"] and multiple_exclusion(schema) is not None:
         # a multipleOf holds for every non-number: its negation is a number that is not one
         return {"type": "number", "not": {"multipleOf": schema["multipleOf"]}}
@@ -250,15 +273,19 @@ def _negate_group(
             return False
         return {"type": "object", "anyOf": [{"properties": {n: False}} for n in names]}
     if "additionalProperties" in keys and set(keys) <= {"properties", "additionalProperties"}:
-        return _negate_members(t, schema, pointer, depth)
+        return _negate_members(t, schema, pointer, depth, empty_formats)
     if first == "properties" and keys == ["properties"]:
         branches = []
         for name, sub in schema["properties"].items():
-            negated = negate(t, sub, join_pointer(pointer, "properties", name), depth + 1)
+            negated = negate(
+                t, sub, join_pointer(pointer, "properties", name), depth + 1, empty_formats
+            )
             branches.append({"required": [name], "properties": {name: negated}})
         return {"type": "object", "anyOf": branches} if branches else False
     if first == "items" and keys == ["items"] and not isinstance(schema["items"], list):
-        negated = negate(t, schema["items"], join_pointer(pointer, "items"), depth + 1)
+        negated = negate(
+            t, schema["items"], join_pointer(pointer, "items"), depth + 1, empty_formats
+        )
         return {"type": "array", "contains": negated}
     simple: dict[str, tuple[str, str, int]] = {
         "minLength": ("string", "maxLength", -1),
@@ -293,7 +320,9 @@ def _negate_group(
     raise UnsupportedSchemaError("not", pointer, f"cannot negate {', '.join(keys)}")
 
 
-def _negate_members(t: Translation, schema: dict[str, Any], pointer: str, depth: int) -> Any:
+def _negate_members(
+    t: Translation, schema: dict[str, Any], pointer: str, depth: int, empty_formats: bool
+) -> Any:
     """``not {properties, additionalProperties}``: an object with a declared property whose
     value fails its schema, or with a member outside the declared names whose value fails
     ``additionalProperties``. The latter is kept as a ``not`` of the declared names (each
@@ -304,7 +333,9 @@ def _negate_members(t: Translation, schema: dict[str, Any], pointer: str, depth:
         raise SchemaError(f"expected an object for properties at {pointer or '/'}")
     branches: list[Any] = []
     for name, sub in properties.items():
-        negated = negate(t, sub, join_pointer(pointer, "properties", name), depth + 1)
+        negated = negate(
+            t, sub, join_pointer(pointer, "properties", name), depth + 1, empty_formats
+        )
         if negated is not False:
             branches.append({"required": [name], "properties": {name: negated}})
     outside = {"properties": dict.fromkeys(properties, True)}
@@ -314,13 +345,15 @@ def _negate_members(t: Translation, schema: dict[str, Any], pointer: str, depth:
     return {"type": "object", "anyOf": branches} if branches else False
 
 
-def _negate_one_of(t: Translation, branches: Any, pointer: str, depth: int) -> Any:
+def _negate_one_of(
+    t: Translation, branches: Any, pointer: str, depth: int, empty_formats: bool
+) -> Any:
     """``not oneOf``: no branch holds, or two of them do (one ``allOf`` per pair)."""
     if not isinstance(branches, list) or not branches:
         raise SchemaError(f"expected a non-empty list for oneOf at {pointer or '/'}")
     none = {
         "allOf": [
-            negate(t, branch, join_pointer(pointer, i), depth + 1)
+            negate(t, branch, join_pointer(pointer, i), depth + 1, empty_formats)
             for i, branch in enumerate(branches)
         ]
     }
@@ -381,6 +414,7 @@ def disjunction(
         for i, b in enumerate(branches)
     ]
     extra: list[list[Part]] = [[] for _ in branches]
+    narrowed: UnsupportedSchemaError | None = None  # a format negated as no value
     if keyword == "oneOf" and len(branches) > 1:
         # exactly one branch: each branch excludes the others it may overlap with,
         # by a proof of disjointness or else by the negation of the other branch
@@ -397,17 +431,9 @@ def disjunction(
                         extra[mine].append(Part(kept, branch_parts[mine].pointer, True))
                     continue
                 for mine, other in ((i, j), (j, i)):
-                    try:
-                        negated = negate(
-                            t, branch_parts[other].schema, branch_parts[other].pointer, 0
-                        )
-                    except UnsupportedSchemaError as negation_error:
-                        raise UnsupportedSchemaError(
-                            "oneOf",
-                            part.pointer,
-                            f"cannot prove that branches {i} and {j} exclude each other, "
-                            f"nor negate branch {other} ({negation_error.reason})",
-                        ) from None
+                    why = f"cannot prove that branches {i} and {j} exclude each other, "
+                    negated, inexact = _exclusion(t, branch_parts[other], part.pointer, why)
+                    narrowed = narrowed or inexact
                     extra[mine].append(Part(negated, branch_parts[other].pointer, True))
     results: list[str] = []
     nevers: list[Never] = []
@@ -426,6 +452,8 @@ def disjunction(
     if not results:
         if failures:
             raise failures[0]
+        if narrowed is not None:  # nothing left once formats were read as excluding none
+            raise narrowed
         recursion = [n for n in nevers if n.keyword == "$ref"]
         return (recursion or nevers)[0]
     for failure in failures:
@@ -437,6 +465,27 @@ def disjunction(
             stacklevel=4,
         )
     return alt(results) or ""
+
+
+def _exclusion(
+    t: Translation, other: Part, pointer: str, why: str
+) -> tuple[Any, UnsupportedSchemaError | None]:
+    """The negation of the ``oneOf`` branch ``other``, a format's as no value (see
+    :func:`negate`), and, when that made it inexact, the error an exact negation raises
+    (said if no value is left at all). Raises UnsupportedSchemaError (``oneOf``) when
+    ``other`` cannot be negated."""
+    try:
+        negated = negate(t, other.schema, other.pointer, 0, empty_formats=True)
+    except UnsupportedSchemaError as error:
+        raise UnsupportedSchemaError(
+            "oneOf", pointer, f"{why}nor negate branch {other.pointer} ({error.reason})"
+        ) from None
+    try:
+        negate(t, other.schema, other.pointer, 0)
+    except UnsupportedSchemaError as error:
+        reason = f"{why}nor negate branch {other.pointer} exactly ({error.reason})"
+        return negated, UnsupportedSchemaError("oneOf", pointer, reason)
+    return negated, None
 
 
 _FAMILIES: tuple[tuple[frozenset[str], frozenset[str]], ...] = (

@@ -231,8 +231,10 @@ def multiple_exclusion(schema: Any) -> int | None:
     return None
 
 
-_NON_INTEGER = r"-?(?:0|[1-9][0-9]{0,15})\.[0-9]*[1-9][0-9]*"
-"""Numbers with a fraction that is not zero, no exponent (as :data:`NUMBER` bounds them)."""
+_NON_INTEGER = r"-?(?:0|[1-9][0-9]{0,8})\.[0-9]{0,5}[1-9]0*"
+"""Numbers that stay fractional once parsed as a float: below 10**9, with a digit that
+is not zero among the first six decimals and none after (``1.9999999999999999`` and
+``394481282446561.01`` parse to whole floats, which validators read as integers)."""
 
 
 def _non_multiples(
