@@ -86,6 +86,10 @@ class Translation(Protocol):
         """The schema a ``$ref`` found at ``pointer`` points to, and its pointer."""
         ...
 
+    def negate(self, schema: Any, pointer: str) -> Any:
+        """A schema for ``{"not": schema}`` (:func:`formcast.regex.combinators.negate`)."""
+        ...
+
     def text_slot(self, slot: TextSlot, pointer: str) -> str:
         """The regex of a slot copied from the text, its kind registered."""
         ...

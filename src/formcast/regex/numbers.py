@@ -23,7 +23,7 @@ from typing import Any
 from formcast.charset import Ranges
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.dialect import EXPONENT_FORMS, INTEGER, NUMBER, alt, group, repeat, trie
-from formcast.regex.parts import Never, Part, Result
+from formcast.regex.parts import REFUSED_KEYWORDS, VALIDATION_KEYWORDS, Never, Part, Result
 from formcast.regex.patterns import DfaTooLarge, dfa_regex
 from formcast.regex.string_sets import CharDfa, intersection, pattern_language
 
@@ -216,13 +216,11 @@ def _remainder_integers(
 
 
 def multiple_exclusion(schema: Any) -> int | None:
-    """The step of ``{"not": {"multipleOf": k}}``'s inner schema (a whole ``k`` and
-    annotations alone), else ``None``. Such a ``not`` stays in the conjunction: it means
+    """The step of ``{"not": {"multipleOf": k}}``'s inner schema (a whole ``k`` and no
+    other keyword that validates), else ``None``. Such a ``not`` stays in the conjunction: it means
     a number that is not a multiple of ``k``, which :func:`numeric_regex` writes."""
-    from formcast.schema import ANNOTATION_KEYWORDS  # formcast.schema imports this module
-
-    if not isinstance(schema, dict) or not all(
-        k == "multipleOf" or k in ANNOTATION_KEYWORDS for k in schema
+    if not isinstance(schema, dict) or any(
+        k != "multipleOf" and (k in VALIDATION_KEYWORDS or k in REFUSED_KEYWORDS) for k in schema
     ):
         return None
     step: Any = schema.get("multipleOf")

@@ -276,14 +276,12 @@ def _with_member_outside(
     whose value fails its ``additionalProperties`` (``flat[index]``'s ``not``): one
     alternative per name the other parts declare, that member required with a failing
     value, and one where the member is an extra."""
-    from formcast.regex.combinators import negate  # it imports this module
-
     names_out, extra = exclusion
     part = flat[index]
     where = join_pointer(part.pointer, "not")
     rest = Part({k: v for k, v in part.schema.items() if k != "not"}, part.pointer, part.synthetic)
     others = [*flat[:index], rest, *flat[index + 1 :]]
-    failing = negate(t, extra, join_pointer(where, "additionalProperties"), 0)
+    failing = t.negate(extra, join_pointer(where, "additionalProperties"))
     declared: list[str] = []
     for other in others:
         properties = other.schema.get("properties")

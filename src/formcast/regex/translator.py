@@ -26,7 +26,7 @@ from formcast.automaton.choices import CHOICE_COST_DIVISOR, choice_characters
 from formcast.errors import FormcastWarning, InvalidOptionError, UnsupportedSchemaError, warn
 from formcast.limits import DEFAULT_LIMITS, Limits
 from formcast.regex.arrays import array_regex
-from formcast.regex.combinators import disjunction, rewrite
+from formcast.regex.combinators import disjunction, negate, rewrite
 from formcast.regex.dialect import (
     NULL,
     NUMBER,
@@ -163,6 +163,9 @@ class _Translator:
 
     def valid(self, value: Any, parts: Sequence[Part]) -> bool:
         return self.checker.valid(value, parts)
+
+    def negate(self, schema: Any, pointer: str) -> Any:
+        return negate(self, schema, pointer, 0)
 
     def flatten(
         self, parts: list[Part], refs: tuple[str, ...]
