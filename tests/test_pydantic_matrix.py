@@ -697,6 +697,18 @@ CASES: list[Case] = [
     field_case(
         "confloat-multiple-of-fraction",
         confloat(multiple_of=0.5),
+        valid=[1.5, -2.0, 0.0, 0.5, 12.5],
+        invalid=["0.25", "1.2", "-0.3"],
+    ),
+    field_case(
+        "confloat-multiple-of-cents",
+        Annotated[float, Field(ge=0, le=100, multiple_of=0.01)],
+        valid=[0.07, 99.99, 100.0, 12.5],
+        invalid=["0.001", "100.01", "-0.01"],
+    ),
+    field_case(
+        "confloat-multiple-of-fraction-over-one",
+        confloat(multiple_of=2.5),
         refusals=FRACTIONAL_MULTIPLE,
     ),
     field_case(
