@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from formcast.automaton import DEAD, LazyAutomaton
+from formcast.automaton import LazyAutomaton
 from formcast.errors import InvalidOptionError, TokenNotAllowedError
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
+from index_oracle import brute_force_row, index_row
 
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 PATTERNS = [
@@ -58,16 +59,6 @@ def hand_vocabulary() -> Vocabulary:
     return Vocabulary.from_token_bytes(HAND_TOKENS, [0])
 
 
-def _brute_force_row(index: TokenIndex, state: int) -> dict[int, int]:
-    row = {}
-    for token_id, raw in enumerate(index.vocabulary.token_bytes):
-        if raw:
-            nxt = index.automaton.walk(raw, state)
-            if nxt != DEAD:
-                row[token_id] = nxt
-    return row
-
-
 def _reachable_states(index: TokenIndex, limit: int) -> list[int]:
     seen, frontier = {index.initial_state}, [index.initial_state]
     while frontier and len(seen) < limit:
@@ -85,10 +76,7 @@ def test_rows_match_brute_force_on_hand_vocabulary(
 ) -> None:
     index = TokenIndex(LazyAutomaton(pattern), hand_vocabulary)
     for state in _reachable_states(index, 200):
-        ids, nexts = index.row(state)
-        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == _brute_force_row(
-            index, state
-        )
+        assert index_row(index, state) == brute_force_row(index, state)
 
 
 @pytest.mark.parametrize("pattern", [*PATTERNS[:2], *PATTERNS[-2:]])
@@ -96,10 +84,7 @@ def test_rows_match_brute_force_on_real_vocabulary(pattern: str, vocabulary: Voc
     index = TokenIndex(LazyAutomaton(pattern), vocabulary)
     states = _reachable_states(index, 12)
     for state in states:
-        ids, nexts = index.row(state)
-        assert dict(zip(ids.tolist(), nexts.tolist(), strict=True)) == _brute_force_row(
-            index, state
-        )
+        assert index_row(index, state) == brute_force_row(index, state)
 
 
 @pytest.mark.parametrize(

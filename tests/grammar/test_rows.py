@@ -19,6 +19,7 @@ import formcast
 from formcast.automaton import DEAD, PushdownAutomaton
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
+from index_oracle import brute_force_row, index_row
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "grammars"
 SHARED_NAMES = ["balanced_parentheses", "arithmetic", "json", "PDDL/depot", "SMILES/generic"]
@@ -50,16 +51,6 @@ def sliced_vocabulary(vocabulary: Vocabulary) -> Vocabulary:
     return Vocabulary.from_token_bytes(tokens, [0])
 
 
-def _brute_force_row(index: TokenIndex, state: int) -> dict[int, int]:
-    row = {}
-    for token_id, raw in enumerate(index.vocabulary.token_bytes):
-        if raw:
-            reached = index.automaton.walk(raw, state)
-            if reached != DEAD:
-                row[token_id] = reached
-    return row
-
-
 def _check_rows(text: str, vocabulary: Vocabulary, walks: int = 6, depth: int = 12) -> int:
     """Compare rows with brute force along random walks; return how many were checked."""
     index = formcast.compile(formcast.Grammar(text), vocabulary, cache=False)
@@ -70,9 +61,7 @@ def _check_rows(text: str, vocabulary: Vocabulary, walks: int = 6, depth: int = 
         for _ in range(depth):
             ids, following = index.row(state)
             assert np.all(np.diff(ids) > 0)  # ascending, each token once
-            assert dict(zip(ids.tolist(), following.tolist(), strict=True)) == (
-                _brute_force_row(index, state)
-            )
+            assert index_row(index, state) == brute_force_row(index, state)
             checked += 1
             if not ids.size:
                 break
@@ -104,10 +93,7 @@ def test_deep_nesting_rows_match_brute_force(sliced_vocabulary: Vocabulary) -> N
     state = index.initial_state
     for _ in range(10):
         state = index.walk_bytes(state, b"(")
-        ids, following = index.row(state)
-        assert dict(zip(ids.tolist(), following.tolist(), strict=True)) == (
-            _brute_force_row(index, state)
-        )
+        assert index_row(index, state) == brute_force_row(index, state)
     assert len(index.automaton.stacks(state)[0]) >= 10
 
 
