@@ -34,7 +34,7 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 from urllib.parse import unquote, urldefrag, urljoin
 
@@ -509,15 +509,22 @@ def _drop_ref_siblings(node: Any) -> None:
     if isinstance(node.get("$ref"), str):
         for key in [k for k in node if k not in _KEPT_BESIDE_REF and not k.startswith("x-")]:
             del node[key]
+    for _, sub in _subschemas(node):
+        _drop_ref_siblings(sub)
+
+
+def _subschemas(node: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """The values in schema positions directly below ``node``, each with its path from it
+    (``("properties", "a")``, ``("anyOf", 0)``, ``("not",)``)."""
     for key, value in node.items():
         if key in _SCHEMA_MAPS and isinstance(value, dict):
-            for sub in value.values():
-                _drop_ref_siblings(sub)
+            for name, sub in value.items():
+                yield (key, name), sub
         elif key in _SCHEMA_LISTS and isinstance(value, list):
-            for sub in value:
-                _drop_ref_siblings(sub)
+            for index, sub in enumerate(value):
+                yield (key, index), sub
         elif key in _SCHEMA_VALUED:
-            _drop_ref_siblings(value)
+            yield (key,), value
 
 
 _ATOMS = frozenset((str, int, float, bool, type(None)))
@@ -583,15 +590,8 @@ class References:
         anchor = node.get("$anchor")
         if isinstance(anchor, str):
             self._anchors[(base, anchor)] = pointer
-        for key, value in node.items():
-            if key in _SCHEMA_MAPS and isinstance(value, dict):
-                for name, sub in value.items():
-                    self._walk(sub, join_pointer(pointer, key, name), base)
-            elif key in _SCHEMA_LISTS and isinstance(value, list):
-                for index, sub in enumerate(value):
-                    self._walk(sub, join_pointer(pointer, key, index), base)
-            elif key in _SCHEMA_VALUED:
-                self._walk(value, join_pointer(pointer, key), base)
+        for path, sub in _subschemas(node):
+            self._walk(sub, join_pointer(pointer, *path), base)
 
     def base_at(self, pointer: str) -> str:
         """The base URI in effect for the schema object at ``pointer``."""
