@@ -39,7 +39,7 @@ from formcast.regex.parts import Never, Part, Result
 from formcast.regex.patterns import (
     DfaTooLarge,
     PatternUnsupported,
-    dfa_regex,
+    dfa_regex_or_plain,
     pattern_except,
     pattern_regex,
 )
@@ -450,15 +450,10 @@ def _unmatched_key(t: Translation, flat: list[Part], names: list[str]) -> str | 
         removed = [pattern_language(p, wide=True, limits=t.limits) for p in patterns]
         removed += [word_language(name) for name in names]
         unmatched = intersection([], removed, t.limits)
+        body = dfa_regex_or_plain(unmatched.moves, unmatched.accepting, False, t.limits)
     except (PatternUnsupported, DfaTooLarge):
         return None
-    for plain in (False, True):
-        try:
-            body = dfa_regex(unmatched.moves, unmatched.accepting, plain, t.limits)
-        except DfaTooLarge:
-            continue
-        return None if body is None else f'"{body}"'
-    return None
+    return None if body is None else f'"{body}"'
 
 
 def _free_key(

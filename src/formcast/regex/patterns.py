@@ -621,6 +621,24 @@ def dfa_regex(
     return label.get((first, last))
 
 
+def dfa_regex_or_plain(
+    moves: Sequence[Sequence[tuple[Ranges, int]]],
+    accepting: Sequence[bool],
+    plain: bool,
+    limits: Limits = DEFAULT_LIMITS,
+) -> str | None:
+    """:func:`dfa_regex`, and when the regex in every JSON spelling (``plain`` false) is
+    past the limits (each character set written with its escapes is long), the plain
+    spelling alone: characters that need an escape are then not produced, a narrowing.
+    Raises DfaTooLarge when the plain spelling is past the limits too."""
+    if not plain:
+        try:
+            return dfa_regex(moves, accepting, False, limits)
+        except DfaTooLarge:
+            pass
+    return dfa_regex(moves, accepting, True, limits)
+
+
 def pattern_union(pattern: str, wide: bool = False) -> _PNode:
     """The parsed pattern as one anchor-free node (implicit ``.*`` sides made explicit;
     ``wide``: ``$`` also before a final line feed, see :func:`_split_anchors`)."""

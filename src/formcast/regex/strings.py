@@ -41,7 +41,7 @@ from formcast.regex.parts import Never, Part, Result, TooLarge
 from formcast.regex.patterns import (
     DfaTooLarge,
     PatternUnsupported,
-    dfa_regex,
+    dfa_regex_or_plain,
     pattern_dfa,
     pattern_regex,
     pattern_union,
@@ -351,9 +351,7 @@ def long_pattern(
         for read in range(width)
     ]
     final = [accepting[q] and read >= low for q in range(len(moves)) for read in range(width)]
-    for spelling in dict.fromkeys((plain, True)):
-        try:
-            return dfa_regex(counted, final, spelling, limits)
-        except DfaTooLarge:
-            continue
-    return None
+    try:
+        return dfa_regex_or_plain(counted, final, plain, limits)
+    except DfaTooLarge:
+        return None
