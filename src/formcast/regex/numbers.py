@@ -145,10 +145,12 @@ def _int_multiple(
             values = [v for v in range(first, hi + 1, k) if top is None or abs(v) <= top]
             return trie([str(v) for v in values])
     power = next((j for j in range(1, 4) if 10**j % k == 0), None)
-    if power is None or (lo is not None and not -k < lo <= k):
-        return _remainder_multiple(k, lo, hi, top)
-    if hi is not None and not -k <= hi < k:
-        return _remainder_multiple(k, lo, hi, top)
+    if (
+        power is None
+        or (lo is not None and not -k < lo <= k)
+        or (hi is not None and not -k <= hi < k)
+    ):
+        return _remainder_integers(k, frozenset({0}), lo, hi, top)
     short = [str(v) for v in range(k, 10**power, k)]
     suffixes = [str(v).zfill(power) for v in range(0, 10**power, k)]
     longer = ""
@@ -164,14 +166,6 @@ def _int_multiple(
     if hi is None and magnitude is not None:
         alts.append(magnitude)
     return alt(alts)
-
-
-def _remainder_multiple(
-    k: int, lo: int | None, hi: int | None, top: int | None
-) -> str | bool | None:
-    """Integers in ``lo..hi`` (and within ``+-top``) divisible by ``k``: see
-    :func:`_remainder_integers`."""
-    return _remainder_integers(k, frozenset({0}), lo, hi, top)
 
 
 def _remainder_integers(
@@ -203,12 +197,12 @@ def _remainder_integers(
     if top is not None:
         lo = -top if lo is None else max(lo, -top)
         hi = top if hi is None else min(hi, top)
-    if lo is not None or hi is not None:
-        bounded = int_range(lo, hi)
-        if bounded is None:
-            return None
-        kept.append(pattern_language(f"^(?:{bounded})$", False))
+    bounded = None if lo is None and hi is None else int_range(lo, hi)
+    if bounded is None and (lo is not None or hi is not None):
+        return None
     try:
+        if bounded is not None:
+            kept.append(pattern_language(f"^(?:{bounded})$", False))
         crossed = intersection(kept, [])
         return dfa_regex(crossed.moves, crossed.accepting, plain=True)
     except DfaTooLarge:
@@ -267,14 +261,21 @@ def _non_multiples(
         else:
             bounded = number_range(dec_lo, dec_hi)
             if bounded is not None:
-                shaped = intersection(
-                    [
-                        pattern_language(f"^(?:{_NON_INTEGER})$", False),
-                        pattern_language(f"^(?:{bounded})$", False),
-                    ],
-                    [],
-                )
-                fractions = dfa_regex(shaped.moves, shaped.accepting, plain=True)
+                try:
+                    shaped = intersection(
+                        [
+                            pattern_language(f"^(?:{_NON_INTEGER})$", False),
+                            pattern_language(f"^(?:{bounded})$", False),
+                        ],
+                        [],
+                    )
+                    fractions = dfa_regex(shaped.moves, shaped.accepting, plain=True)
+                except DfaTooLarge:
+                    raise UnsupportedSchemaError(
+                        "not",
+                        pointer,
+                        "the numbers with a fraction in these bounds are past the pattern limits",
+                    ) from None
                 if fractions is not None:
                     found.append(fractions)
     return alt(found)
