@@ -414,7 +414,7 @@ def disjunction(
         for i, b in enumerate(branches)
     ]
     extra: list[list[Part]] = [[] for _ in branches]
-    narrowed: UnsupportedSchemaError | None = None  # a format negated as no value
+    excluded: list[tuple[Part, str]] = []  # branches negated for another, and why
     if keyword == "oneOf" and len(branches) > 1:
         # exactly one branch: each branch excludes the others it may overlap with,
         # by a proof of disjointness or else by the negation of the other branch
@@ -432,8 +432,8 @@ def disjunction(
                     continue
                 for mine, other in ((i, j), (j, i)):
                     why = f"cannot prove that branches {i} and {j} exclude each other, "
-                    negated, inexact = _exclusion(t, branch_parts[other], part.pointer, why)
-                    narrowed = narrowed or inexact
+                    negated = _exclusion(t, branch_parts[other], part.pointer, why)
+                    excluded.append((branch_parts[other], why))
                     extra[mine].append(Part(negated, branch_parts[other].pointer, True))
     results: list[str] = []
     nevers: list[Never] = []
@@ -452,8 +452,7 @@ def disjunction(
     if not results:
         if failures:
             raise failures[0]
-        if narrowed is not None:  # nothing left once formats were read as excluding none
-            raise narrowed
+        _refuse_inexact_exclusions(t, excluded, part.pointer)
         recursion = [n for n in nevers if n.keyword == "$ref"]
         return (recursion or nevers)[0]
     for failure in failures:
@@ -467,25 +466,30 @@ def disjunction(
     return alt(results) or ""
 
 
-def _exclusion(
-    t: Translation, other: Part, pointer: str, why: str
-) -> tuple[Any, UnsupportedSchemaError | None]:
+def _exclusion(t: Translation, other: Part, pointer: str, why: str) -> Any:
     """The negation of the ``oneOf`` branch ``other``, a format's as no value (see
-    :func:`negate`), and, when that made it inexact, the error an exact negation raises
-    (said if no value is left at all). Raises UnsupportedSchemaError (``oneOf``) when
-    ``other`` cannot be negated."""
+    :func:`negate`). Raises UnsupportedSchemaError (``oneOf``) when ``other`` cannot be
+    negated."""
     try:
-        negated = negate(t, other.schema, other.pointer, 0, empty_formats=True)
+        return negate(t, other.schema, other.pointer, 0, empty_formats=True)
     except UnsupportedSchemaError as error:
         raise UnsupportedSchemaError(
             "oneOf", pointer, f"{why}nor negate branch {other.pointer} ({error.reason})"
         ) from None
-    try:
-        negate(t, other.schema, other.pointer, 0)
-    except UnsupportedSchemaError as error:
-        reason = f"{why}nor negate branch {other.pointer} exactly ({error.reason})"
-        return negated, UnsupportedSchemaError("oneOf", pointer, reason)
-    return negated, None
+
+
+def _refuse_inexact_exclusions(
+    t: Translation, excluded: list[tuple[Part, str]], pointer: str
+) -> None:
+    """When no branch of a ``oneOf`` is left: raise the error an exact negation of an
+    excluded branch raises (a format negated as no value may be what emptied them), if
+    any. Run only then, so the exact negations cost nothing on the way that succeeds."""
+    for other, why in excluded:
+        try:
+            negate(t, other.schema, other.pointer, 0)
+        except UnsupportedSchemaError as error:
+            reason = f"{why}nor negate branch {other.pointer} exactly ({error.reason})"
+            raise UnsupportedSchemaError("oneOf", pointer, reason) from None
 
 
 _FAMILIES: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
