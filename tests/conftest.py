@@ -32,6 +32,19 @@ def private_disk_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
         os.environ["FORMCAST_DISK_CACHE"] = previous
 
 
+@pytest.fixture(params=["C", "numpy"])
+def trie_walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that takes it runs with the C trie walk and again with the numpy one
+    (``formcast.index``), so that both build the rows it checks."""
+    import formcast.index
+
+    if request.param == "numpy":
+        monkeypatch.setattr(formcast.index, "native_walk", None)
+    elif formcast.index.native_walk is None:
+        pytest.skip("formcast._trie_walk was not built (no C compiler at install time)")
+    return str(request.param)
+
+
 @pytest.fixture(scope="session")
 def default_model_dir() -> Path:
     from formcast.models import default_model_dir

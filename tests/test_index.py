@@ -72,7 +72,7 @@ def _reachable_states(index: TokenIndex, limit: int) -> list[int]:
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_rows_match_brute_force_on_hand_vocabulary(
-    pattern: str, hand_vocabulary: Vocabulary
+    pattern: str, hand_vocabulary: Vocabulary, trie_walk: str
 ) -> None:
     index = TokenIndex(LazyAutomaton(pattern), hand_vocabulary)
     for state in _reachable_states(index, 200):
@@ -80,7 +80,9 @@ def test_rows_match_brute_force_on_hand_vocabulary(
 
 
 @pytest.mark.parametrize("pattern", [*PATTERNS[:2], *PATTERNS[-2:]])
-def test_rows_match_brute_force_on_real_vocabulary(pattern: str, vocabulary: Vocabulary) -> None:
+def test_rows_match_brute_force_on_real_vocabulary(
+    pattern: str, vocabulary: Vocabulary, trie_walk: str
+) -> None:
     index = TokenIndex(LazyAutomaton(pattern), vocabulary)
     states = _reachable_states(index, 12)
     for state in states:

@@ -6,20 +6,24 @@ picklable, and safe to share between threads and sequences; per-sequence state l
 a :class:`formcast.guide.Cursor`.
 
 Cost model: construction is O(1) beyond the automaton's own (lazy) construction. A row
-(one automaton state) is computed by walking the vocabulary's prefix tries level by level
-with numpy, visiting live nodes only: the children of every distinct token prefix still
-alive are stepped through the byte automaton once (one gather a level), nothing is done
-over the dead part of the trie, and the automaton's rows are built as the walk needs them
-(those of prefixes with children: a token's end state gets its row when reached).
+(one automaton state) is computed by walking the vocabulary's prefix tries, visiting live
+nodes only: the children of every distinct token prefix still alive are stepped through
+the byte automaton once, nothing is done over the dead part of the trie, and the
+automaton's rows are built as the walk needs them (those of prefixes with children: a
+token's end state gets its row when reached). The walk is the C module
+``formcast._trie_walk`` (a few ns a live node; built at install time where a C compiler
+is found), else numpy, level by level (one gather a level, some twenty array operations
+of ~1 us each); both give the same rows.
 Where plain bytes cannot tell tokens apart they are not walked at all: inside a free
 string they all stay in the state, inside a length-bounded string their state depends
 only on their length, and where no plain byte is allowed none is looked at. In either
 trie, a prefix whose state loops on every byte below it (a string, an identifier, a run
 of digits) keeps its whole subtree there as a slice. For a 49k-token vocabulary a walk
-costs ~0.1-0.3 ms when few tokens fit (a number, a key, a name) and ~1 ms for a few
-hundred tokens through a recursive grammar, plus the automaton rows it builds on the
-way; it is done once, the first time a sequence reaches that state. Budget distances are
-computed only when budget-limited decoding asks for them.
+costs ~0.1-0.3 ms with numpy when few tokens fit (a number, a key, a name) and ~1 ms
+for a few hundred tokens through a recursive grammar (C: a few to some tens of us), plus
+the automaton rows it builds on the way; it is done once, the first time a sequence
+reaches that state. Budget distances are computed only when budget-limited decoding asks
+for them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from functools import cached_property
+from types import ModuleType
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,12 +41,18 @@ from formcast import blob
 from formcast.automaton import DEAD, LazyAutomaton, PushdownAutomaton
 from formcast.automaton.deterministic import NO_NODE
 from formcast.automaton.nfa import VIRTUAL_BASE
-from formcast.automaton.table import arrays_under
+from formcast.automaton.table import TableAutomaton, arrays_under
 from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
 from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import PLAIN_BYTES, TokenTrie, TrieLevel, Vocabulary
+
+native_walk: ModuleType | None
+try:  # the trie walk in C, built at install time where a C compiler is found
+    from formcast import _trie_walk as native_walk
+except ImportError:  # pragma: no cover (the numpy walk below then does the same work)
+    native_walk = None
 
 __all__ = ["UNREACHABLE", "TokenIndex"]
 
@@ -515,6 +526,9 @@ class TokenIndex:
 
         Cost: O(live nodes) numpy work per level, and the automaton rows of the states
         of live inner nodes; nothing over the dead part of the trie."""
+        automaton = self.automaton
+        if joint is None and native_walk is not None and isinstance(automaton, TableAutomaton):
+            return _walk_natively(automaton, trie, state)
         found_ids: list[IntArray] = []
         found_states: list[IntArray] = []
         nodes = np.arange(trie.levels[0].node_bytes.size if trie.levels else 0, dtype=np.int32)
@@ -617,6 +631,39 @@ class TokenIndex:
         whole = np.zeros(nodes.size, dtype=np.bool_)
         whole[staying] = True
         return whole
+
+
+def _walk_natively(
+    automaton: TableAutomaton, trie: TokenTrie, state: int
+) -> tuple[list[IntArray], list[IntArray]]:
+    """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk: rounds of
+    walking as far as built rows go, then building the rows it stopped at (O(live
+    nodes) over all rounds, plus those rows)."""
+    assert native_walk is not None
+    flat = trie.flat
+    ids = np.empty(flat.token_count, dtype=np.int32)
+    states = np.empty(flat.token_count, dtype=np.int32)
+    pending_nodes = np.empty(flat.node_count, dtype=np.int32)
+    pending_states = np.empty(flat.node_count, dtype=np.int32)
+    frontier_nodes = np.zeros(1, dtype=np.int32)  # the root
+    frontier_states = np.full(1, state, dtype=np.int32)
+    filled = 0
+    while frontier_nodes.size:
+        filled, pending = native_walk.walk(
+            automaton.table,
+            flat.arrays,
+            frontier_nodes,
+            frontier_states,
+            ids,
+            states,
+            filled,
+            pending_nodes,
+            pending_states,
+        )
+        frontier_nodes = pending_nodes[:pending].copy()
+        frontier_states = pending_states[:pending].copy()
+        automaton.build_rows(np.unique(frontier_states).tolist())
+    return [ids[:filled]], [states[:filled]]
 
 
 def _concat(arrays: list[IntArray]) -> IntArray:

@@ -347,6 +347,11 @@ class TokenTrie:
         """The longest token's length in bytes (the number of levels)."""
         return len(self.levels)
 
+    @cached_property
+    def flat(self) -> FlatTrie:
+        """The trie as one array per field over all levels (built once, O(nodes))."""
+        return FlatTrie.of(self)
+
     @classmethod
     def build(cls, vocabulary: Vocabulary, ids: npt.NDArray[np.int32]) -> TokenTrie:
         """The trie of tokens ``ids`` (each with at least one byte): sort their bytes, then
@@ -366,6 +371,56 @@ class TokenTrie:
         same[1:] = (lengths[1:] == lengths[:-1]) & np.all(matrix[1:] == matrix[:-1], axis=1)
         first = np.maximum.accumulate(np.where(same, 0, np.arange(ids.size)))
         return cls(_linked(levels), ids, ids[same], ids[first[same]])
+
+
+@dataclass(frozen=True, eq=False)
+class FlatTrie:
+    """A :class:`TokenTrie` with its levels concatenated, for the C walk
+    (``formcast/_trie_walk.c``): node 0 is the root (the empty prefix), then the nodes of
+    depth 1, 2, ... in order; ``child_first`` holds these global numbers. A node's subtree
+    is ``token_ids[subtree_first[n]:subtree_stop[n]]``. :attr:`arrays` is the tuple the
+    walk takes."""
+
+    arrays: tuple[npt.NDArray[Any], ...]
+    node_count: int
+    token_count: int
+
+    @classmethod
+    def of(cls, trie: TokenTrie) -> FlatTrie:
+        levels = trie.levels
+        sizes = [level.node_bytes.size for level in levels]
+        offsets = np.cumsum([1, *sizes])  # the global number of each level's first node
+        tokens = trie.token_ids.size
+
+        def joined(field: str, root: Any, dtype: Any) -> npt.NDArray[Any]:
+            parts = [np.asarray([root], dtype=dtype)]
+            parts += [np.asarray(getattr(level, field), dtype=dtype) for level in levels]
+            return np.ascontiguousarray(np.concatenate(parts))
+
+        child_first = [np.asarray([1], dtype=np.int32)]
+        for depth, level in enumerate(levels):
+            child_first.append((level.child_first + offsets[depth + 1]).astype(np.int32))
+        root_below = np.zeros((1, 4), dtype=np.uint64)
+        if levels:
+            first_bytes = levels[0].node_bytes
+            np.bitwise_or.at(
+                root_below[0],
+                first_bytes >> 6,
+                np.left_shift(np.uint64(1), (first_bytes & 63).astype(np.uint64)),
+            )
+        below = np.concatenate([root_below, *(level.below_bytes for level in levels)])
+        arrays = (
+            joined("node_bytes", 0, np.uint8),
+            joined("node_token", -1, np.int32),
+            np.ascontiguousarray(np.concatenate(child_first)),
+            joined("child_count", sizes[0] if sizes else 0, np.int32),
+            joined("node_first", 0, np.int32),
+            joined("node_stop", tokens, np.int32),
+            joined("node_large", False, np.uint8),
+            np.ascontiguousarray(below.reshape(-1)),
+            np.ascontiguousarray(trie.token_ids, dtype=np.int32),
+        )
+        return cls(arrays, int(offsets[-1]), tokens)
 
 
 def _trie_level(

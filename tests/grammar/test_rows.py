@@ -70,7 +70,7 @@ def _check_rows(text: str, vocabulary: Vocabulary, walks: int = 6, depth: int = 
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
-def test_rows_match_brute_force(name: str, sliced_vocabulary: Vocabulary) -> None:
+def test_rows_match_brute_force(name: str, sliced_vocabulary: Vocabulary, trie_walk: str) -> None:
     assert _check_rows(GRAMMARS[name], sliced_vocabulary) >= 6
 
 
@@ -84,7 +84,7 @@ def test_rows_match_brute_force_on_shared_grammars(
     assert _check_rows(path.read_text(encoding="utf-8"), sliced_vocabulary, walks=3) >= 3
 
 
-def test_deep_nesting_rows_match_brute_force(sliced_vocabulary: Vocabulary) -> None:
+def test_deep_nesting_rows_match_brute_force(sliced_vocabulary: Vocabulary, trie_walk: str) -> None:
     """States one level deeper each time (new stacks), and their rows."""
     index = formcast.compile(
         formcast.Grammar(GRAMMARS["parentheses"]), sliced_vocabulary, cache=False

@@ -127,6 +127,17 @@ class TableAutomaton:
             result = self._flat[index]
         return result
 
+    @property
+    def table(self) -> IntArray:
+        """The current ``(capacity, 256)`` table (read-only by contract): rows not built
+        read :data:`UNBUILT`. A later build may move to a larger table; this one stays
+        valid for the rows it holds."""
+        return self._table
+
+    def build_rows(self, states: Iterable[int]) -> None:
+        """Build the rows of ``states`` that are not built yet (under the lock)."""
+        self._ensure(states)
+
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (a fresh int32 array; builds the row if needed)."""
         state = self._check(state)

@@ -1,0 +1,288 @@
+/* formcast._trie_walk: the walk of a token trie through a byte automaton's table, in C.
+ *
+ * formcast.index walks every token of a vocabulary from one automaton state to build that
+ * state's row: which tokens are allowed and where each leads. The numpy walk in index.py
+ * pays for some twenty small array operations per trie level; this one pays a few
+ * nanoseconds per live trie node. It is optional: index.py falls back to numpy when this
+ * module was not built, and the tests check that both walks give the same rows.
+ *
+ * The trie is flattened (vocabulary.FlatTrie): node 0 is the root, a node's children are
+ * contiguous, and a node's subtree holds the tokens token_ids[first:stop]. The automaton is
+ * a TableAutomaton's table: int32, 256 entries a state, -1 (UNBUILT) throughout a row that
+ * is not built yet, 0 (DEAD) for no transition.
+ *
+ * walk() stops where it would read a row that is not built: it returns those (node, state)
+ * pairs as pending, the caller builds their rows (in Python, under the automaton's lock)
+ * and calls walk() again with them as the frontier. Each live node is processed once over
+ * all calls, so a whole walk costs O(live nodes), plus 256 reads for each large subtree
+ * whose state may loop on every byte below it.
+ *
+ * Only the buffer protocol is used (no numpy headers): every array arrives as a buffer,
+ * and its size is checked against what the walk reads, so a bad call raises ValueError
+ * rather than reading out of bounds. The GIL is released during the walk; table entries
+ * only ever change from UNBUILT to their final value (table.py), so concurrent readers
+ * see either. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNBUILT (-1)
+#define DEAD 0
+
+typedef struct {
+    int32_t node;
+    int32_t state;
+} Entry;
+
+typedef struct {
+    const int32_t *table;
+    Py_ssize_t states; /* rows of the table */
+    const uint8_t *node_byte;
+    const int32_t *node_token;
+    const int32_t *child_first;
+    const int32_t *child_count;
+    const int32_t *subtree_first;
+    const int32_t *subtree_stop;
+    const uint8_t *node_large;
+    const uint64_t *below_bytes; /* four words a node */
+    Py_ssize_t nodes;
+    const int32_t *token_ids;
+    Py_ssize_t tokens;
+    int32_t *out_ids;
+    int32_t *out_states;
+    Py_ssize_t out_size;
+    Py_ssize_t filled;
+    int32_t *pending_nodes;
+    int32_t *pending_states;
+    Py_ssize_t pending_size;
+    Py_ssize_t pending;
+} Walk;
+
+enum { WALK_OK = 0, WALK_NO_MEMORY = 1, WALK_BAD_NODE = 2, WALK_BAD_STATE = 3, WALK_FULL = 4 };
+
+static int row_built(const Walk *w, int32_t state) {
+    return w->table[(Py_ssize_t)state * 256] != UNBUILT;
+}
+
+/* Whether `state` stays where it is on every byte below `node` (its row is built). */
+static int loops_below(const Walk *w, int32_t node, int32_t state) {
+    const int32_t *row = w->table + (Py_ssize_t)state * 256;
+    const uint64_t *below = w->below_bytes + (Py_ssize_t)node * 4;
+    for (int word = 0; word < 4; word++) {
+        uint64_t bits = below[word];
+        while (bits) {
+            int bit = __builtin_ctzll(bits);
+            if (row[word * 64 + bit] != state) return 0;
+            bits &= bits - 1;
+        }
+    }
+    return 1;
+}
+
+static int emit(Walk *w, int32_t token, int32_t state) {
+    if (w->filled >= w->out_size) return WALK_FULL;
+    w->out_ids[w->filled] = token;
+    w->out_states[w->filled] = state;
+    w->filled++;
+    return WALK_OK;
+}
+
+static int emit_subtree(Walk *w, int32_t node, int32_t state) {
+    int32_t first = w->subtree_first[node], stop = w->subtree_stop[node];
+    if (first < 0 || stop < first || stop > w->tokens) return WALK_BAD_NODE;
+    if (w->filled + (stop - first) > w->out_size) return WALK_FULL;
+    for (int32_t i = first; i < stop; i++) {
+        w->out_ids[w->filled] = w->token_ids[i];
+        w->out_states[w->filled] = state;
+        w->filled++;
+    }
+    return WALK_OK;
+}
+
+/* One reached node: its whole subtree when its state loops below it, else its own token
+ * and a push of each live child; a node whose children need a row not built yet is kept
+ * pending, whole (nothing of it emitted). */
+static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssize_t *room) {
+    int32_t node = entry.node, state = entry.state;
+    if (node < 0 || node >= w->nodes) return WALK_BAD_NODE;
+    if (state <= DEAD || state >= w->states) return WALK_BAD_STATE;
+    int32_t count = w->child_count[node];
+    if (count > 0 && !row_built(w, state)) {
+        if (w->pending >= w->pending_size) return WALK_FULL;
+        w->pending_nodes[w->pending] = node;
+        w->pending_states[w->pending] = state;
+        w->pending++;
+        return WALK_OK;
+    }
+    if (count > 0 && w->node_large[node] && loops_below(w, node, state))
+        return emit_subtree(w, node, state);
+    int32_t token = w->node_token[node];
+    if (token >= 0) {
+        int status = emit(w, token, state);
+        if (status != WALK_OK) return status;
+    }
+    if (count <= 0) return WALK_OK;
+    int32_t first = w->child_first[node];
+    if (first < 0 || (Py_ssize_t)first + count > w->nodes) return WALK_BAD_NODE;
+    if (*depth + count > *room) {
+        Py_ssize_t wanted = (*room) * 2 > *depth + count ? (*room) * 2 : *depth + count;
+        Entry *grown = realloc(*stack, (size_t)wanted * sizeof(Entry));
+        if (grown == NULL) return WALK_NO_MEMORY;
+        *stack = grown;
+        *room = wanted;
+    }
+    const int32_t *row = w->table + (Py_ssize_t)state * 256;
+    for (int32_t child = first; child < first + count; child++) {
+        int32_t next = row[w->node_byte[child]];
+        if (next == DEAD) continue;
+        if (next < 0 || next >= w->states) return WALK_BAD_STATE;
+        (*stack)[(*depth)++] = (Entry){child, next};
+    }
+    return WALK_OK;
+}
+
+static int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
+               Py_ssize_t frontier) {
+    Py_ssize_t room = frontier > 1024 ? frontier : 1024, depth = 0;
+    Entry *stack = malloc((size_t)room * sizeof(Entry));
+    if (stack == NULL) return WALK_NO_MEMORY;
+    for (Py_ssize_t i = 0; i < frontier; i++)
+        stack[depth++] = (Entry){frontier_nodes[i], frontier_states[i]};
+    int status = WALK_OK;
+    while (depth > 0 && status == WALK_OK) {
+        Entry entry = stack[--depth];
+        status = visit(w, entry, &stack, &depth, &room);
+    }
+    free(stack);
+    return status;
+}
+
+/* Buffers, with the item size and count each must have. */
+typedef struct {
+    Py_buffer view;
+    int held;
+} Held;
+
+static int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize,
+                Py_ssize_t minimum, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(object, &held->view, flags) < 0) return -1;
+    held->held = 1;
+    if (held->view.len % itemsize != 0 || held->view.len / itemsize < minimum) {
+        PyErr_Format(PyExc_ValueError,
+                     "expected %s to hold at least %zd items of %zd bytes, found %zd bytes",
+                     name, minimum, itemsize, held->view.len);
+        return -1;
+    }
+    return 0;
+}
+
+#define ARGUMENTS 16
+
+PyDoc_STRVAR(walk_doc,
+"walk(table, trie, frontier_nodes, frontier_states, out_ids, out_states, filled,\n"
+"     pending_nodes, pending_states) -> (filled, pending)\n"
+"\n"
+"Walk the flattened trie (the tuple node_byte, node_token, child_first, child_count,\n"
+"subtree_first, subtree_stop, node_large, below_bytes, token_ids) through the table\n"
+"from each (frontier node, state). Every token reached is written with its state to\n"
+"out_ids/out_states from index `filled` on; each (node, state) whose row is not built\n"
+"yet to the pending buffers. Returns the new filled count and the pending count.");
+
+static PyObject *walk(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *objects[ARGUMENTS];
+    Py_ssize_t filled;
+    if (!PyArg_ParseTuple(args, "O(OOOOOOOOO)OOOOnOO:walk", &objects[0], &objects[1],
+                          &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
+                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11],
+                          &objects[12], &objects[13], &filled, &objects[14], &objects[15]))
+        return NULL;
+    Held held[ARGUMENTS];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL;
+    Walk w;
+    memset(&w, 0, sizeof(w));
+
+    if (take(objects[0], &held[0], 0, 4, 256, "the table") < 0) goto done;
+    w.table = held[0].view.buf;
+    w.states = held[0].view.len / 4 / 256;
+    if (take(objects[1], &held[1], 0, 1, 1, "node_byte") < 0) goto done;
+    w.node_byte = held[1].view.buf;
+    w.nodes = held[1].view.len;
+    const char *names[] = {"node_token", "child_first", "child_count", "subtree_first",
+                           "subtree_stop"};
+    const int32_t **node_arrays[] = {&w.node_token, &w.child_first, &w.child_count,
+                                     &w.subtree_first, &w.subtree_stop};
+    for (int i = 0; i < 5; i++) {
+        if (take(objects[2 + i], &held[2 + i], 0, 4, w.nodes, names[i]) < 0) goto done;
+        *node_arrays[i] = held[2 + i].view.buf;
+    }
+    if (take(objects[7], &held[7], 0, 1, w.nodes, "node_large") < 0) goto done;
+    w.node_large = held[7].view.buf;
+    if (take(objects[8], &held[8], 0, 8, 4 * w.nodes, "below_bytes") < 0) goto done;
+    w.below_bytes = held[8].view.buf;
+    if (take(objects[9], &held[9], 0, 4, 0, "token_ids") < 0) goto done;
+    w.token_ids = held[9].view.buf;
+    w.tokens = held[9].view.len / 4;
+    if (take(objects[10], &held[10], 0, 4, 0, "frontier_nodes") < 0) goto done;
+    Py_ssize_t frontier = held[10].view.len / 4;
+    if (take(objects[11], &held[11], 0, 4, frontier, "frontier_states") < 0) goto done;
+    if (take(objects[12], &held[12], 1, 4, 0, "out_ids") < 0) goto done;
+    w.out_ids = held[12].view.buf;
+    w.out_size = held[12].view.len / 4;
+    if (take(objects[13], &held[13], 1, 4, w.out_size, "out_states") < 0) goto done;
+    w.out_states = held[13].view.buf;
+    if (take(objects[14], &held[14], 1, 4, 0, "pending nodes") < 0) goto done;
+    w.pending_nodes = held[14].view.buf;
+    w.pending_size = held[14].view.len / 4;
+    if (take(objects[15], &held[15], 1, 4, w.pending_size, "pending states") < 0) goto done;
+    w.pending_states = held[15].view.buf;
+    if (filled < 0 || filled > w.out_size) {
+        PyErr_Format(PyExc_ValueError, "expected filled in [0, %zd], found %zd", w.out_size,
+                     filled);
+        goto done;
+    }
+    w.filled = filled;
+
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = run(&w, held[10].view.buf, held[11].view.buf, frontier);
+    Py_END_ALLOW_THREADS
+    switch (status) {
+    case WALK_OK:
+        result = Py_BuildValue("(nn)", w.filled, w.pending);
+        break;
+    case WALK_NO_MEMORY:
+        PyErr_NoMemory();
+        break;
+    case WALK_BAD_NODE:
+        PyErr_SetString(PyExc_ValueError, "expected trie nodes within the flattened trie");
+        break;
+    case WALK_BAD_STATE:
+        PyErr_SetString(PyExc_ValueError, "expected live states within the table");
+        break;
+    default:
+        PyErr_SetString(PyExc_ValueError, "expected output buffers large enough for the walk");
+    }
+done:
+    for (int i = 0; i < ARGUMENTS; i++)
+        if (held[i].held) PyBuffer_Release(&held[i].view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, walk_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "formcast._trie_walk",
+    "The walk of a token trie through a byte automaton's table, in C (see index.py).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__trie_walk(void) { return PyModule_Create(&module_def); }

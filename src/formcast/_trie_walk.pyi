@@ -1,0 +1,21 @@
+"""The trie walk in C (``_trie_walk.c``); see :func:`formcast.index._walk_natively`."""
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+_Int32 = npt.NDArray[np.int32]
+
+def walk(
+    table: _Int32,
+    trie: tuple[npt.NDArray[Any], ...],
+    frontier_nodes: _Int32,
+    frontier_states: _Int32,
+    out_ids: _Int32,
+    out_states: _Int32,
+    filled: int,
+    pending_nodes: _Int32,
+    pending_states: _Int32,
+    /,
+) -> tuple[int, int]: ...

@@ -1,0 +1,93 @@
+"""The C trie walk (``formcast/_trie_walk.c``) at its own interface: rounds that stop at
+rows not built and resume from them, and bad arguments refused with ValueError instead
+of read out of bounds. Its rows are checked against brute force, beside the numpy walk's,
+by the tests that take the ``trie_walk`` fixture (``test_index``, ``grammar/test_rows``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from formcast.automaton import DEAD, LazyAutomaton
+from formcast.index import native_walk
+from formcast.vocabulary import Vocabulary
+
+pytestmark = pytest.mark.skipif(native_walk is None, reason="formcast._trie_walk was not built")
+
+VOCABULARY = Vocabulary.from_token_bytes(
+    [b"", b"a", b"ab", b"abc", b"b", b"ba", b"c", b"x", b"abab"], [0]
+)
+FLAT = VOCABULARY.token_trie.flat
+
+
+def _round(
+    automaton: LazyAutomaton,
+    nodes: list[int],
+    states: list[int],
+    out_size: int = FLAT.token_count,
+    table: Any = None,
+) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """One call: the tokens reached with their states, and the pending (node, state)."""
+    assert native_walk is not None
+    out, out_states = np.empty((2, out_size), dtype=np.int32)
+    pending, pending_states = np.empty((2, FLAT.node_count), dtype=np.int32)
+    filled, count = native_walk.walk(
+        automaton.table if table is None else table,
+        FLAT.arrays,
+        np.asarray(nodes, dtype=np.int32),
+        np.asarray(states, dtype=np.int32),
+        out,
+        out_states,
+        0,
+        pending,
+        pending_states,
+    )
+    found = dict(zip(out[:filled].tolist(), out_states[:filled].tolist(), strict=True))
+    return found, list(zip(pending[:count].tolist(), pending_states[:count].tolist(), strict=True))
+
+
+def test_rounds_stop_at_rows_not_built_and_end_with_every_live_token() -> None:
+    automaton = LazyAutomaton("(ab)*c?|ba")
+    start = automaton.initial
+    found, pending = _round(automaton, [0], [start])
+    assert found == {} and pending == [(0, start)]  # the start's own row is not built
+    rounds = 0
+    while pending:
+        automaton.build_rows({state for _, state in pending})
+        nodes, states = zip(*pending, strict=True)
+        more, pending = _round(automaton, list(nodes), list(states))
+        assert not set(more) & set(found)  # each token once over all rounds
+        found.update(more)
+        rounds += 1
+    assert rounds >= 2  # "ab" needs the row after "a", built in a later round
+    expected = {}
+    for token, raw in enumerate(VOCABULARY.token_bytes):
+        if raw and (reached := automaton.walk(raw, start)) != DEAD:
+            expected[token] = reached
+    assert found == expected
+    assert set(expected) == {1, 2, 3, 4, 5, 6, 8}  # every token but "x"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"out_size": 1}, "output buffers large enough"),
+        ({"nodes": [FLAT.node_count]}, "trie nodes within"),
+        ({"states": [10**6]}, "live states within"),
+        ({"table": np.zeros(100, dtype=np.int32)}, "the table to hold at least 256"),
+    ],
+)
+def test_bad_arguments_are_refused_not_read_out_of_bounds(
+    change: dict[str, Any], message: str
+) -> None:
+    automaton = LazyAutomaton("[a-c]+")
+    built = 0
+    while built < automaton.num_states:  # every row, so that the walk goes to the end
+        built = automaton.num_states
+        automaton.build_rows(range(built))
+    arguments: dict[str, Any] = {"nodes": [0], "states": [automaton.initial]} | change
+    with pytest.raises(ValueError, match=message):
+        _round(automaton, **arguments)
