@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from formcast import blob
 from formcast.automaton import DEAD, LazyAutomaton, PushdownAutomaton
+from formcast.automaton.choices import choice_characters
 from formcast.automaton.deterministic import NO_NODE
 from formcast.automaton.nfa import VIRTUAL_BASE
 from formcast.automaton.table import TableAutomaton, arrays_under
@@ -72,6 +73,10 @@ _STORED_AUTOMATA: dict[str, type[LazyAutomaton] | type[PushdownAutomaton]] = {
 }
 _PARTED = -3  # plain bytes lead to different states
 _SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
+# Trie-built choices of fewer characters than this are walked by DFA rows when the C walk
+# is there: building the rows of a short list's prefixes costs less than the numpy walk
+# along the NFA's edges (benchmarks/choices.py, the fast and rows paths).
+_JOINT_WALK_MIN = 5_000
 _ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _joint_step)
 
 
@@ -454,9 +459,11 @@ class TokenIndex:
         """The automaton when its deterministic nodes are worth walking directly (it
         holds a trie-built choice), else None."""
         automaton = self.automaton
-        if isinstance(automaton, LazyAutomaton) and automaton.deterministic_nodes() is not None:
-            return automaton
-        return None
+        if not isinstance(automaton, LazyAutomaton):
+            return None
+        if native_walk is not None and choice_characters(automaton.pattern) < _JOINT_WALK_MIN:
+            return None  # a short list: its rows cost less than walking the NFA's edges
+        return automaton if automaton.deterministic_nodes() is not None else None
 
     def _plain_chain(self, state: int, depth: int) -> IntArray | None:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
