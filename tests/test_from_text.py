@@ -26,6 +26,7 @@ from formcast.errors import InvalidOptionError, SchemaError
 from formcast.regex.translator import schema_to_regex
 from formcast.text import TextAutomaton, TextSlot, number_candidates, text_slots
 from formcast.vocabulary import Vocabulary
+from index_oracle import brute_force_row, index_row
 from test_properties import RandomLogitsModel  # (transformers-cfg installs a package named tests)
 
 ALL_BYTES = np.ones(256, dtype=bool)
@@ -312,6 +313,21 @@ def test_walking_a_gold_output(vocabulary: Vocabulary, tokenizer: Any) -> None:
     with pytest.raises(formcast.TokenNotAllowedError):
         for token in tokenizer.encode('{"company":"ACME', add_special_tokens=False):
             rejected.advance(token)
+
+
+def test_bound_rows_match_brute_force(
+    vocabulary: Vocabulary, tokenizer: Any, trie_walk: str
+) -> None:
+    """Along a gold output through a text with escapes, accents, CJK and an emoji, each
+    row of the bound index (whose transitions are built entry by entry) holds exactly the
+    tokens a byte-by-byte walk allows, with the C walk and with numpy."""
+    index = compile_index(Receipt, vocabulary).bind(RECEIPT)
+    output = '{"company":"José 東京都 😀","date":"18/04/2018","total":31.00}'
+    state = index.initial_state
+    for token in tokenizer.encode(output, add_special_tokens=False):
+        assert index_row(index, state) == brute_force_row(index, state)
+        state = index.next_state(state, token)
+    assert index.is_accepting(state)
 
 
 def test_budget_distances_count_the_text(vocabulary: Vocabulary) -> None:

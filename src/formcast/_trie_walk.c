@@ -8,12 +8,12 @@
  *
  * The trie is flattened (vocabulary.FlatTrie): node 0 is the root, a node's children are
  * contiguous, and a node's subtree holds the tokens token_ids[first:stop]. The automaton is
- * a TableAutomaton's table: int32, 256 entries a state, -1 (UNBUILT) throughout a row that
- * is not built yet, 0 (DEAD) for no transition.
+ * a table of int32, 256 entries a state (TableAutomaton's, or BoundAutomaton's): -1
+ * (UNBUILT) for an entry not built yet, 0 (DEAD) for no transition.
  *
- * walk() stops where it would read a row that is not built: it returns those (node, state)
- * pairs as pending, the caller builds their rows (in Python, under the automaton's lock)
- * and calls walk() again with them as the frontier. Each live node is processed once over
+ * walk() stops where it would read an entry that is not built: it returns those (node,
+ * state) pairs as pending, the caller builds their rows (in Python, under the automaton's
+ * lock) and calls walk() again with them as the frontier. Each live node is processed once over
  * all calls, so a whole walk costs O(live nodes), plus 256 reads for each large subtree
  * whose state may loop on every byte below it.
  *
@@ -63,11 +63,19 @@ typedef struct {
 
 enum { WALK_OK = 0, WALK_NO_MEMORY = 1, WALK_BAD_NODE = 2, WALK_BAD_STATE = 3, WALK_FULL = 4 };
 
-static int row_built(const Walk *w, int32_t state) {
-    return w->table[(Py_ssize_t)state * 256] != UNBUILT;
+/* Whether the entries of `state` for the children of `node` are all built. A table
+ * whose rows are built whole (TableAutomaton) or entry by entry (BoundAutomaton) is read
+ * alike, and a row being written by another thread reads as not built yet. */
+static int children_built(const Walk *w, int32_t node, int32_t state) {
+    const int32_t *row = w->table + (Py_ssize_t)state * 256;
+    int32_t first = w->child_first[node], stop = first + w->child_count[node];
+    for (int32_t child = first; child < stop; child++)
+        if (row[w->node_byte[child]] == UNBUILT) return 0;
+    return 1;
 }
 
-/* Whether `state` stays where it is on every byte below `node` (its row is built). */
+/* Whether `state` stays where it is on every byte below `node` (an entry not built yet
+ * reads as leaving: the subtree is then walked, which gives the same tokens). */
 static int loops_below(const Walk *w, int32_t node, int32_t state) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
     const uint64_t *below = w->below_bytes + (Py_ssize_t)node * 4;
@@ -110,7 +118,9 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     if (node < 0 || node >= w->nodes) return WALK_BAD_NODE;
     if (state <= DEAD || state >= w->states) return WALK_BAD_STATE;
     int32_t count = w->child_count[node];
-    if (count > 0 && !row_built(w, state)) {
+    int32_t first = w->child_first[node];
+    if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->nodes)) return WALK_BAD_NODE;
+    if (count > 0 && !children_built(w, node, state)) {
         if (w->pending >= w->pending_size) return WALK_FULL;
         w->pending_nodes[w->pending] = node;
         w->pending_states[w->pending] = state;
@@ -125,8 +135,6 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
         if (status != WALK_OK) return status;
     }
     if (count <= 0) return WALK_OK;
-    int32_t first = w->child_first[node];
-    if (first < 0 || (Py_ssize_t)first + count > w->nodes) return WALK_BAD_NODE;
     if (*depth + count > *room) {
         Py_ssize_t wanted = (*room) * 2 > *depth + count ? (*room) * 2 : *depth + count;
         Entry *grown = realloc(*stack, (size_t)wanted * sizeof(Entry));

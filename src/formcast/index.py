@@ -77,6 +77,7 @@ _SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
 # is there: building the rows of a short list's prefixes costs less than the numpy walk
 # along the NFA's edges (benchmarks/choices.py, the fast and rows paths).
 _JOINT_WALK_MIN = 5_000
+_TABLED = (TableAutomaton, BoundAutomaton)  # automata whose table the C walk reads
 _ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _joint_step)
 
 
@@ -534,7 +535,7 @@ class TokenIndex:
         Cost: O(live nodes) numpy work per level, and the automaton rows of the states
         of live inner nodes; nothing over the dead part of the trie."""
         automaton = self.automaton
-        if joint is None and native_walk is not None and isinstance(automaton, TableAutomaton):
+        if joint is None and native_walk is not None and isinstance(automaton, _TABLED):
             return _walk_natively(automaton, trie, state)
         found_ids: list[IntArray] = []
         found_states: list[IntArray] = []
@@ -641,7 +642,7 @@ class TokenIndex:
 
 
 def _walk_natively(
-    automaton: TableAutomaton, trie: TokenTrie, state: int
+    automaton: TableAutomaton | BoundAutomaton, trie: TokenTrie, state: int
 ) -> tuple[list[IntArray], list[IntArray]]:
     """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk: rounds of
     walking as far as built rows go, then building the rows it stopped at (O(live
