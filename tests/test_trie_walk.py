@@ -56,7 +56,8 @@ def test_rounds_stop_at_rows_not_built_and_end_with_every_live_token() -> None:
     assert found == {} and pending == [(0, start)]  # the start's own row is not built
     rounds = 0
     while pending:
-        automaton.build_rows({state for _, state in pending})
+        for state in {state for _, state in pending}:
+            automaton.row(state)  # builds it
         nodes, states = zip(*pending, strict=True)
         more, pending = _round(automaton, list(nodes), list(states))
         assert not set(more) & set(found)  # each token once over all rounds
@@ -86,8 +87,9 @@ def test_bad_arguments_are_refused_not_read_out_of_bounds(
     automaton = LazyAutomaton("[a-c]+")
     built = 0
     while built < automaton.num_states:  # every row, so that the walk goes to the end
-        built = automaton.num_states
-        automaton.build_rows(range(built))
+        for state in range(built, automaton.num_states):
+            automaton.row(state)
+            built += 1
     arguments: dict[str, Any] = {"nodes": [0], "states": [automaton.initial]} | change
     with pytest.raises(ValueError, match=message):
         _round(automaton, **arguments)

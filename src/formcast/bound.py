@@ -192,12 +192,6 @@ class BoundAutomaton:
         not built yet (read-only by contract; what the C trie walk reads)."""
         return self._table
 
-    def build_rows(self, states: Iterable[int]) -> None:
-        """Build every transition of ``states``."""
-        for state in states:
-            if bool((self._table[state] == _UNBUILT).any()):
-                self._fill_row(state)
-
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (a fresh array)."""
         if bool((self._table[state] == _UNBUILT).any()):

@@ -47,7 +47,7 @@ from formcast.bound import BoundAutomaton
 from formcast.errors import InvalidOptionError
 from formcast.guide import Cursor
 from formcast.text import TextSlot, text_slots
-from formcast.vocabulary import PLAIN_BYTES, TokenTrie, TrieLevel, Vocabulary
+from formcast.vocabulary import PLAIN_BYTES, FlatTrie, TokenTrie, TrieLevel, Vocabulary
 
 native_walk: ModuleType | None
 try:  # the trie walk in C, built at install time where a C compiler is found
@@ -645,8 +645,8 @@ def _walk_natively(
     automaton: TableAutomaton | BoundAutomaton, trie: TokenTrie, state: int
 ) -> tuple[list[IntArray], list[IntArray]]:
     """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk: rounds of
-    walking as far as built rows go, then building the rows it stopped at (O(live
-    nodes) over all rounds, plus those rows)."""
+    walking as far as built transitions go, then building those it stopped at (O(live
+    nodes) over all rounds, plus the transitions built)."""
     assert native_walk is not None
     flat = trie.flat
     ids = np.empty(flat.token_count, dtype=np.int32)
@@ -670,8 +670,23 @@ def _walk_natively(
         )
         frontier_nodes = pending_nodes[:pending].copy()
         frontier_states = pending_states[:pending].copy()
-        automaton.build_rows(np.unique(frontier_states).tolist())
+        _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
     return [ids[:filled]], [states[:filled]]
+
+
+def _build_children_entries(
+    automaton: TableAutomaton | BoundAutomaton, flat: FlatTrie, nodes: IntArray, states: IntArray
+) -> None:
+    """Build the transitions from each of ``states`` on the bytes of its node's children:
+    whole rows in a :class:`TableAutomaton` (where a row is built at once), those entries
+    alone in a :class:`BoundAutomaton` (whose entries each cost a closure)."""
+    if isinstance(automaton, TableAutomaton):
+        automaton.build_rows(np.unique(states).tolist())
+        return
+    node_bytes, _, child_first, child_count = flat.arrays[:4]
+    counts = child_count[nodes]
+    children = _slices(child_first[nodes], counts)
+    automaton.step(np.repeat(states, counts), node_bytes[children])
 
 
 def _concat(arrays: list[IntArray]) -> IntArray:
