@@ -205,3 +205,22 @@ def test_budget_rows_always_leave_a_way_to_finish(seed: int, hand_vocabulary: Vo
         if cursor.is_finished:
             break
     assert cursor.is_finished or cursor.is_accepting()
+
+
+@pytest.mark.parametrize("count", [0, 1, 40, 5000])
+def test_packed_bits_sets_exactly_the_ids(count: int) -> None:
+    """Both ways of packing (a bincount for a few ids, packbits for many) give the bits of
+    the ids, the high bit of a word included."""
+    from formcast.index import _packed_bits
+
+    rng = np.random.default_rng(count)
+    words = 1536
+    ids = np.sort(rng.choice(words * 32, size=count, replace=False)).astype(np.int32)
+    if count:
+        ids[-1] = words * 32 - 1  # bit 31 of the last word
+        ids = np.unique(ids)
+    packed = _packed_bits(ids, words)
+    assert packed.dtype == np.uint32 and packed.shape == (words,)
+    expected = np.zeros(words * 32, dtype=bool)
+    expected[ids] = True
+    assert np.array_equal(np.unpackbits(packed.view(np.uint8), bitorder="little") == 1, expected)

@@ -382,9 +382,7 @@ class TokenIndex:
         if self.is_accepting(state):
             eos = np.fromiter(sorted(self.vocabulary.eos_token_ids), dtype=np.int32)
             ids = np.union1d(ids, eos).astype(np.int32)
-        bits = np.zeros(((width + 31) // 32) * 32, dtype=bool)
-        bits[ids] = True
-        packed = np.packbits(bits, bitorder="little").view(np.uint32)
+        packed = _packed_bits(ids, (width + 31) // 32)
         packed.setflags(write=False)
         with self._lock:
             return self._packed.setdefault(key, packed)
@@ -462,9 +460,14 @@ class TokenIndex:
         automaton = self.automaton
         if not isinstance(automaton, LazyAutomaton):
             return None
-        if native_walk is not None and choice_characters(automaton.pattern) < _JOINT_WALK_MIN:
+        if native_walk is not None and self._choice_characters < _JOINT_WALK_MIN:
             return None  # a short list: its rows cost less than walking the NFA's edges
         return automaton if automaton.deterministic_nodes() is not None else None
+
+    @cached_property
+    def _choice_characters(self) -> int:
+        """The characters of the pattern's trie-built choices (one scan of the pattern)."""
+        return choice_characters(self.automaton.pattern)
 
     def _plain_chain(self, state: int, depth: int) -> IntArray | None:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
@@ -670,7 +673,8 @@ def _walk_natively(
         )
         frontier_nodes = pending_nodes[:pending].copy()
         frontier_states = pending_states[:pending].copy()
-        _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
+        if pending:
+            _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
     return [ids[:filled]], [states[:filled]]
 
 
@@ -687,6 +691,20 @@ def _build_children_entries(
     counts = child_count[nodes]
     children = _slices(child_first[nodes], counts)
     automaton.step(np.repeat(states, counts), node_bytes[children])
+
+
+def _packed_bits(ids: IntArray, words: int) -> npt.NDArray[np.uint32]:
+    """``words`` uint32 words with bit ``i % 32`` of word ``i // 32`` set for each of the
+    distinct ``ids``. A few ids: one bincount of their bits per word (distinct powers of
+    two add up to their union, exactly in float64 below 2**32); many: a boolean scatter
+    and ``packbits``."""
+    if ids.size * 8 < words:
+        bits = np.left_shift(1, ids & 31, dtype=np.int64).astype(np.float64)
+        summed = np.bincount(ids >> 5, weights=bits, minlength=words)
+        return summed.astype(np.uint32)
+    flags = np.zeros(words * 32, dtype=bool)
+    flags[ids] = True
+    return np.packbits(flags, bitorder="little").view(np.uint32)
 
 
 def _concat(arrays: list[IntArray]) -> IntArray:
