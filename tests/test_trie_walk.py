@@ -6,14 +6,17 @@ by the tests that take the ``trie_walk`` fixture (``test_index``, ``grammar/test
 
 from __future__ import annotations
 
+import random
+import threading
 from typing import Any
 
 import numpy as np
 import pytest
 
 from formcast.automaton import DEAD, LazyAutomaton
-from formcast.index import native_walk
+from formcast.index import TokenIndex, native_walk
 from formcast.vocabulary import Vocabulary
+from index_oracle import brute_force_row, index_row
 
 pytestmark = pytest.mark.skipif(native_walk is None, reason="formcast._trie_walk was not built")
 
@@ -93,3 +96,41 @@ def test_bad_arguments_are_refused_not_read_out_of_bounds(
     arguments: dict[str, Any] = {"nodes": [0], "states": [automaton.initial]} | change
     with pytest.raises(ValueError, match=message):
         _round(automaton, **arguments)
+
+
+def test_threads_building_rows_of_one_index_agree_with_brute_force(
+    vocabulary: Vocabulary,
+) -> None:
+    """The C walk runs without the GIL while other threads build automaton rows and grow
+    the table: rows built by eight threads at once are still exact."""
+    tokens = [b"", *(bytes([b]) for b in range(256)), *vocabulary.token_bytes[::9]]
+    small = Vocabulary.from_token_bytes(tokens, [0])
+    word = '"[a-z]{1,6}"'
+    pattern = (
+        rf'\{{"name":"[a-zA-Z ]{{1,12}}","tags":\[({word}(,{word}){{0,3}})?\],"n":[0-9]{{1,4}}\}}'
+    )
+    index = TokenIndex(LazyAutomaton(pattern), small)
+    errors: list[BaseException] = []
+
+    def walk(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(6):
+                state = index.initial_state
+                for _ in range(40):
+                    ids, following = index.row(state)
+                    if not ids.size:
+                        break
+                    state = int(following[rng.randrange(ids.size)])
+        except BaseException as error:  # reported below, with the thread's seed
+            errors.append(error)
+
+    threads = [threading.Thread(target=walk, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert index.computed_rows > 20
+    for state in list(index._rows):
+        assert index_row(index, state) == brute_force_row(index, state)
