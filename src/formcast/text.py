@@ -647,7 +647,7 @@ class TextAutomaton:
         if found is None:
             found = len(self._nodes)
             self._ids[key] = found
-            self._nodes.append(nodes)
+            self._nodes.append(nodes.copy())  # not a view keeping a row's arrays alive
             self._counts.append(count)
         return found
 
@@ -681,15 +681,24 @@ class TextAutomaton:
         if self._max is not None:
             keep = count <= self._max
             read, target, count = read[keep], target[keep], count[keep]
+        if not read.size:
+            return row
         order = np.lexsort((target, read))
         read, target, count = read[order], target[order], count[order]
-        cuts = np.flatnonzero(np.diff(read.astype(np.int16))) + 1
-        for group in np.split(np.arange(read.size), cuts):
-            if not group.size:
-                continue
-            reached = np.unique(target[group])
-            capped = min(int(count[group[0]]), self._cap)
-            row[int(read[group[0]])] = self._intern(reached.astype(np.int32), capped)
+        # one entry per (byte, node): the first of each run, which keeps each byte's first
+        new_byte = np.ones(read.size, dtype=bool)
+        new_byte[1:] = read[1:] != read[:-1]
+        fresh = new_byte.copy()
+        fresh[1:] |= target[1:] != target[:-1]
+        read, target, count = read[fresh], target[fresh], count[fresh]
+        targets = target.astype(np.int32)
+        starts = np.flatnonzero(new_byte[fresh])
+        bounds = [*starts.tolist(), int(read.size)]
+        cap = self._cap
+        for a, b, byte, counted in zip(
+            bounds, bounds[1:], read[starts].tolist(), count[starts].tolist(), strict=False
+        ):
+            row[byte] = self._intern(targets[a:b], min(counted, cap))
         return row
 
     def distance(self, state: int) -> int:
