@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from formcast.automaton import LazyAutomaton
+from formcast.automaton import DEAD, LazyAutomaton
 from formcast.errors import InvalidOptionError, TokenNotAllowedError
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
@@ -224,3 +224,10 @@ def test_packed_bits_sets_exactly_the_ids(count: int) -> None:
     expected = np.zeros(words * 32, dtype=bool)
     expected[ids] = True
     assert np.array_equal(np.unpackbits(packed.view(np.uint8), bitorder="little") == 1, expected)
+
+
+def test_the_dead_state_allows_nothing(hand_vocabulary: Vocabulary, trie_walk: str) -> None:
+    index = TokenIndex(LazyAutomaton("ab|ba"), hand_vocabulary)
+    ids, following = index.row(DEAD)
+    assert ids.size == 0 and following.size == 0
+    assert not index.packed_mask(DEAD, hand_vocabulary.size).any()

@@ -651,6 +651,8 @@ def _walk_natively(
     walking as far as built transitions go, then building those it stopped at (O(live
     nodes) over all rounds, plus the transitions built)."""
     assert native_walk is not None
+    if state == DEAD:  # nothing is allowed after a dead end (the walk takes live states)
+        return [], []
     flat = trie.flat
     ids = np.empty(flat.token_count, dtype=np.int32)
     states = np.empty(flat.token_count, dtype=np.int32)
