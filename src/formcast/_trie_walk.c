@@ -74,6 +74,20 @@ static int children_built(const Walk *w, int32_t node, int32_t state) {
     return 1;
 }
 
+/* The index of the lowest set bit of a non-zero word. */
+static int lowest_bit(uint64_t bits) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(bits);
+#else
+    int bit = 0;
+    while (!(bits & 1)) {
+        bits >>= 1;
+        bit++;
+    }
+    return bit;
+#endif
+}
+
 /* Whether `state` stays where it is on every byte below `node` (an entry not built yet
  * reads as leaving: the subtree is then walked, which gives the same tokens). */
 static int loops_below(const Walk *w, int32_t node, int32_t state) {
@@ -82,7 +96,7 @@ static int loops_below(const Walk *w, int32_t node, int32_t state) {
     for (int word = 0; word < 4; word++) {
         uint64_t bits = below[word];
         while (bits) {
-            int bit = __builtin_ctzll(bits);
+            int bit = lowest_bit(bits);
             if (row[word * 64 + bit] != state) return 0;
             bits &= bits - 1;
         }
