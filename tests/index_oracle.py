@@ -6,6 +6,8 @@ Shared by the tests of the index over regexes (``test_index``), choice lists
 
 from __future__ import annotations
 
+import random
+
 from formcast.automaton import DEAD
 from formcast.index import TokenIndex
 
@@ -26,3 +28,15 @@ def index_row(index: TokenIndex, state: int) -> dict[int, int]:
     """The index's row of ``state`` as token -> next state."""
     ids, following = index.row(state)
     return dict(zip(ids.tolist(), following.tolist(), strict=True))
+
+
+def walk_rows_randomly(index: TokenIndex, rng: random.Random, walks: int, depth: int) -> None:
+    """Build rows along ``walks`` random walks of up to ``depth`` tokens from the start
+    (each next state drawn from the row of the one before)."""
+    for _ in range(walks):
+        state = index.initial_state
+        for _ in range(depth):
+            ids, following = index.row(state)
+            if not ids.size:
+                break
+            state = int(following[rng.randrange(ids.size)])

@@ -16,7 +16,7 @@ import pytest
 from formcast.automaton import DEAD, LazyAutomaton
 from formcast.index import TokenIndex, native_walk
 from formcast.vocabulary import Vocabulary
-from index_oracle import brute_force_row, index_row
+from index_oracle import brute_force_row, index_row, walk_rows_randomly
 
 pytestmark = pytest.mark.skipif(native_walk is None, reason="formcast._trie_walk was not built")
 
@@ -113,16 +113,9 @@ def test_threads_building_rows_of_one_index_agree_with_brute_force(
     errors: list[BaseException] = []
 
     def walk(seed: int) -> None:
-        rng = random.Random(seed)
         try:
-            for _ in range(6):
-                state = index.initial_state
-                for _ in range(40):
-                    ids, following = index.row(state)
-                    if not ids.size:
-                        break
-                    state = int(following[rng.randrange(ids.size)])
-        except BaseException as error:  # reported below, with the thread's seed
+            walk_rows_randomly(index, random.Random(seed), walks=6, depth=40)
+        except BaseException as error:  # a thread's error, reported by the assertion below
             errors.append(error)
 
     threads = [threading.Thread(target=walk, args=(seed,)) for seed in range(8)]

@@ -19,7 +19,7 @@ import formcast
 from formcast.automaton import DEAD, PushdownAutomaton
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
-from index_oracle import brute_force_row, index_row
+from index_oracle import brute_force_row, index_row, walk_rows_randomly
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "grammars"
 SHARED_NAMES = ["balanced_parentheses", "arithmetic", "json", "PDDL/depot", "SMILES/generic"]
@@ -130,13 +130,7 @@ def test_a_stored_index_of_a_shared_grammar_answers_alike(
     written = formcast.compile(grammar, sliced_vocabulary, cache=False)
     assert isinstance(written.automaton, PushdownAutomaton)
     rng = random.Random(8)
-    for _ in range(2):
-        state = written.initial_state
-        for _ in range(10):
-            ids, following = written.row(state)
-            if not ids.size:
-                break
-            state = int(following[rng.randrange(ids.size)])
+    walk_rows_randomly(written, rng, walks=2, depth=10)
     loaded = TokenIndex.from_bytes(written.to_bytes(), sliced_vocabulary)
     stored_rows = loaded.computed_rows
     for _ in range(4):
