@@ -13,9 +13,9 @@
  *
  * walk() stops where it would read an entry that is not built: it returns those (node,
  * state) pairs as pending, the caller builds their rows (in Python, under the automaton's
- * lock) and calls walk() again with them as the frontier. Each live node is processed once over
- * all calls, so a whole walk costs O(live nodes), plus 256 reads for each large subtree
- * whose state may loop on every byte below it.
+ * lock) and calls walk() again with them as the frontier. Each live node is processed
+ * once over all calls, so a whole walk costs O(live nodes), plus 256 reads for each large
+ * subtree whose state may loop on every byte below it.
  *
  * Only the buffer protocol is used (no numpy headers): every array arrives as a buffer,
  * and its size is checked against what the walk reads, so a bad call raises ValueError

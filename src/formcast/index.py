@@ -456,7 +456,8 @@ class TokenIndex:
 
     def _joint_automaton(self) -> LazyAutomaton | None:
         """The automaton when its deterministic nodes are worth walking directly (it
-        holds a trie-built choice), else None."""
+        holds a trie-built choice, of at least :data:`_JOINT_WALK_MIN` characters when
+        the C walk is there), else None."""
         automaton = self.automaton
         if not isinstance(automaton, LazyAutomaton):
             return None
@@ -689,10 +690,9 @@ def _build_children_entries(
     if isinstance(automaton, TableAutomaton):
         automaton.build_rows(np.unique(states).tolist())
         return
-    node_bytes, _, child_first, child_count = flat.arrays[:4]
-    counts = child_count[nodes]
-    children = _slices(child_first[nodes], counts)
-    automaton.step(np.repeat(states, counts), node_bytes[children])
+    counts = flat.child_count[nodes]
+    children = _slices(flat.child_first[nodes], counts)
+    automaton.step(np.repeat(states, counts), flat.node_bytes[children])
 
 
 def _packed_bits(ids: IntArray, words: int) -> npt.NDArray[np.uint32]:

@@ -380,19 +380,47 @@ class FlatTrie:
     """A :class:`TokenTrie` with its levels concatenated, for the C walk
     (``formcast/_trie_walk.c``): node 0 is the root (the empty prefix), then the nodes of
     depth 1, 2, ... in order; ``child_first`` holds these global numbers. A node's subtree
-    is ``token_ids[subtree_first[n]:subtree_stop[n]]``. :attr:`arrays` is the tuple the
-    walk takes."""
+    is ``token_ids[subtree_first[n]:subtree_stop[n]]``; ``below_bytes`` holds four words a
+    node (:attr:`TrieLevel.below_bytes`, flattened)."""
 
-    arrays: tuple[npt.NDArray[Any], ...]
-    node_count: int
-    token_count: int
+    node_bytes: npt.NDArray[np.uint8]
+    node_token: npt.NDArray[np.int32]
+    child_first: npt.NDArray[np.int32]
+    child_count: npt.NDArray[np.int32]
+    subtree_first: npt.NDArray[np.int32]
+    subtree_stop: npt.NDArray[np.int32]
+    node_large: npt.NDArray[np.uint8]
+    below_bytes: npt.NDArray[np.uint64]
+    token_ids: npt.NDArray[np.int32]
+
+    @property
+    def node_count(self) -> int:
+        return int(self.node_bytes.size)
+
+    @property
+    def token_count(self) -> int:
+        return int(self.token_ids.size)
+
+    @cached_property
+    def arrays(self) -> tuple[npt.NDArray[Any], ...]:
+        """The arrays in the order the C walk takes them."""
+        return (
+            self.node_bytes,
+            self.node_token,
+            self.child_first,
+            self.child_count,
+            self.subtree_first,
+            self.subtree_stop,
+            self.node_large,
+            self.below_bytes,
+            self.token_ids,
+        )
 
     @classmethod
     def of(cls, trie: TokenTrie) -> FlatTrie:
         levels = trie.levels
         sizes = [level.node_bytes.size for level in levels]
         offsets = np.cumsum([1, *sizes])  # the global number of each level's first node
-        tokens = trie.token_ids.size
 
         def joined(field: str, root: Any, dtype: Any) -> npt.NDArray[Any]:
             parts = [np.asarray([root], dtype=dtype)]
@@ -402,27 +430,19 @@ class FlatTrie:
         child_first = [np.asarray([1], dtype=np.int32)]
         for depth, level in enumerate(levels):
             child_first.append((level.child_first + offsets[depth + 1]).astype(np.int32))
-        root_below = np.zeros((1, 4), dtype=np.uint64)
-        if levels:
-            first_bytes = levels[0].node_bytes
-            np.bitwise_or.at(
-                root_below[0],
-                first_bytes >> 6,
-                np.left_shift(np.uint64(1), (first_bytes & 63).astype(np.uint64)),
-            )
-        below = np.concatenate([root_below, *(level.below_bytes for level in levels)])
-        arrays = (
-            joined("node_bytes", 0, np.uint8),
-            joined("node_token", -1, np.int32),
-            np.ascontiguousarray(np.concatenate(child_first)),
-            joined("child_count", sizes[0] if sizes else 0, np.int32),
-            joined("node_first", 0, np.int32),
-            joined("node_stop", tokens, np.int32),
-            joined("node_large", False, np.uint8),
-            np.ascontiguousarray(below.reshape(-1)),
-            np.ascontiguousarray(trie.token_ids, dtype=np.int32),
+        # the root is never a large node, so the walk never reads the bytes below it
+        below = [np.zeros((1, 4), dtype=np.uint64), *(level.below_bytes for level in levels)]
+        return cls(
+            node_bytes=joined("node_bytes", 0, np.uint8),
+            node_token=joined("node_token", -1, np.int32),
+            child_first=np.ascontiguousarray(np.concatenate(child_first)),
+            child_count=joined("child_count", sizes[0] if sizes else 0, np.int32),
+            subtree_first=joined("node_first", 0, np.int32),
+            subtree_stop=joined("node_stop", trie.token_ids.size, np.int32),
+            node_large=joined("node_large", False, np.uint8),
+            below_bytes=np.ascontiguousarray(np.concatenate(below).reshape(-1)),
+            token_ids=np.ascontiguousarray(trie.token_ids, dtype=np.int32),
         )
-        return cls(arrays, int(offsets[-1]), tokens)
 
 
 def _trie_level(
