@@ -2,8 +2,8 @@
  *
  * formcast.index walks every token of a vocabulary from one automaton state to build that
  * state's row: which tokens are allowed and where each leads. The numpy walk in index.py
- * pays for some twenty small array operations per trie level; this one pays a few
- * nanoseconds per live trie node. It is optional: index.py falls back to numpy when this
+ * pays for some twenty small array operations per trie level; this one does a constant
+ * amount of work per live trie node. It is optional: index.py falls back to numpy when this
  * module was not built, and the tests check that both walks give the same rows.
  *
  * The trie is flattened (vocabulary.FlatTrie): node 0 is the root, a node's children are

@@ -11,16 +11,16 @@ nodes only: the children of every distinct token prefix still alive are stepped 
 the byte automaton once, nothing is done over the dead part of the trie, and the
 automaton's rows are built as the walk needs them (those of prefixes with children: a
 token's end state gets its row when reached). The walk is the C module
-``formcast._trie_walk`` (a few ns a live node; built at install time where a C compiler
-is found), else numpy, level by level (one gather a level, some twenty array operations
-of ~1 us each); both give the same rows.
+``formcast._trie_walk`` (constant C work a live node; built at install time where a C
+compiler is found), else numpy, level by level (one gather a level, some twenty array
+operations of ~1 us each); both give the same rows.
 Where plain bytes cannot tell tokens apart they are not walked at all: inside a free
 string they all stay in the state, inside a length-bounded string their state depends
 only on their length, and where no plain byte is allowed none is looked at. In either
 trie, a prefix whose state loops on every byte below it (a string, an identifier, a run
 of digits) keeps its whole subtree there as a slice. For a 49k-token vocabulary a walk
 costs ~0.1-0.3 ms with numpy when few tokens fit (a number, a key, a name) and ~1 ms
-for a few hundred tokens through a recursive grammar (C: a few to some tens of us), plus
+for a few hundred tokens through a recursive grammar (several times less in C), plus
 the automaton rows it builds on the way; it is done once, the first time a sequence
 reaches that state. Budget distances are computed only when budget-limited decoding asks
 for them.
