@@ -207,10 +207,11 @@ def test_budget_rows_always_leave_a_way_to_finish(seed: int, hand_vocabulary: Vo
     assert cursor.is_finished or cursor.is_accepting()
 
 
-@pytest.mark.parametrize("count", [0, 1, 40, 5000])
+@pytest.mark.parametrize("count", [0, 1, 12, 40, 5000])
 def test_packed_bits_sets_exactly_the_ids(count: int) -> None:
-    """Both ways of packing (a bincount for a few ids, packbits for many) give the bits of
-    the ids, the high bit of a word included."""
+    """Every way of packing (bits set one by one for a handful of ids, a bincount for a
+    few, packbits for many) gives the bits of the ids, the high bit of a word and ids
+    sharing a word included."""
     from formcast.index import _packed_bits
 
     rng = np.random.default_rng(count)
@@ -218,6 +219,7 @@ def test_packed_bits_sets_exactly_the_ids(count: int) -> None:
     ids = np.sort(rng.choice(words * 32, size=count, replace=False)).astype(np.int32)
     if count:
         ids[-1] = words * 32 - 1  # bit 31 of the last word
+        ids[0] = 32 * int(ids[min(1, count - 1)] // 32)  # bit 0 of the second id's word
         ids = np.unique(ids)
     packed = _packed_bits(ids, words)
     assert packed.dtype == np.uint32 and packed.shape == (words,)

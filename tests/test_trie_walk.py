@@ -139,3 +139,22 @@ def test_threads_building_rows_of_one_index_agree_with_brute_force(
     assert index.computed_rows > 20
     for state in list(index._rows):
         assert index_row(index, state) == brute_force_row(index, state)
+
+
+def test_a_walk_inside_a_walk_gets_buffers_of_its_own() -> None:
+    """The C walk's buffers are kept per thread and reused; a walk started while they
+    are held (from an automaton building what a walk stopped at) gets others."""
+    from formcast.index import _BUFFERS
+
+    outer = _BUFFERS.take(10, 20)
+    inner = _BUFFERS.take(10, 20)
+    assert all(not np.shares_memory(a, b) for a in outer for b in inner)
+    assert min(a.size for a in outer[:2]) >= 10 and min(a.size for a in outer[2:]) >= 20
+    _BUFFERS.give_back(inner)
+    _BUFFERS.give_back(outer)
+    again = _BUFFERS.take(5, 5)
+    assert all(a is b for a, b in zip(again, outer, strict=True))  # reused, not grown
+    _BUFFERS.give_back(again)
+    grown = _BUFFERS.take(outer[0].size + 1, 5)
+    assert grown[0].size == outer[0].size + 1 and grown[2].size >= outer[2].size
+    _BUFFERS.give_back(grown)

@@ -72,6 +72,7 @@ _STORED_AUTOMATA: dict[str, type[LazyAutomaton] | type[PushdownAutomaton]] = {
     "pushdown": PushdownAutomaton,
 }
 _PARTED = -3  # plain bytes lead to different states
+_FEW_IDS = 16  # rows of at most this many tokens set their mask bits one by one
 _SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
 # Trie-built choices of fewer characters than this are walked by DFA rows when the C walk
 # is there: building the rows of a short list's prefixes costs less than the numpy walk
@@ -655,30 +656,71 @@ def _walk_natively(
     if state == DEAD:  # nothing is allowed after a dead end (the walk takes live states)
         return [], []
     flat = trie.flat
-    ids = np.empty(flat.token_count, dtype=np.int32)
-    states = np.empty(flat.token_count, dtype=np.int32)
-    pending_nodes = np.empty(flat.node_count, dtype=np.int32)
-    pending_states = np.empty(flat.node_count, dtype=np.int32)
-    frontier_nodes = np.zeros(1, dtype=np.int32)  # the root
-    frontier_states = np.full(1, state, dtype=np.int32)
-    filled = 0
-    while frontier_nodes.size:
-        filled, pending = native_walk.walk(
-            automaton.table,
-            flat.arrays,
-            frontier_nodes,
-            frontier_states,
-            ids,
-            states,
-            filled,
-            pending_nodes,
-            pending_states,
-        )
-        frontier_nodes = pending_nodes[:pending].copy()
-        frontier_states = pending_states[:pending].copy()
-        if pending:
-            _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
-    return [ids[:filled]], [states[:filled]]
+    buffers = _BUFFERS.take(flat.token_count, flat.node_count)
+    try:
+        ids, states, pending_nodes, pending_states = buffers
+        frontier_nodes = _ROOT
+        frontier_states = np.array([state], dtype=np.int32)
+        filled = 0
+        while frontier_nodes.size:
+            filled, pending = native_walk.walk(
+                automaton.table,
+                flat.arrays,
+                frontier_nodes,
+                frontier_states,
+                ids,
+                states,
+                filled,
+                pending_nodes,
+                pending_states,
+            )
+            frontier_nodes = pending_nodes[:pending].copy()
+            frontier_states = pending_states[:pending].copy()
+            if pending:
+                _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
+        return [ids[:filled].copy()], [states[:filled].copy()]
+    finally:
+        _BUFFERS.give_back(buffers)
+
+
+_ROOT = np.zeros(1, dtype=np.int32)  # the frontier of a walk's first round: the trie's root
+_ROOT.setflags(write=False)
+_Buffers = tuple[IntArray, IntArray, IntArray, IntArray]
+
+
+class _WalkBuffers(threading.local):
+    """One thread's output and pending buffers for the C walk (token ids and states,
+    pending nodes and states), grown to the largest trie walked and then reused, so that
+    a walk allocates nothing the size of the vocabulary. A walk started while another one
+    holds them gets buffers of its own."""
+
+    held: _Buffers | None = None
+    busy = False
+
+    def take(self, tokens: int, nodes: int) -> _Buffers:
+        """Buffers at least ``tokens`` and ``nodes`` long, until :meth:`give_back`."""
+        if self.busy:
+            return _new_buffers(tokens, nodes)
+        held = self.held
+        if held is None or held[0].size < tokens or held[2].size < nodes:
+            tokens = max(tokens, held[0].size if held else 0)
+            nodes = max(nodes, held[2].size if held else 0)
+            held = self.held = _new_buffers(tokens, nodes)
+        self.busy = True
+        return held
+
+    def give_back(self, buffers: _Buffers) -> None:
+        if buffers is self.held:
+            self.busy = False
+
+
+def _new_buffers(tokens: int, nodes: int) -> _Buffers:
+    ids, states = np.empty((2, tokens), dtype=np.int32)
+    pending_nodes, pending_states = np.empty((2, nodes), dtype=np.int32)
+    return ids, states, pending_nodes, pending_states
+
+
+_BUFFERS = _WalkBuffers()
 
 
 def _build_children_entries(
@@ -700,9 +742,14 @@ def _build_children_entries(
 
 def _packed_bits(ids: IntArray, words: int) -> npt.NDArray[np.uint32]:
     """``words`` uint32 words with bit ``i % 32`` of word ``i // 32`` set for each of the
-    distinct ``ids``. A few ids: one bincount of their bits per word (distinct powers of
-    two add up to their union, exactly in float64 below 2**32); many: a boolean scatter
-    and ``packbits``."""
+    distinct ``ids``. A handful: set one by one; a few: one bincount of their bits per
+    word (distinct powers of two add up to their union, exactly in float64 below 2**32);
+    many: a boolean scatter and ``packbits``."""
+    if ids.size <= _FEW_IDS:
+        packed = np.zeros(words, dtype=np.uint32)
+        for token in ids.tolist():
+            packed[token >> 5] |= 1 << (token & 31)
+        return packed
     if ids.size * 8 < words:
         bits = np.left_shift(1, ids & 31, dtype=np.int64).astype(np.float64)
         summed = np.bincount(ids >> 5, weights=bits, minlength=words)
@@ -713,6 +760,9 @@ def _packed_bits(ids: IntArray, words: int) -> npt.NDArray[np.uint32]:
 
 
 def _concat(arrays: list[IntArray]) -> IntArray:
+    """The arrays end to end (one of them as it is: no copy)."""
+    if len(arrays) == 1:
+        return arrays[0]
     return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
 
 
@@ -732,8 +782,12 @@ def _sorted_by_token(
     :data:`DEAD`, and order them by token id: a sort when they are few, else a scatter
     over the vocabulary. Tokens repeating another's bytes in ``trie`` get that token's
     state."""
-    found = np.concatenate(ids) if ids else np.empty(0, dtype=np.int32)
-    reached = np.concatenate(states) if states else np.empty(0, dtype=np.int32)
+    found = _concat(ids)
+    reached = _concat(states)
+    if found.size <= _FEW_IDS and not trie.repeats.size:  # sorted in Python for less
+        pairs = sorted(p for p in zip(found.tolist(), reached.tolist(), strict=True) if p[1])
+        ordered = np.array(pairs, dtype=np.int32).reshape(-1, 2)
+        return ordered[:, 0].copy(), ordered[:, 1].copy()
     if found.size <= _SORTED_ROW and not trie.repeats.size:
         live = np.flatnonzero(reached)  # DEAD is 0
         order = live[np.argsort(found[live], kind="stable")]
