@@ -475,6 +475,8 @@ class TokenIndex:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
         up to ``depth``; ``None`` if some plain bytes part ways on the way (O(depth)
         lookups, each state's plain successor computed once)."""
+        if self._plain_successor(state) == _PARTED:
+            return None  # the common case inside most grammars: known before any array
         chain = np.full(depth + 1, DEAD, dtype=np.int32)
         chain[0] = current = state
         for k in range(1, depth + 1):
@@ -784,14 +786,11 @@ def _sorted_by_token(
     state."""
     found = _concat(ids)
     reached = _concat(states)
-    if found.size <= _FEW_IDS and not trie.repeats.size:  # sorted in Python for less
-        pairs = sorted(p for p in zip(found.tolist(), reached.tolist(), strict=True) if p[1])
-        ordered = np.array(pairs, dtype=np.int32).reshape(-1, 2)
-        return ordered[:, 0].copy(), ordered[:, 1].copy()
     if found.size <= _SORTED_ROW and not trie.repeats.size:
-        live = np.flatnonzero(reached)  # DEAD is 0
-        order = live[np.argsort(found[live], kind="stable")]
-        return found[order].astype(np.int32), reached[order].astype(np.int32)
+        order = np.argsort(found)  # each token at most once: no tie to keep stable
+        found, reached = found[order].astype(np.int32), reached[order].astype(np.int32)
+        live = reached != DEAD
+        return found[live], reached[live]
     table = np.full(size, DEAD, dtype=np.int32)
     table[found] = reached
     if trie.repeats.size:
