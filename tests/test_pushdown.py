@@ -321,59 +321,6 @@ def test_mutations_are_accepted_exactly_when_the_reference_accepts(
     assert agreed[False] > 20  # the mutations do reach rejected strings
 
 
-def _entry(automaton: PushdownAutomaton, state: int, byte: int) -> int:
-    """The transition ``(state, byte)`` built alone, read from the table."""
-    automaton.build_entries(np.array([state], np.int32), np.array([byte], np.uint8))
-    return int(automaton.table[state, byte])
-
-
-def test_entries_built_alone_agree_with_whole_rows(
-    grammar: tuple[str, Grammar, PushdownAutomaton],
-) -> None:
-    """Transitions built one at a time (as a token walk's first visit builds them) leave
-    the rest of their row unbuilt, byte 0's entry included, and accept exactly what
-    whole rows accept; completing a row keeps the entries built before, and so does a
-    pickled copy."""
-    _, reference, _ = grammar
-    alone = compile_automaton(reference.regex())
-    whole = compile_automaton(reference.regex())
-    assert isinstance(alone, PushdownAutomaton) and isinstance(whole, PushdownAutomaton)
-    rng = random.Random(7)
-    for _ in range(80):
-        text = list(reference.sample(rng, depth=rng.randint(0, 5)).encode())
-        if rng.random() < 0.5:  # a mutation: some walks reach dead ends
-            text.insert(rng.randint(0, len(text)), ord(rng.choice(ALPHABET)))
-        state, expected = alone.initial, whole.initial
-        for byte in text:
-            state, expected = _entry(alone, state, byte), whole.walk(bytes([byte]), expected)
-            assert (state == DEAD) == (expected == DEAD)
-            if state == DEAD:
-                break
-            assert alone.is_accepting(state) == whole.is_accepting(expected)
-            assert alone.min_bytes_to_accept(state) == whole.min_bytes_to_accept(expected)
-    table = alone.table[: alone.num_states]
-    partial = [s for s in range(1, alone.num_states) if (table[s] != -1).any()]
-    assert partial and all(table[s, 0] == -1 for s in partial)  # no row was completed
-    recorded = {(s, b): int(table[s, b]) for s in partial for b in np.flatnonzero(table[s] != -1)}
-    copy = pickle.loads(pickle.dumps(alone))
-    for automaton in (alone, copy):
-        for state in partial:
-            row = automaton.row(state)
-            assert (row >= 0).all()
-            assert all(row[b] == target for (s, b), target in recorded.items() if s == state)
-
-
-def test_asking_for_byte_0_builds_the_whole_row() -> None:
-    automaton = compile_automaton(JSON.regex())
-    assert isinstance(automaton, PushdownAutomaton)
-    array, digits = _entry(automaton, automaton.initial, ord("[")), ord("1")
-    assert _entry(automaton, array, digits) != DEAD
-    assert (automaton.table[array] == -1).sum() == 255  # the digit's entry alone
-    automaton.build_entries(np.array([array, array], np.int32), np.array([0, 50], np.uint8))
-    assert (automaton.table[array] >= 0).all()
-    assert automaton.table[array, 0] == DEAD
-
-
 def test_distances_are_reached_by_a_greedy_completion(
     grammar: tuple[str, Grammar, PushdownAutomaton],
 ) -> None:

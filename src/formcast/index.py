@@ -729,16 +729,13 @@ def _build_children_entries(
     automaton: TableAutomaton | BoundAutomaton, flat: FlatTrie, nodes: IntArray, states: IntArray
 ) -> None:
     """Build the transitions from each of ``states`` on the bytes of its node's children:
-    whole rows of a lazy DFA (where a row costs about what an entry does), those entries
-    alone in a pushdown or a bound automaton (whose entries each cost a closure)."""
-    if isinstance(automaton, TableAutomaton) and not automaton.builds_entries:
+    whole rows in a :class:`TableAutomaton` (where a row is built at once), those entries
+    alone in a :class:`BoundAutomaton` (whose entries each cost a closure)."""
+    if isinstance(automaton, TableAutomaton):
         automaton.build_rows(np.unique(states).tolist())
         return
     counts = flat.child_count[nodes]
     children = _slices(flat.child_first[nodes], counts)
-    if isinstance(automaton, TableAutomaton):
-        automaton.build_entries(np.repeat(states, counts), flat.node_bytes[children])
-        return
     automaton.step(np.repeat(states, counts), flat.node_bytes[children])
 
 

@@ -424,10 +424,7 @@ class LazyAutomaton(TableAutomaton):
             if target is None:
                 target = self._add_state(successors)
             row[lo : hi + 1] = target
-        # readers see each entry as UNBUILT or final, never stale; byte 0's entry, which
-        # marks the row complete, is written last
-        self._table[sid, 1:] = row[1:]
-        self._table[sid, 0] = row[0]
+        self._table[sid] = row  # readers see each entry as UNBUILT or final, never stale
 
     def _single_segments(
         self, members: frozenset[int]

@@ -40,11 +40,7 @@ Cost: building parses the pattern once and indexes its NFA's edges once for all 
 (O(NFA size)), checks left recursion and runs one completion-cost fixpoint (see
 :mod:`~formcast.automaton.machines`). A row costs one machine row per distinct (machine,
 state) of its stacks (cached) plus one closure per distinct successor, ~50-500 us for
-the few stacks of a typical grammar state. A token walk's first visit builds only the
-transitions it reads (:meth:`~formcast.automaton.table.TableAutomaton.build_entries`):
-past the first byte of a token a state is read on a few bytes, which lead to one or two
-of the ten or so successors of a SMILES state, and the rest of the row is built if a
-later walk or a cursor needs it. :meth:`PushdownAutomaton.step` on built rows
+the few stacks of a typical grammar state. :meth:`PushdownAutomaton.step` on built rows
 is one gather, as for a lazy DFA. :meth:`~PushdownAutomaton.min_bytes_to_accept` sums,
 per stack, each frame's distance to its machine's end with callees completed at their
 cheapest, memoised per frame.
@@ -97,8 +93,6 @@ BoolArray = npt.NDArray[np.bool_]
 BOTTOM = 0
 """The frame id below every stack's last frame (the empty stack)."""
 
-_FEW_BYTES = 16  # up to this many entries are read one by one, more as numpy columns
-
 
 class PushdownAutomaton(TableAutomaton):
     """A deterministic automaton over bytes whose states are sets of pushdown stacks.
@@ -121,8 +115,6 @@ class PushdownAutomaton(TableAutomaton):
         SchemaError: the pattern is outside the dialect, or a definition it reaches
             matches no string or is left-recursive (named in the message).
     """
-
-    builds_entries = True
 
     def __init__(
         self, pattern: str, limits: Limits = DEFAULT_LIMITS, plan: RecursionPlan | None = None
@@ -154,8 +146,6 @@ class PushdownAutomaton(TableAutomaton):
         self._frames = frames
         self._frame_ids = {frame: k for k, frame in enumerate(frames) if k != BOTTOM}
         self._closures = closures
-        # (frame, machine state its top steps to) -> the closure of the moved frame
-        self._moved: dict[tuple[int, int], frozenset[int]] = {}
         self._distances: dict[bytes | None, dict[int, int]] = {}
         self._lock = threading.Lock()
 
@@ -316,57 +306,26 @@ class PushdownAutomaton(TableAutomaton):
         return self._register(stacks, accepting)
 
     def _build_row(self, sid: int) -> None:
-        """Compute and store the entries of ``sid``'s row not built yet (caller holds the
-        lock): every stack's top steps in its machine; bytes whose steps agree share one
-        closure. Byte 0's entry is written last: it marks the row complete."""
-        row = self._table[sid]
-        missing = np.flatnonzero(row[1:] == UNBUILT) + 1
-        self._build_entries(sid, missing.tolist())
-        self._build_entries(sid, [0])
-
-    def _build_entries(self, sid: int, data: list[int]) -> None:
-        """Compute and store the entries of ``sid`` for the bytes ``data`` (caller holds
-        the lock). A first visit of a token walk needs a few of a row's bytes, and a
-        closure per distinct successor is most of a row's cost, so the walk builds only
-        the entries it reads (:meth:`TableAutomaton.build_entries`). ``sid`` is never
-        :data:`DEAD` (whose row is built with the automaton), so it has stacks."""
+        """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
+        steps in its machine; bytes whose steps agree share one closure."""
         stacks = list(self._sets[sid])
         frames = self._frames
         info = self._machines.info
-        tops = [info(*frames[f][:2]).row for f in stacks]
-        # the successors of the stacks' tops -> the bytes leading there
+        rows = [info(*frames[f][:2]).row for f in stacks]
+        live = np.flatnonzero(np.logical_or.reduce(rows)) if rows else np.zeros(0, np.intp)
         by_successors: dict[tuple[int, ...], list[int]] = {}
-        if len(data) <= _FEW_BYTES:  # a few entries: read them one by one
-            for byte in data:
-                column = tuple([int(row[byte]) for row in tops])
-                by_successors.setdefault(column, []).append(byte)
-        else:  # most of a row: read them as columns of the tops' rows, dead ones at once
-            steps = np.array(tops, dtype=np.int32)[:, data]
-            live = steps.any(axis=0)
-            by_successors[(DEAD,) * len(stacks)] = np.asarray(data)[~live].tolist()
-            columns = steps[:, live].T.tolist()
-            for byte, column in zip(np.asarray(data)[live].tolist(), columns, strict=True):
-                by_successors.setdefault(tuple(column), []).append(byte)
+        columns = np.stack(rows)[:, live].T.tolist() if live.size else []
+        for byte, column in zip(live.tolist(), columns, strict=True):
+            by_successors.setdefault(tuple(column), []).append(byte)
+        row = np.zeros(256, dtype=np.int32)
         for successors, read in by_successors.items():
-            target = self._successor(stacks, successors)
-            self._table[sid, read] = target  # interning may have moved the table
-
-    def _successor(self, stacks: list[int], targets: tuple[int, ...]) -> int:
-        """The state of the stacks whose tops step to ``targets`` (machine states, one a
-        stack; :data:`DEAD` drops the stack): the union of the moved frames' closures,
-        memoised per (frame, target)."""
-        kept: set[int] = set()
-        moved, frames = self._moved, self._frames
-        for frame, target in zip(stacks, targets, strict=True):
-            if target == DEAD:
-                continue
-            closure = moved.get((frame, target))
-            if closure is None:
-                machine, _, below = frames[frame]
-                closure = self._closure(self._frame(machine, target, below))
-                moved[(frame, target)] = closure
-            kept.update(closure)
-        return self._intern(frozenset(kept))
+            kept: set[int] = set()
+            for frame, target in zip(stacks, successors, strict=True):
+                if target != DEAD:
+                    machine, _, below = frames[frame]
+                    kept.update(self._closure(self._frame(machine, target, below)))
+            row[read] = self._intern(frozenset(kept))
+        self._table[sid] = row
 
     # -- public API (the rest is TableAutomaton's) -------------------------------------
     @property

@@ -9,15 +9,10 @@ row ``s`` is all :data:`UNBUILT` until ``s`` is first reached, then holds state 
 it: state checks, batched steps, walks, rows and acceptance. A subclass supplies
 ``_build_row``, and registers states with :meth:`TableAutomaton._register`.
 
-A subclass may also build single entries (:meth:`TableAutomaton.build_entries`), where
-an entry costs much less than a row: then a row may be partly built, and its entry for
-byte 0 is built only with the whole row, so a row is complete exactly when that entry is
-built.
-
 Thread safety: reads take no lock. A reader that sees an entry :data:`UNBUILT` builds
-it (or its row) under ``_lock`` with a double check; an entry is written once, from
+the row under ``_lock`` with a double check; an entry is written once, from
 :data:`UNBUILT` to its final value, so no reader sees a stale one. The table grows by
-copying into a larger one: an entry built in one table is built in every later one.
+copying into a larger one: a row built in one table is built in every later one.
 """
 
 from __future__ import annotations
@@ -43,8 +38,6 @@ IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 INITIAL_CAPACITY = 64
-#: more entries of one row asked at once build the whole row (the rest costs little more)
-_MOST_OF_A_ROW = 32
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 
 
@@ -63,8 +56,6 @@ class TableAutomaton:
     _flat: IntArray  # _table as one flat view, for the gather of :meth:`step`
     _accepting: BoolArray
     _lock: threading.Lock
-    #: whether :meth:`build_entries` builds single entries for less than whole rows
-    builds_entries = False
 
     # -- storage -------------------------------------------------------------------------
     def _allocate(self, capacity: int) -> None:
@@ -93,14 +84,8 @@ class TableAutomaton:
         return sid
 
     def _build_row(self, state: int) -> None:
-        """Compute and store the entries of ``state``'s row not built yet, the entry for
-        byte 0 included (caller holds the lock)."""
+        """Compute and store the row of ``state`` (caller holds the lock)."""
         raise NotImplementedError
-
-    def _build_entries(self, state: int, data: list[int]) -> None:
-        """Compute and store the entries of ``state`` for ``data`` (bytes, none of them
-        0), or more (caller holds the lock). This default builds the whole row."""
-        self._build_row(state)
 
     def _ensure(self, states: Iterable[int]) -> None:
         """Build the rows of ``states`` not built yet, under the lock."""
@@ -150,30 +135,8 @@ class TableAutomaton:
         return self._table
 
     def build_rows(self, states: Iterable[int]) -> None:
-        """Build the rows of ``states`` not built yet, every entry (under the lock)."""
+        """Build the rows of ``states`` that are not built yet (under the lock)."""
         self._ensure(states)
-
-    def build_entries(
-        self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
-    ) -> None:
-        """Build the transitions ``(states[i], data[i])`` not built yet (under the lock):
-        whole rows, or those entries alone where a subclass builds single entries for
-        less (:class:`~formcast.automaton.pushdown.PushdownAutomaton`)."""
-        pairs = np.unique((np.asarray(states, dtype=np.int64) << 8) | data)
-        wanted: dict[int, list[int]] = {}
-        for pair in pairs.tolist():
-            wanted.setdefault(pair >> 8, []).append(pair & 0xFF)
-        with self._lock:
-            for state, state_bytes in wanted.items():
-                if self._table[state, 0] != UNBUILT:
-                    continue  # the row is complete
-                if state_bytes[0] == 0 or len(state_bytes) > _MOST_OF_A_ROW:
-                    self._build_row(state)  # byte 0's entry is built with the whole row
-                    continue
-                row = self._table[state]
-                missing = [b for b in state_bytes if row[b] == UNBUILT]
-                if missing:
-                    self._build_entries(state, missing)
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (a fresh int32 array; builds the row if needed)."""
