@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formcast.automaton import DEAD, LazyAutomaton
+from formcast.automaton import DEAD, LazyAutomaton, compile_automaton
 from formcast.index import TokenIndex, native_walk
 from formcast.vocabulary import Vocabulary
 from index_oracle import brute_force_row, index_row, walk_rows_randomly
@@ -98,18 +98,30 @@ def test_bad_arguments_are_refused_not_read_out_of_bounds(
         _round(automaton, **arguments)
 
 
+WORD = '"[a-z]{1,6}"'
+THREADED_PATTERNS = {
+    # a lazy DFA: rows built whole
+    "record": (
+        rf'\{{"name":"[a-zA-Z ]{{1,12}}","tags":\[({WORD}(,{WORD}){{0,3}})?\],"n":[0-9]{{1,4}}\}}'
+    ),
+    # a pushdown automaton: rows built whole, from sets of stacks
+    "nested values": (
+        r'(?(DEFINE)(?P<v>\{("[a-z]{1,4}":(?&v)(,"[a-z]{1,4}":(?&v))*)?\}'
+        r"|\[((?&v)(,(?&v))*)?\]|[0-9]{1,4}))(?&v)"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(THREADED_PATTERNS))
 def test_threads_building_rows_of_one_index_agree_with_brute_force(
-    vocabulary: Vocabulary,
+    vocabulary: Vocabulary, name: str
 ) -> None:
-    """The C walk runs without the GIL while other threads build automaton rows and grow
-    the table: rows built by eight threads at once are still exact."""
+    """The C walk runs without the GIL while other threads build automaton rows (of a
+    lazy DFA, or of a pushdown automaton) and grow the table: rows built by eight threads
+    at once are still exact."""
     tokens = [b"", *(bytes([b]) for b in range(256)), *vocabulary.token_bytes[::9]]
     small = Vocabulary.from_token_bytes(tokens, [0])
-    word = '"[a-z]{1,6}"'
-    pattern = (
-        rf'\{{"name":"[a-zA-Z ]{{1,12}}","tags":\[({word}(,{word}){{0,3}})?\],"n":[0-9]{{1,4}}\}}'
-    )
-    index = TokenIndex(LazyAutomaton(pattern), small)
+    index = TokenIndex(compile_automaton(THREADED_PATTERNS[name]), small)
     errors: list[BaseException] = []
 
     def walk(seed: int) -> None:
