@@ -785,7 +785,8 @@ def _sorted_by_token(
     reached = _concat(states)
     if found.size <= _SORTED_ROW and not trie.repeats.size:
         order = np.argsort(found)  # each token at most once: no tie to keep stable
-        found, reached = found[order].astype(np.int32), reached[order].astype(np.int32)
+        found = found[order].astype(np.int32, copy=False)
+        reached = reached[order].astype(np.int32, copy=False)
         live = reached != DEAD
         return found[live], reached[live]
     table = np.full(size, DEAD, dtype=np.int32)

@@ -696,7 +696,7 @@ class TextAutomaton:
         bounds = [*starts.tolist(), int(read.size)]
         cap = self._cap
         for a, b, byte, counted in zip(
-            bounds, bounds[1:], read[starts].tolist(), count[starts].tolist(), strict=False
+            bounds[:-1], bounds[1:], read[starts].tolist(), count[starts].tolist(), strict=True
         ):
             row[byte] = self._intern(targets[a:b], min(counted, cap))
         return row

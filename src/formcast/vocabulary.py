@@ -20,7 +20,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -381,7 +381,8 @@ class FlatTrie:
     (``formcast/_trie_walk.c``): node 0 is the root (the empty prefix), then the nodes of
     depth 1, 2, ... in order; ``child_first`` holds these global numbers. A node's subtree
     is ``token_ids[subtree_first[n]:subtree_stop[n]]``; ``below_bytes`` holds four words a
-    node (:attr:`TrieLevel.below_bytes`, flattened)."""
+    node (:attr:`TrieLevel.below_bytes`, flattened). The fields are declared in the order
+    the C walk takes them (:attr:`arrays`)."""
 
     node_bytes: npt.NDArray[np.uint8]
     node_token: npt.NDArray[np.int32]
@@ -403,18 +404,9 @@ class FlatTrie:
 
     @cached_property
     def arrays(self) -> tuple[npt.NDArray[Any], ...]:
-        """The arrays in the order the C walk takes them."""
-        return (
-            self.node_bytes,
-            self.node_token,
-            self.child_first,
-            self.child_count,
-            self.subtree_first,
-            self.subtree_stop,
-            self.node_large,
-            self.below_bytes,
-            self.token_ids,
-        )
+        """The fields in the order they are declared, which is the order the C walk
+        takes them."""
+        return tuple(getattr(self, declared.name) for declared in fields(self))
 
     @classmethod
     def of(cls, trie: TokenTrie) -> FlatTrie:
