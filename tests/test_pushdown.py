@@ -487,3 +487,16 @@ def test_an_automaton_over_the_same_edges_shares_their_index_and_others_are_refu
     assert first.matches(b"ab") and not first.matches(b"")  # its own end is kept
     with pytest.raises(ValueError, match="same NFA edges"):
         LazyAutomaton.of_nfa(build_nfa("ab|c"), edges_of=first)  # equal edges, other arrays
+
+
+@pytest.mark.parametrize("stacks", [1, 2, 5])
+def test_distinct_columns_group_equal_columns_in_order_of_appearance(stacks: int) -> None:
+    from formcast.automaton.pushdown import _distinct_columns
+
+    rng = np.random.default_rng(stacks)
+    steps = rng.integers(0, 3, size=(stacks, 40)).astype(np.int32)
+    columns, inverse = _distinct_columns(steps)
+    assert len(set(columns)) == len(columns)
+    assert [list(columns[k]) for k in inverse] == steps.T.tolist()
+    firsts = [inverse.index(k) for k in range(len(columns))]
+    assert firsts == sorted(firsts)

@@ -146,6 +146,8 @@ class PushdownAutomaton(TableAutomaton):
         self._frames = frames
         self._frame_ids = {frame: k for k, frame in enumerate(frames) if k != BOTTOM}
         self._closures = closures
+        # (frame, machine state it steps to) -> the closure of the stepped frame
+        self._stepped: dict[tuple[int, int], frozenset[int]] = {}
         self._distances: dict[bytes | None, dict[int, int]] = {}
         self._lock = threading.Lock()
 
@@ -307,25 +309,36 @@ class PushdownAutomaton(TableAutomaton):
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
-        steps in its machine; bytes whose steps agree share one closure."""
+        steps in its machine; bytes whose steps agree (equal columns of the stacked machine
+        rows) share one successor, the union of each stack's stepped closure."""
         stacks = list(self._sets[sid])
         frames = self._frames
         info = self._machines.info
-        rows = [info(*frames[f][:2]).row for f in stacks]
-        live = np.flatnonzero(np.logical_or.reduce(rows)) if rows else np.zeros(0, np.intp)
-        by_successors: dict[tuple[int, ...], list[int]] = {}
-        columns = np.stack(rows)[:, live].T.tolist() if live.size else []
-        for byte, column in zip(live.tolist(), columns, strict=True):
-            by_successors.setdefault(tuple(column), []).append(byte)
+        steps = np.stack([info(*frames[f][:2]).row for f in stacks])
+        live = np.flatnonzero(steps[0] if len(stacks) == 1 else steps.any(axis=0))
         row = np.zeros(256, dtype=np.int32)
-        for successors, read in by_successors.items():
-            kept: set[int] = set()
-            for frame, target in zip(stacks, successors, strict=True):
-                if target != DEAD:
-                    machine, _, below = frames[frame]
-                    kept.update(self._closure(self._frame(machine, target, below)))
-            row[read] = self._intern(frozenset(kept))
+        if live.size:
+            columns, inverse = _distinct_columns(steps[:, live])
+            successors = [self._successor(stacks, column) for column in columns]
+            row[live] = np.asarray(successors, dtype=np.int32)[inverse]
         self._table[sid] = row
+
+    def _successor(self, stacks: list[int], targets: tuple[int, ...]) -> int:
+        """The state reached when each stack's top steps to its entry of ``targets``
+        (:data:`DEAD`: that stack dies): the union of the stepped tops' closures."""
+        stepped = self._stepped
+        closures = []
+        for frame, target in zip(stacks, targets, strict=True):
+            if target != DEAD:
+                key = (frame, target)
+                closure = stepped.get(key)
+                if closure is None:
+                    machine, _, below = self._frames[frame]
+                    closure = stepped[key] = self._closure(self._frame(machine, target, below))
+                closures.append(closure)
+        if len(closures) == 1:
+            return self._intern(closures[0])
+        return self._intern(frozenset().union(*closures))
 
     # -- public API (the rest is TableAutomaton's) -------------------------------------
     @property
@@ -380,6 +393,17 @@ class PushdownAutomaton(TableAutomaton):
             f"PushdownAutomaton(pattern={show_pattern(self.pattern)}, "
             f"machines={len(self._machines.names)}, num_states={self.num_states})"
         )
+
+
+def _distinct_columns(steps: npt.NDArray[np.int32]) -> tuple[list[tuple[int, ...]], list[int]]:
+    """The distinct columns of ``steps`` (one row per stack, one column per byte) in
+    order of first appearance, and for each column the index of its distinct one. A dict
+    of tuples: cheaper than a numpy sort for the few dozen columns of a row."""
+    first_seen: dict[tuple[int, ...], int] = {}
+    inverse = [
+        first_seen.setdefault(column, len(first_seen)) for column in map(tuple, steps.T.tolist())
+    ]
+    return list(first_seen), inverse
 
 
 def _csr(name: str, groups: list[list[int]]) -> dict[str, npt.NDArray[np.int64]]:
