@@ -145,6 +145,13 @@ class PushdownAutomaton(TableAutomaton):
         # frame id -> (machine, machine state, frame below); BOTTOM is no frame
         self._frames = frames
         self._frame_ids = {frame: k for k, frame in enumerate(frames) if k != BOTTOM}
+        # the frames alone on their stack whose machine may end there: a state holding one
+        # accepts
+        self._lone_ends = {
+            k
+            for k, (machine, state, below) in enumerate(frames)
+            if k != BOTTOM and below == BOTTOM and machines.info(machine, state).accepting
+        }
         self._closures = closures
         # (frame, machine state it steps to) -> the closure of the stepped frame
         self._stepped: dict[tuple[int, int], frozenset[int]] = {}
@@ -251,6 +258,8 @@ class PushdownAutomaton(TableAutomaton):
         if found is None:
             found = self._frame_ids[key] = len(self._frames)
             self._frames.append(key)
+            if below == BOTTOM and self._machines.info(machine, state).accepting:
+                self._lone_ends.add(found)
         return found
 
     def _closure(self, frame: int) -> frozenset[int]:
@@ -300,12 +309,7 @@ class PushdownAutomaton(TableAutomaton):
                 f"{show_pattern(self.pattern)}: the grammar is too ambiguous; make its "
                 "alternatives start differently, or raise the limit"
             )
-        frames = self._frames
-        info = self._machines.info
-        accepting = any(
-            frames[f][2] == BOTTOM and info(frames[f][0], frames[f][1]).accepting for f in stacks
-        )
-        return self._register(stacks, accepting)
+        return self._register(stacks, not self._lone_ends.isdisjoint(stacks))
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
