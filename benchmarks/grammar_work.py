@@ -2,7 +2,8 @@
 
 On a shared machine, CPU time varies twofold from one minute to the next, more than most
 changes to a first visit's cost. The number of instructions a fixed piece of work takes
-does not: this script saves the work once (the default tokenizer's vocabulary and the
+varies far less (up to about 15 million of 3,300-5,000 million between repeated runs):
+this script saves the work once (the default tokenizer's vocabulary and the
 random valid token sequences of ``grammars.py``, same seed and sizes), then replays it
 (for each grammar: a cold compile up to the first mask, then the full mask and the
 advance along every sequence, as formcast's first walk in ``grammars.py``) under
