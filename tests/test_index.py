@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -226,6 +227,32 @@ def test_packed_bits_sets_exactly_the_ids(count: int) -> None:
     expected = np.zeros(words * 32, dtype=bool)
     expected[ids] = True
     assert np.array_equal(np.unpackbits(packed.view(np.uint8), bitorder="little") == 1, expected)
+
+
+@pytest.mark.parametrize("count", [0, 1, 300, 2_000, 16_000, 20_000])
+def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(count: int) -> None:
+    """A short row (argsorted), a longer one (sorted as packed keys, up to a third of
+    the vocabulary) and one scattered over the vocabulary give the same pairs: ascending
+    token ids, each with its own state, the dead ones left out; states past 2**16 and
+    the vocabulary's last id included."""
+    from formcast.index import _sorted_by_token
+
+    size = 49_152
+    rng = np.random.default_rng(count)
+    ids = rng.choice(size - 1, size=count, replace=False).astype(np.int32)
+    states = rng.integers(0, 200_000, size=count).astype(np.int32)
+    if count:
+        ids[0], states[0] = size - 1, 2**31 - 1
+    trie = SimpleNamespace(repeats=np.zeros(0, dtype=np.int32))
+    pieces = max(1, count // 3)
+    found, reached = _sorted_by_token(
+        [ids[:pieces], ids[pieces:]], [states[:pieces], states[pieces:]], size, trie
+    )
+    alive = states != DEAD
+    order = np.argsort(ids[alive])
+    assert found.dtype == reached.dtype == np.int32
+    assert found.tolist() == ids[alive][order].tolist()
+    assert reached.tolist() == states[alive][order].tolist()
 
 
 def test_the_dead_state_allows_nothing(hand_vocabulary: Vocabulary, trie_walk: str) -> None:

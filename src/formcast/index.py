@@ -73,7 +73,11 @@ _STORED_AUTOMATA: dict[str, type[LazyAutomaton] | type[PushdownAutomaton]] = {
 }
 _PARTED = -3  # plain bytes lead to different states
 _FEW_IDS = 16  # rows of at most this many tokens set their mask bits one by one
-_SORTED_ROW = 2048  # rows of at most this many tokens are sorted, not scattered
+# Rows of at most a third of the vocabulary are sorted; larger ones are scattered over it
+# (a sort of 16k keys costs about what a scatter over 49k tokens does). Up to
+# _ARGSORTED_ROW tokens, an argsort; past it, one sort of packed (token, state) keys.
+_SORTED_SHARE = 3
+_ARGSORTED_ROW = 512
 # Trie-built choices of fewer characters than this are walked by DFA rows when the C walk
 # is there: building the rows of a short list's prefixes costs less than the numpy walk
 # along the NFA's edges (benchmarks/choices.py, the fast and rows paths).
@@ -778,17 +782,25 @@ def _sorted_by_token(
     ids: list[IntArray], states: list[IntArray], size: int, trie: TokenTrie
 ) -> tuple[IntArray, IntArray]:
     """Concatenate (token, state) pairs (each token at most once), leave out
-    :data:`DEAD`, and order them by token id: a sort when they are few, else a scatter
-    over the vocabulary. Tokens repeating another's bytes in ``trie`` get that token's
-    state."""
+    :data:`DEAD`, and order them by token id: a sort when they are at most a third of
+    the vocabulary, else a scatter over it. Tokens repeating another's bytes in ``trie``
+    get that token's state."""
     found = _concat(ids)
     reached = _concat(states)
-    if found.size <= _SORTED_ROW and not trie.repeats.size:
+    if found.size <= _ARGSORTED_ROW and not trie.repeats.size:
         order = np.argsort(found)  # each token at most once: no tie to keep stable
         found = found[order].astype(np.int32, copy=False)
         reached = reached[order].astype(np.int32, copy=False)
         live = reached != DEAD
         return found[live], reached[live]
+    if found.size * _SORTED_SHARE <= size and not trie.repeats.size:
+        # one sort of (token << 32 | state) keys: cheaper than an argsort and two gathers
+        # past a few hundred pairs
+        keys = (found.astype(np.int64) << 32) | reached.astype(np.int64)
+        keys.sort()
+        next_states = (keys & 0xFFFFFFFF).astype(np.int32)
+        live = next_states != DEAD
+        return (keys[live] >> 32).astype(np.int32), next_states[live]
     table = np.full(size, DEAD, dtype=np.int32)
     table[found] = reached
     if trie.repeats.size:
