@@ -788,11 +788,13 @@ def _sorted_by_token(
     found = _concat(ids)
     reached = _concat(states)
     if found.size <= _ARGSORTED_ROW and not trie.repeats.size:
+        if not reached.all():  # the C walk leaves out dead ends; other walks may not
+            live = reached != DEAD
+            found, reached = found[live], reached[live]
         order = np.argsort(found)  # each token at most once: no tie to keep stable
-        found = found[order].astype(np.int32, copy=False)
-        reached = reached[order].astype(np.int32, copy=False)
-        live = reached != DEAD
-        return found[live], reached[live]
+        return found[order].astype(np.int32, copy=False), reached[order].astype(
+            np.int32, copy=False
+        )
     if found.size * _SORTED_SHARE <= size and not trie.repeats.size:
         # one sort of (token << 32 | state) keys: cheaper than an argsort and two gathers
         # past a few hundred pairs
