@@ -787,7 +787,21 @@ def _sorted_by_token(
     get that token's state."""
     found = _concat(ids)
     reached = _concat(states)
-    if found.size <= _ARGSORTED_ROW and not trie.repeats.size:
+    if not trie.repeats.size and found.size * _SORTED_SHARE <= size:
+        return _sorted_pairs(found, reached)
+    table = np.full(size, DEAD, dtype=np.int32)
+    table[found] = reached
+    if trie.repeats.size:
+        table[trie.repeats] = table[trie.repeated]
+    token_ids = np.flatnonzero(table).astype(np.int32)
+    return token_ids, table[token_ids]
+
+
+def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:
+    """The (token, state) pairs without :data:`DEAD`, ordered by token (each token at most
+    once): an argsort up to :data:`_ARGSORTED_ROW` pairs, past it one sort of
+    ``token << 32 | state`` keys, cheaper than an argsort and two gathers."""
+    if found.size <= _ARGSORTED_ROW:
         if not reached.all():  # the C walk leaves out dead ends; other walks may not
             live = reached != DEAD
             found, reached = found[live], reached[live]
@@ -795,20 +809,11 @@ def _sorted_by_token(
         return found[order].astype(np.int32, copy=False), reached[order].astype(
             np.int32, copy=False
         )
-    if found.size * _SORTED_SHARE <= size and not trie.repeats.size:
-        # one sort of (token << 32 | state) keys: cheaper than an argsort and two gathers
-        # past a few hundred pairs
-        keys = (found.astype(np.int64) << 32) | reached.astype(np.int64)
-        keys.sort()
-        next_states = (keys & 0xFFFFFFFF).astype(np.int32)
-        live = next_states != DEAD
-        return (keys[live] >> 32).astype(np.int32), next_states[live]
-    table = np.full(size, DEAD, dtype=np.int32)
-    table[found] = reached
-    if trie.repeats.size:
-        table[trie.repeats] = table[trie.repeated]
-    token_ids = np.flatnonzero(table).astype(np.int32)
-    return token_ids, table[token_ids]
+    keys = (found.astype(np.int64) << 32) | reached.astype(np.int64)
+    keys.sort()
+    next_states = (keys & 0xFFFFFFFF).astype(np.int32)
+    live = next_states != DEAD
+    return (keys[live] >> 32).astype(np.int32), next_states[live]
 
 
 def _warnings_of(stored: Any) -> tuple[dict[str, str], ...]:
