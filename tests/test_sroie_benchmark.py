@@ -68,3 +68,14 @@ def test_described_examples_are_no_receipts_gold(sroie_dir: Path) -> None:
     }
     golds = " ".join(p.read_text() for p in sorted(sroie_dir.glob("*.json")))
     assert examples and not [e for e in examples if f'"{e}"' in golds]
+
+
+def test_a_field_missing_from_the_gold_is_not_scored() -> None:
+    tally = sroie.Tally()
+    value = sroie.Receipt(company="ACME", date="1/1/2019", address="JALAN 1", total=9.0)
+    full = {"company": "ACME", "date": "1/1/2019", "address": "JALAN 2", "total": "9.00"}
+    no_address = {"company": "ACME", "date": "2/2/2019", "total": "9.00"}
+    tally.add(value, full, 10, "")
+    tally.add(value, no_address, 10, "")
+    assert tally.scored == {"company": 2, "date": 2, "address": 1, "total": 2}
+    assert [tally.share(name) for name in sroie.FIELDS] == [1.0, 0.5, 0.0, 1.0]
