@@ -116,6 +116,57 @@ def test_string_options() -> None:
     assert accepts(empty_ok, "")
 
 
+LINES_TEXT = "  AEON CO. (M) BHD\nNO. 8, JALAN 4,\r\n  TAMAN MELATI  \n\nTOTAL 31.00 x\u2028END"
+
+
+def whole_lines(text: str) -> set[str]:
+    """Direct reading of ``whole_lines`` (whitespace collapsed): the runs of consecutive
+    non-blank lines, each line stripped and collapsed, joined by one space."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    return {" ".join(lines[a:b]) for a in range(len(lines)) for b in range(a + 1, len(lines) + 1)}
+
+
+@pytest.mark.parametrize("case_sensitive", [True, False])  # the vectorized and general builds
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("AEON CO. (M) BHD", True),
+        ("AEON CO. (M) BHD NO. 8, JALAN 4,", True),  # two lines
+        ("NO. 8, JALAN 4, TAMAN MELATI TOTAL 31.00 x", True),  # past a blank line
+        ("TAMAN MELATI", True),
+        ("END", True),  # U+2028 ends a line
+        ("TOTAL 31.00 x END", True),
+        ("AEON", False),  # ends inside a line
+        ("CO. (M) BHD", False),  # starts inside one
+        ("31.00", False),
+        ("NO. 8, JALAN 4, TAMAN", False),
+        ("BHD NO. 8", False),
+    ],
+)
+def test_whole_lines(value: str, allowed: bool, case_sensitive: bool) -> None:
+    options = FromText(whole_lines=True, case_sensitive=case_sensitive)
+    automaton = TextAutomaton(LINES_TEXT, TextSlot("string", options), ALL_BYTES)
+    assert accepts(automaton, inside(value)) is allowed
+    assert (value in whole_lines(LINES_TEXT)) is allowed
+
+
+def test_whole_lines_with_exact_whitespace() -> None:
+    options = FromText(whole_lines=True, whitespace="exact")
+    automaton = TextAutomaton(LINES_TEXT, TextSlot("string", options), ALL_BYTES)
+    assert accepts(automaton, inside("AEON CO. (M) BHD\nNO. 8, JALAN 4,"))
+    assert accepts(automaton, inside("JALAN 4,\r\n  TAMAN MELATI")) is False
+    assert accepts(automaton, inside("NO. 8, JALAN 4,\r\n  TAMAN MELATI"))
+    assert not accepts(automaton, inside("AEON CO. (M) BHD NO. 8, JALAN 4,"))
+
+
+def test_whole_lines_applies_to_strings() -> None:
+    schema = {"type": "number", "x-formcast-from-text": {"whole_lines": True}}
+    with pytest.raises(UnsupportedSchemaError, match="whole_lines applies to strings"):
+        schema_to_regex(schema)
+    either = {"type": ["string", "number"], "x-formcast-from-text": {"whole_lines": True}}
+    assert text_slots(schema_to_regex(either))[1].options.whole_lines
+
+
 def test_escapes_are_the_only_spelling() -> None:
     text = 'say "hi"\tthen\\go\x07'
     automaton = TextAutomaton(text, TextSlot("string", FromText(whitespace="exact")), ALL_BYTES)
@@ -202,6 +253,22 @@ def test_every_substring_without_outer_whitespace_is_accepted(text: str, data: A
     other = data.draw(st.text(TEXT_CHARS, min_size=1, max_size=6))
     allowed = other in text and other == other.strip()
     assert accepts(automaton, inside(other)) is allowed
+
+
+LINE_CHARS = st.sampled_from(list("ab1 .\n\r\t\u2028"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(LINE_CHARS, min_size=1, max_size=30), data=st.data())
+def test_whole_lines_are_exactly_the_runs_of_lines(text: str, data: Any) -> None:
+    options = FromText(whole_lines=True, word_boundaries=data.draw(st.booleans()))
+    automaton = TextAutomaton(text, TextSlot("string", options), ALL_BYTES)
+    expected = whole_lines(text)
+    collapsed = " ".join(text.split())
+    start = data.draw(st.integers(0, len(collapsed)))
+    candidates = {collapsed[start : data.draw(st.integers(start, len(collapsed)))], *expected}
+    for value in candidates:
+        assert accepts(automaton, inside(value)) is (value in expected)
 
 
 # -- the schema stage --------------------------------------------------------------------------
@@ -351,6 +418,7 @@ class Item(BaseModel):
 
 class Order(BaseModel):
     customer: Annotated[str, FromText(whitespace="exact")]
+    store: Annotated[str, FromText(whole_lines=True)]
     items: list[Item] = Field(max_length=2)
     total: Optional[Annotated[float, FromText()]]  # noqa: UP045
     count: Annotated[int, FromText(), Field(ge=0)]
@@ -363,6 +431,7 @@ def _collapsed(text: str) -> str:
 
 def _check_copied(order: Order, text: str) -> None:
     assert order.customer in text
+    assert order.store in whole_lines(text)
     for item in order.items:
         assert item.name in _collapsed(text)
         for tag in item.tags:

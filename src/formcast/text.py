@@ -22,6 +22,8 @@ What a value may be (documented in the guide):
   a punctuation or symbol character (except one between two letters or two digits,
   which joins them: ``18/04/2018``, ``1,234.50``), between letters and digits, and
   around each character of scripts written without spaces (CJK, kana, Thai...).
+  With ``whole_lines`` it starts where a line starts (after a run of whitespace holding a
+  line break, or at the text's start) and ends where one ends; it may span lines.
   ``case_sensitive=False`` also accepts each character's upper and lower case forms (when
   they encode to one character). ``min_length``/``max_length`` count characters
   (default: at least one).
@@ -108,6 +110,9 @@ class FromText:
             space) or ``"exact"`` (written as it stands, JSON-escaped).
         case_sensitive: ``False`` also accepts other upper/lower case forms.
         word_boundaries: values start and end at word boundaries (see the module docs).
+        whole_lines: values are whole lines: each starts where a line of the text starts
+            and ends where one ends (it may span several lines). For values that stand on
+            their own lines, such as a receipt's company name or address.
         min_length: the fewest characters of a string value.
         max_length: the most characters of a string value (None: no bound).
     """
@@ -115,6 +120,7 @@ class FromText:
     whitespace: Whitespace = "collapse"
     case_sensitive: bool = True
     word_boundaries: bool = True
+    whole_lines: bool = False
     min_length: int = 1
     max_length: int | None = None
 
@@ -123,7 +129,7 @@ class FromText:
             raise SchemaError(
                 f"expected FromText whitespace 'collapse' or 'exact', found {self.whitespace!r}"
             )
-        for name in ("case_sensitive", "word_boundaries"):
+        for name in ("case_sensitive", "word_boundaries", "whole_lines"):
             if not isinstance(getattr(self, name), bool):
                 raise SchemaError(
                     f"expected FromText {name} to be a bool, found {getattr(self, name)!r}"
@@ -370,6 +376,45 @@ def _plain_boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np
 
 
 _WHITESPACE_RUN = re.compile(r"\s+")
+#: The characters that end a line, as ``str.splitlines`` reads them.
+_LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def _line_edges(
+    text: str, options: FromText
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per boundary of the normalized text (:func:`_normalized`): does a line start or end
+    there. A line starts after a run of whitespace that holds a line break (or at the
+    text's start, past any whitespace) and ends before such a run (or at the text's end)."""
+    collapse = options.whitespace == "collapse"
+    size = len(_normalized(text, options))
+    starts = np.zeros(size + 1, dtype=bool)
+    ends = np.zeros(size + 1, dtype=bool)
+    starts[0] = ends[size] = True
+    removed = 0  # characters dropped by collapsing the runs before this one
+    for run in _WHITESPACE_RUN.finditer(text):
+        first, last = run.start(), run.end()
+        at, after = first - removed, (first - removed + 1 if collapse else last)
+        if first == 0 or last == len(text) or not _LINE_BREAKS.isdisjoint(run.group()):
+            ends[at] = starts[after] = True
+        if collapse:
+            removed += last - first - 1
+    return starts, ends
+
+
+def _value_edges(
+    text: str, options: FromText
+) -> tuple[str, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """The normalized text and, per boundary of it, may a value start there and may one
+    end there (the options' word boundaries and whole lines; never at whitespace)."""
+    chars = _normalized(text, options)
+    starts, ends = (_boundaries if options.word_boundaries else _plain_boundaries)(chars)
+    if options.whole_lines:
+        line_starts, line_ends = _line_edges(text, options)
+        starts, ends = starts & line_starts, ends & line_ends
+    return chars, starts, ends
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -405,11 +450,11 @@ def _normalized(text: str, options: FromText) -> str:
     return _WHITESPACE_RUN.sub(" ", text) if options.whitespace == "collapse" else text
 
 
-def _string_lines(chars: str, options: FromText, spelling: Spelling = "json") -> _Lines:
+def _string_lines(text: str, options: FromText, spelling: Spelling = "json") -> _Lines:
     """The general form of a string slot's text: each character with its spellings (its
     other cases too when case-insensitive), JSON-escaped or raw."""
     spell = _SPELLINGS[spelling]
-    starts, ends = (_boundaries if options.word_boundaries else _plain_boundaries)(chars)
+    chars, starts, ends = _value_edges(text, options)
     units: list[list[bytes] | None] = []
     for char in chars:
         spelled = spell(char)
@@ -538,12 +583,11 @@ class TextAutomaton:
         if slot.value != "string":
             starts = self._build(_number_lines(text, slot), usable)
         else:
-            chars = _normalized(text, options)
-            linear = options.case_sensitive and not _SURROGATE.search(chars)
+            linear = options.case_sensitive and not _SURROGATE.search(text)
             if linear and slot.spelling == "json":
-                starts = self._build_linear(chars, options, usable)
+                starts = self._build_linear(text, options, usable)
             else:
-                starts = self._build(_string_lines(chars, options, slot.spelling), usable)
+                starts = self._build(_string_lines(text, options, slot.spelling), usable)
         self._ids: dict[tuple[bytes, int], int] = {}
         self._nodes: list[IntArray] = [np.empty(0, dtype=np.int32)]
         self._counts: list[int] = [0]
@@ -551,12 +595,12 @@ class TextAutomaton:
         self.initial = self._intern(starts, 0)
 
     def _build_linear(
-        self, chars: str, options: FromText, usable: npt.NDArray[np.bool_]
+        self, text: str, options: FromText, usable: npt.NDArray[np.bool_]
     ) -> IntArray:
         """The common case, vectorized: one spelling per character, so the nodes are the
         byte offsets of the JSON-escaped text and each reads the next byte. Returns the
         start nodes."""
-        starts, ends = (_boundaries if options.word_boundaries else _plain_boundaries)(chars)
+        chars, starts, ends = _value_edges(text, options)
         codes = np.frombuffer(chars.encode("utf-32-le"), dtype=np.uint32)
         escaped = np.frombuffer(json.dumps(chars, ensure_ascii=False)[1:-1].encode(), np.uint8)
         lengths = _spelled_lengths(codes)
