@@ -79,3 +79,13 @@ def test_a_field_missing_from_the_gold_is_not_scored() -> None:
     tally.add(value, no_address, 10, "")
     assert tally.scored == {"company": 2, "date": 2, "address": 1, "total": 2}
     assert [tally.share(name) for name in sroie.FIELDS] == [1.0, 0.5, 0.0, 1.0]
+
+
+def test_a_gold_total_is_read_as_the_amount_written_in_it() -> None:
+    assert sroie._matches("total", 3.9, "RM 3.90")
+    assert sroie._matches("total", 1234.5, "1,234.50")
+    assert not sroie._matches("total", 3.9, "RM 3.95")
+    tally = sroie.Tally()
+    value = sroie.Receipt(company="ACME", date="1/1/2019", address="JALAN 1", total=9.0)
+    tally.add(value, {"company": "ACME", "date": "1/1/2019", "address": "", "total": " "}, 1, "")
+    assert tally.scored == {"company": 1, "date": 1, "address": 0, "total": 0}
