@@ -14,6 +14,9 @@ model and the same prompt are used:
 * ``from-text-shaped`` - ``ShapedReceipt``: ``CopiedReceipt`` whose ``date`` also has a
                   ``pattern`` (:data:`DATE_PATTERN`, day, month and year as receipts
                   write them), so it is a date written in the text;
+* ``from-text-lines`` - ``LinedReceipt``: ``ShapedReceipt`` whose company, address and
+                  total are ``FromText(whole_lines=True)``: whole lines of the receipt, and
+                  a total that stands alone on its line;
 * ``from-text-validated`` - ``ValidatedReceipt``: ``CopiedReceipt`` plus a
                   ``field_validator`` that wants a date (day, month and year) in ``date``,
                   with validators that steer (``max_attempts=3``);
@@ -106,6 +109,20 @@ class ShapedReceipt(CopiedReceipt):
     )
 
 
+class LinedReceipt(ShapedReceipt):
+    """``ShapedReceipt`` whose company, address and total stand on lines of their own."""
+
+    company: Annotated[str, formcast.FromText(whole_lines=True)] = Field(
+        description="name of the company that issued the receipt"
+    )
+    address: Annotated[str, formcast.FromText(whole_lines=True)] = Field(
+        description="address of the company"
+    )
+    total: Annotated[float, formcast.FromText(whole_lines=True)] = Field(
+        description="total amount paid"
+    )
+
+
 class ValidatedReceipt(CopiedReceipt):
     @field_validator("date")
     @classmethod
@@ -129,6 +146,7 @@ FORMCAST_MODES: dict[str, tuple[type[BaseModel] | None, dict[str, Any]]] = {
     "from-text": (CopiedReceipt, {}),
     "from-text-no-guard": (CopiedReceipt, {"loop_guard": False}),
     "from-text-shaped": (ShapedReceipt, {}),
+    "from-text-lines": (LinedReceipt, {}),
     "from-text-validated": (ValidatedReceipt, {"max_attempts": 3}),
     "from-text-unsteered": (ValidatedReceipt, {"max_attempts": 1}),
 }
@@ -402,34 +420,46 @@ def report(
 
 
 def print_ceiling(receipts: list[tuple[str, dict[str, str]]]) -> None:
-    """The share of gold values that ``CopiedReceipt``'s fields can write at all: a gold
-    string (whitespace runs as one space) walked through the receipt's text automaton, a
-    gold total among the numbers written in the text; over the receipts whose gold has the
-    field. No model runs."""
+    """The share of gold values that ``FromText`` fields can write at all, with the default
+    options and with ``whole_lines``: a gold string (whitespace runs as one space) walked
+    through the receipt's text automaton, a gold total among the numbers the slot takes;
+    over the receipts whose gold has the field. Also the mean count of numbers a total may
+    be. No model runs."""
     import numpy as np
 
     from formcast.text import TextAutomaton, TextSlot, number_candidates
 
     usable = np.ones(256, dtype=bool)
-    reachable = dict.fromkeys(FIELDS, 0)
-    scored = dict.fromkeys(FIELDS, 0)
-    for text, gold in receipts:
-        automaton = TextAutomaton(text, TextSlot("string"), usable)
-        for name in FIELDS:
-            scored[name] += _has(gold, name)
-        for name in ("company", "date", "address"):
-            if not _has(gold, name):
-                continue
-            value = json.dumps(_norm(gold[name]), ensure_ascii=False)[1:-1]
-            state = automaton.initial
-            for byte in value.encode():
-                state = int(automaton.row(state)[byte])
-            reachable[name] += bool(value) and automaton.is_accepting(state)
-        if _has(gold, "total"):
-            numbers = [float(n) for n in number_candidates(text)]
-            reachable["total"] += any(_matches("total", n, gold["total"]) for n in numbers)
-    shares = " ".join(f"{name} {reachable[name] / max(scored[name], 1):.1%}" for name in FIELDS)
-    print(f"{len(receipts)} receipts, values FromText can write: {shares}")
+    kinds = {"FromText()": formcast.FromText(), "whole_lines": formcast.FromText(whole_lines=True)}
+    for label, options in kinds.items():
+        reachable = dict.fromkeys(FIELDS, 0)
+        scored = dict.fromkeys(FIELDS, 0)
+        numbers = 0
+        for text, gold in receipts:
+            strings = TextAutomaton(text, TextSlot("string", options), usable)
+            written = [float(n) for n in number_candidates(text, whole_lines=options.whole_lines)]
+            numbers += len(written)
+            for name in FIELDS:
+                if not _has(gold, name):
+                    continue
+                scored[name] += 1
+                if name == "total":
+                    reachable[name] += any(_matches(name, n, gold[name]) for n in written)
+                else:
+                    value = json.dumps(_norm(gold[name]), ensure_ascii=False)[1:-1]
+                    reachable[name] += bool(value) and _walks(strings, value)
+        shares = " ".join(f"{n} {reachable[n] / max(scored[n], 1):.1%}" for n in FIELDS)
+        print(
+            f"{len(receipts)} receipts, {label}: values it can write: {shares}; "
+            f"{numbers / len(receipts):.1f} numbers per receipt"
+        )
+
+
+def _walks(automaton: Any, value: str) -> bool:
+    state = automaton.initial
+    for byte in value.encode():
+        state = int(automaton.row(state)[byte])
+    return bool(automaton.is_accepting(state))
 
 
 def main() -> None:
@@ -476,7 +506,7 @@ def main() -> None:
     extractor.run(Receipt, receipts[0][0], max_new_tokens=args.max_new_tokens)  # warm-up
     for name in args.receipt_models:
         extractor.compile(RECEIPT_MODELS[name])  # compiled before timing, as Receipt is
-    for copied in (CopiedReceipt, ShapedReceipt, ValidatedReceipt):
+    for copied in (CopiedReceipt, ShapedReceipt, LinedReceipt, ValidatedReceipt):
         extractor.compile(copied)
     labelled = args.receipt_models != ["current"]
     width = 24 + labelled * (1 + max(len(name) for name in args.receipt_models))

@@ -159,12 +159,38 @@ def test_whole_lines_with_exact_whitespace() -> None:
     assert not accepts(automaton, inside("AEON CO. (M) BHD NO. 8, JALAN 4,"))
 
 
-def test_whole_lines_applies_to_strings() -> None:
+@pytest.mark.parametrize(
+    ("line", "number"),
+    [
+        ("31.00", "31.00"),
+        ("  RM 31.00 ", "31.00"),
+        ("$31.00", "31.00"),
+        ("€ 5", "5"),
+        ("31.00 USD", "31.00"),
+        ("-5.00", "-5.00"),
+        ("1,234.50", "1234.50"),
+        ("TOTAL 31.00", None),  # a word of four letters
+        ("RM 31.00 X", None),  # marks on both sides
+        ("12-01-19", None),  # a date, not a number
+        ("1.00 1.00", None),
+        ("12,5", None),
+        ("RM", None),
+    ],
+)
+def test_whole_lines_numbers_stand_alone_on_a_line(line: str, number: str | None) -> None:
+    text = f"TOTAL:\n{line}\nCASH 10.00"
+    assert number_candidates(text, whole_lines=True) == ([number] if number else [])
+    slot = TextSlot("number", FromText(whole_lines=True))
+    if number is not None:
+        assert accepts(TextAutomaton(text, slot, ALL_BYTES), number)
+    assert not accepts(TextAutomaton(text, slot, ALL_BYTES), "10.00")
+
+
+def test_whole_lines_reaches_number_slots() -> None:
     schema = {"type": "number", "x-formcast-from-text": {"whole_lines": True}}
-    with pytest.raises(UnsupportedSchemaError, match="whole_lines applies to strings"):
-        schema_to_regex(schema)
-    either = {"type": ["string", "number"], "x-formcast-from-text": {"whole_lines": True}}
-    assert text_slots(schema_to_regex(either))[1].options.whole_lines
+    assert text_slots(schema_to_regex(schema))[0].options == FromText(whole_lines=True)
+    either = {"type": ["string", "integer"], "x-formcast-from-text": {"whole_lines": True}}
+    assert [s.options.whole_lines for s in text_slots(schema_to_regex(either))] == [True, True]
 
 
 def test_escapes_are_the_only_spelling() -> None:

@@ -35,7 +35,10 @@ What a value may be (documented in the guide):
   (``007`` -> ``7``). A decimal comma is not read as a decimal point. ``integer``
   fields take the numbers without a fractional part, or whose fraction is all zeros
   (``31.00`` -> ``31``). ``minimum``/``maximum``/``exclusiveMinimum``/
-  ``exclusiveMaximum``/``multipleOf`` of the field filter the numbers.
+  ``exclusiveMaximum``/``multipleOf`` of the field filter the numbers. With
+  ``whole_lines``, only the numbers that stand alone on a line, apart from a currency sign
+  or a code of one to three capital letters (``RM 31.00``); the string options do not
+  apply to numbers.
 
 Cost: building a text automaton is linear in the text (~1-3 ms for 2,000 characters); a
 row (the 256 transitions of one state) is built when first needed, in O(positions in the
@@ -110,9 +113,10 @@ class FromText:
             space) or ``"exact"`` (written as it stands, JSON-escaped).
         case_sensitive: ``False`` also accepts other upper/lower case forms.
         word_boundaries: values start and end at word boundaries (see the module docs).
-        whole_lines: values are whole lines: each starts where a line of the text starts
-            and ends where one ends (it may span several lines). For values that stand on
-            their own lines, such as a receipt's company name or address.
+        whole_lines: values are whole lines: a string starts where a line of the text
+            starts and ends where one ends (it may span several lines); a number stands
+            alone on its line, apart from a currency sign or code. For values that stand
+            on their own lines, such as a receipt's company name, address or total.
         min_length: the fewest characters of a string value.
         max_length: the most characters of a string value (None: no bound).
     """
@@ -490,11 +494,18 @@ _NUMBER = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?")
 _GROUPED = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 
 
-def number_candidates(text: str, *, integer: bool = False) -> list[str]:
+def number_candidates(text: str, *, integer: bool = False, whole_lines: bool = False) -> list[str]:
     """The numbers written in ``text``, as JSON numbers, in order of first appearance.
 
     See the module docstring for the reading rules. ``integer``: only whole numbers.
+    ``whole_lines``: only the numbers that stand alone on a line (:func:`_lone_number`).
     """
+    if whole_lines:
+        lone = (_lone_number(line) for line in text.splitlines())
+        found = dict.fromkeys(
+            n for body in lone if body for n in number_candidates(body, integer=integer)
+        )
+        return list(found)
     found: dict[str, None] = {}
     for match in _NUMBER.finditer(text):
         written = match.group()
@@ -521,6 +532,30 @@ def number_candidates(text: str, *, integer: bool = False) -> list[str]:
     return list(found)
 
 
+_LONE_NUMBER = re.compile(r"(\S*?)\s*(-?[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?)\s*(\S*)")
+
+
+def _lone_number(line: str) -> str | None:
+    """The number written alone on ``line``, or None: the line holds one number and at
+    most a currency sign or a code of one to three capital letters before or after it
+    (``31.00``, ``RM 31.00``, ``$31.00``, ``31.00 USD``)."""
+    match = _LONE_NUMBER.fullmatch(line.strip())
+    if match is None:
+        return None
+    before, number, after = match.groups()
+    if not (_currency(before) and _currency(after)) or (before and after):
+        return None
+    return number
+
+
+def _currency(mark: str) -> bool:
+    """Whether ``mark`` may stand next to a lone number: nothing, one currency sign, or
+    one to three capital ASCII letters."""
+    if len(mark) == 1 and unicodedata.category(mark) == "Sc":
+        return True
+    return len(mark) <= 3 and (not mark or (mark.isascii() and mark.isalpha() and mark.isupper()))
+
+
 def _number_ok(rendered: str, bounds: Iterable[tuple[str, str]]) -> bool:
     value = Decimal(rendered)
     for keyword, limit_text in bounds:
@@ -544,7 +579,8 @@ def _number_ok(rendered: str, bounds: Iterable[tuple[str, str]]) -> bool:
 
 def _number_lines(text: str, slot: TextSlot) -> _Lines:
     lines = _Lines()
-    for rendered in number_candidates(text, integer=slot.value == "integer"):
+    integer, whole_lines = slot.value == "integer", slot.options.whole_lines
+    for rendered in number_candidates(text, integer=integer, whole_lines=whole_lines):
         if not _number_ok(rendered, slot.bounds):
             continue
         units: list[list[bytes] | None] = [[c.encode()] for c in rendered]

@@ -125,14 +125,11 @@ def text_value(t: Translation, flat: list[Part]) -> Result | None:
                 raise UnsupportedSchemaError(
                     keyword, part.pointer, f"cannot be combined with {FROM_TEXT_KEYWORD}"
                 )
-    if options.whole_lines and "string" not in types:
-        raise UnsupportedSchemaError(
-            FROM_TEXT_KEYWORD, pointer, "whole_lines applies to strings, found a number"
-        )
     alts: list[str] = [NULL] if "null" in types else []
     if "number" in types or "integer" in types:
         value: Literal["number", "integer"] = "number" if "number" in types else "integer"
-        alts.append(t.text_slot(TextSlot(value, FromText(), _text_bounds(flat)), pointer))
+        number = FromText(whole_lines=options.whole_lines)  # the string options do not apply
+        alts.append(t.text_slot(TextSlot(value, number, _text_bounds(flat)), pointer))
     if "string" in types:
         lengths = _text_lengths(flat, options)
         if isinstance(lengths, Never):
