@@ -502,10 +502,8 @@ def number_candidates(text: str, *, integer: bool = False, whole_lines: bool = F
     """
     if whole_lines:
         lone = (_lone_number(line) for line in text.splitlines())
-        found = dict.fromkeys(
-            n for body in lone if body for n in number_candidates(body, integer=integer)
-        )
-        return list(found)
+        numbers = (n for body in lone if body for n in number_candidates(body, integer=integer))
+        return list(dict.fromkeys(numbers))
     found: dict[str, None] = {}
     for match in _NUMBER.finditer(text):
         written = match.group()
