@@ -74,6 +74,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 import formcast
 from formcast.prompts import DEFAULT_USER
+from formcast.text import number_candidates
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sroie"
 FIELDS = ("company", "date", "address", "total")
@@ -239,18 +240,12 @@ def _norm(text: str) -> str:
     return " ".join(str(text).split())
 
 
-_GOLD_AMOUNT = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
-
-
 def _matches(name: str, predicted: Any, gold: str) -> bool:
     if name == "total":
         # a few gold totals keep the currency ("RM 3.90"): the amount is the number in it
-        amount = _GOLD_AMOUNT.search(gold)
+        amounts = number_candidates(gold)
         try:
-            return (
-                amount is not None
-                and abs(float(predicted) - float(amount.group().replace(",", ""))) < 0.005
-            )
+            return bool(amounts) and abs(float(predicted) - float(amounts[0])) < 0.005
         except ValueError:
             return False
     return _norm(predicted) == _norm(gold)
@@ -427,7 +422,7 @@ def print_ceiling(receipts: list[tuple[str, dict[str, str]]]) -> None:
     be. No model runs."""
     import numpy as np
 
-    from formcast.text import TextAutomaton, TextSlot, number_candidates
+    from formcast.text import TextAutomaton, TextSlot
 
     usable = np.ones(256, dtype=bool)
     kinds = {"FromText()": formcast.FromText(), "whole_lines": formcast.FromText(whole_lines=True)}

@@ -385,13 +385,12 @@ _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def _line_edges(
-    text: str, options: FromText
+    text: str, size: int, collapse: bool
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """Per boundary of the normalized text (:func:`_normalized`): does a line start or end
-    there. A line starts after a run of whitespace that holds a line break (or at the
-    text's start, past any whitespace) and ends before such a run (or at the text's end)."""
-    collapse = options.whitespace == "collapse"
-    size = len(_normalized(text, options))
+    """Per boundary of the normalized text (:func:`_normalized`, ``size`` characters, its
+    whitespace runs collapsed or not): does a line start or end there. A line starts after
+    a run of whitespace that holds a line break (or at the text's start, past any
+    whitespace) and ends before such a run (or at the text's end)."""
     starts = np.zeros(size + 1, dtype=bool)
     ends = np.zeros(size + 1, dtype=bool)
     starts[0] = ends[size] = True
@@ -414,7 +413,8 @@ def _value_edges(
     chars = _normalized(text, options)
     starts, ends = (_boundaries if options.word_boundaries else _plain_boundaries)(chars)
     if options.whole_lines:
-        line_starts, line_ends = _line_edges(text, options)
+        collapse = options.whitespace == "collapse"
+        line_starts, line_ends = _line_edges(text, len(chars), collapse)
         starts, ends = starts & line_starts, ends & line_ends
     return chars, starts, ends
 
@@ -530,7 +530,7 @@ def number_candidates(text: str, *, integer: bool = False, whole_lines: bool = F
     return list(found)
 
 
-_LONE_NUMBER = re.compile(r"(\S*?)\s*(-?[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?)\s*(\S*)")
+_LONE_NUMBER = re.compile(rf"(\S*?)\s*(-?{_NUMBER.pattern})\s*(\S*)")
 
 
 def _lone_number(line: str) -> str | None:
