@@ -21,7 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 from formcast import cache as disk_cache
-from formcast.automaton import PushdownAutomaton, compile_automaton
+from formcast.automaton import LazyAutomaton, PushdownAutomaton, compile_automaton
 from formcast.cache import CacheSetting
 from formcast.constraint import (
     DEFAULT_COMPILE_OPTIONS,
@@ -166,6 +166,8 @@ def compile(
                 f"{_describe(output)!r}: values copied from a text are bound to a finite "
                 "automaton only; set max_recursion_depth (and Limits.any_value_depth) to an int"
             )
+        if isinstance(output, Grammar):
+            _build_rows_ahead(automaton, options.limits.grammar_rows_at_compile)
         index = TokenIndex(automaton, vocabulary, description=_describe(output))
         index.build_warnings = tuple(warning_data(w) for w in emitted)
     if folder is not None:
@@ -175,6 +177,16 @@ def compile(
     if source is not None:
         _remember(("source", source, fingerprint), index)
     return index
+
+
+def _build_rows_ahead(automaton: LazyAutomaton | PushdownAutomaton, limit: int) -> None:
+    """Build up to ``limit`` rows of a grammar's automaton now (see
+    :attr:`Limits.grammar_rows_at_compile <formcast.limits.Limits.grammar_rows_at_compile>`):
+    its own, or its machines' for a recursive grammar."""
+    if isinstance(automaton, PushdownAutomaton):
+        automaton.build_machine_rows(limit)
+    else:
+        automaton.build_breadth_first(limit)
 
 
 def _said_again(index: TokenIndex) -> TokenIndex:

@@ -115,6 +115,16 @@ class Limits:
     instead of slowing every row down and eating memory: a row costs time linear in
     its stacks, and each stack's frames stay interned."""
 
+    # -- grammars --------------------------------------------------------------------
+    grammar_rows_at_compile: int = 4_096
+    """Speed trade: rows of a grammar's byte automaton built when it compiles, breadth-first
+    from its start (for a recursive grammar, rows of its rules' machines, shared among
+    them), so that its first masks walk the vocabulary through rows already built instead
+    of building them on the way: a grammar's masks keep their latency from the first
+    token. Costs about 10-40 us a row at compile (the shared grammars: 0.1-40 ms), and the
+    disk cache stores those rows. 0: rows are built when a walk first reaches them, as for
+    schemas and regexes, whose automata are larger and mostly never visited."""
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)

@@ -169,6 +169,20 @@ class Machines:
             found = known[state] = self._frame_info(machine, state)
         return found
 
+    def build_breadth_first(self, limit: int) -> int:
+        """Build the rows and the :meth:`info` of up to ``limit`` machine states, an equal
+        share for each machine the main pattern reaches, breadth-first from its start
+        (:meth:`TableAutomaton.build_breadth_first
+        <formcast.automaton.table.TableAutomaton.build_breadth_first>`); returns how many.
+        What a pushdown row reads of its stacks' tops is then ready."""
+        share = limit // max(len(self.reachable), 1)
+        built = 0
+        for machine in self.reachable:
+            for state in self.automata[machine].build_breadth_first(share):
+                self.info(machine, state)
+                built += 1
+        return built
+
     def _frame_info(self, machine: int, state: int) -> FrameInfo:
         automaton = self.automata[machine]
         full = automaton.row(state)

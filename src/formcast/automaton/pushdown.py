@@ -345,6 +345,15 @@ class PushdownAutomaton(TableAutomaton):
         return self._intern(frozenset().union(*closures))
 
     # -- public API (the rest is TableAutomaton's) -------------------------------------
+    def build_machine_rows(self, limit: int) -> int:
+        """Build the rows of up to ``limit`` states of the machines, shared among them
+        (:meth:`Machines.build_breadth_first
+        <formcast.automaton.machines.Machines.build_breadth_first>`), and return how
+        many. Sets of stacks stay built on demand: nesting makes them unbounded, while
+        every row of one is made of its tops' machine rows."""
+        with self._lock:
+            return self._machines.build_breadth_first(limit)
+
     @property
     def machine_names(self) -> tuple[str, ...]:
         """``"(main)"`` then the recursive definitions, in machine order (diagnostics)."""

@@ -138,6 +138,23 @@ class TableAutomaton:
         """Build the rows of ``states`` that are not built yet (under the lock)."""
         self._ensure(states)
 
+    def build_breadth_first(self, limit: int) -> list[int]:
+        """Build the rows of up to ``limit`` states, breadth-first from ``initial`` (in the
+        order of their bytes), and return those states in that order. Deterministic: the
+        same automaton always numbers the same states alike. Cost: one row build per
+        state not built yet."""
+        order = [self.initial] if limit > 0 else []
+        seen = set(order)
+        for state in order:  # grows while it is read: a queue
+            if len(order) >= limit:
+                break
+            for following in dict.fromkeys(self.row(state).tolist()):
+                if following != DEAD and following not in seen and len(order) < limit:
+                    seen.add(following)
+                    order.append(following)
+        self.build_rows(order)
+        return order
+
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (a fresh int32 array; builds the row if needed)."""
         state = self._check(state)
