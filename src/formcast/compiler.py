@@ -111,7 +111,9 @@ def compile(
     ~0.1-10 MB). Later calls hit an in-process cache; the first call of another process
     loads the entry (about a millisecond for typical schemas, plus the schema's canonical
     key: ``model_json_schema()`` and one ``json.dumps``). Index rows are built lazily
-    while decoding; :func:`formcast.save_to_disk_cache` stores the ones built since.
+    while decoding; :func:`formcast.save_to_disk_cache` stores the ones built since. A
+    :class:`formcast.Grammar` also builds up to ``limits.grammar_rows_at_compile`` rows of
+    its byte automaton at compile (up to ~50 ms), so that its first masks do not.
 
     A recursive schema (with the default ``max_recursion_depth=None``), a grammar, or a
     :class:`formcast.Regex` whose definitions recurse compiles to a
