@@ -121,9 +121,9 @@ class Limits:
     from its start (for a recursive grammar, rows of its rules' machines, shared among
     them), so that its first masks walk the vocabulary through rows already built instead
     of building them on the way: a grammar's masks keep their latency from the first
-    token. Costs about 10-40 us a row at compile (the shared grammars: up to about 50 ms), and the
-    disk cache stores those rows. 0: rows are built when a walk first reaches them, as for
-    schemas and regexes, whose automata are larger and mostly never visited."""
+    token. Costs about 10-40 us a row at compile (the shared grammars: up to about 50 ms),
+    and the disk cache stores those rows. 0: rows are built when a walk first reaches
+    them, as for schemas and regexes, whose automata are larger and mostly never visited."""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
