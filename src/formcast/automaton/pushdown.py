@@ -93,6 +93,9 @@ BoolArray = npt.NDArray[np.bool_]
 BOTTOM = 0
 """The frame id below every stack's last frame (the empty stack)."""
 
+# the bytes some top reads, the distinct columns of the tops' rows there, each byte's column
+_Layout = tuple[npt.NDArray[np.intp], list[tuple[int, ...]], npt.NDArray[np.intp]]
+
 
 class PushdownAutomaton(TableAutomaton):
     """A deterministic automaton over bytes whose states are sets of pushdown stacks.
@@ -155,6 +158,8 @@ class PushdownAutomaton(TableAutomaton):
         self._closures = closures
         # (frame, machine state it steps to) -> the closure of the stepped frame
         self._stepped: dict[tuple[int, int], frozenset[int]] = {}
+        # the distinct tops of a set of stacks -> how their rows part the bytes
+        self._layouts: dict[tuple[tuple[int, int], ...], _Layout] = {}
         self._distances: dict[bytes | None, dict[int, int]] = {}
         self._lock = threading.Lock()
 
@@ -313,31 +318,51 @@ class PushdownAutomaton(TableAutomaton):
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
-        steps in its machine; bytes whose steps agree (equal columns of the stacked machine
-        rows) share one successor, the union of each stack's stepped closure."""
-        stacks = list(self._sets[sid])
+        steps in its machine; bytes on which the tops step alike (:meth:`_layout`) share
+        one successor, the union of each stack's stepped closure."""
         frames = self._frames
-        info = self._machines.info
-        steps = np.stack([info(*frames[f][:2]).row for f in stacks])
-        live = np.flatnonzero(steps[0] if len(stacks) == 1 else steps.any(axis=0))
+        by_top: dict[tuple[int, int], list[int]] = {}
+        for frame in self._sets[sid]:
+            machine, state, _ = frames[frame]
+            by_top.setdefault((machine, state), []).append(frame)
+        tops = tuple(sorted(by_top))
+        live, columns, inverse = self._layout(tops)
         row = np.zeros(256, dtype=np.int32)
         if live.size:
-            columns, inverse = _distinct_columns(steps[:, live])
-            successors = [self._successor(stacks, column) for column in columns]
+            groups = [by_top[top] for top in tops]
+            successors = [self._successor(groups, column) for column in columns]
             row[live] = np.asarray(successors, dtype=np.int32)[inverse]
         self._table[sid] = row
 
-    def _successor(self, stacks: list[int], targets: tuple[int, ...]) -> int:
-        """The state reached when each stack's top steps to its entry of ``targets``
-        (:data:`DEAD`: that stack dies): the union of the stepped tops' closures."""
-        stepped = self._stepped
+    def _layout(self, tops: tuple[tuple[int, int], ...]) -> _Layout:
+        """For the distinct tops ``(machine, state)`` of a set of stacks: the bytes some
+        top reads, the distinct columns of their machine rows over those bytes (one
+        target per top), and each byte's column. It depends on the tops alone, and the
+        same tops recur under other frames (the same rule positions one level deeper), so
+        it is computed once per tuple of tops (caller holds the lock)."""
+        found = self._layouts.get(tops)
+        if found is None:
+            info = self._machines.info
+            steps = np.stack([info(machine, state).row for machine, state in tops])
+            live = np.flatnonzero(steps[0] if len(tops) == 1 else steps.any(axis=0))
+            columns, inverse = _distinct_columns(steps[:, live])
+            found = self._layouts[tops] = (live, columns, np.asarray(inverse, dtype=np.intp))
+        return found
+
+    def _successor(self, groups: list[list[int]], targets: tuple[int, ...]) -> int:
+        """The state reached when the stacks of each group (those sharing a top) step to
+        the group's entry of ``targets`` (:data:`DEAD`: they die): the union of the
+        stepped tops' closures."""
+        stepped, frames = self._stepped, self._frames
         closures = []
-        for frame, target in zip(stacks, targets, strict=True):
-            if target != DEAD:
+        for group, target in zip(groups, targets, strict=True):
+            if target == DEAD:
+                continue
+            for frame in group:
                 key = (frame, target)
                 closure = stepped.get(key)
                 if closure is None:
-                    machine, _, below = self._frames[frame]
+                    machine, _, below = frames[frame]
                     closure = stepped[key] = self._closure(self._frame(machine, target, below))
                 closures.append(closure)
         if len(closures) == 1:
