@@ -209,10 +209,10 @@ def test_budget_rows_always_leave_a_way_to_finish(seed: int, hand_vocabulary: Vo
 
 
 @pytest.mark.parametrize("count", [0, 1, 12, 40, 5000])
-def test_packed_bits_sets_exactly_the_ids(count: int) -> None:
-    """Every way of packing (bits set one by one for a handful of ids, a bincount for a
-    few, packbits for many) gives the bits of the ids, the high bit of a word and ids
-    sharing a word included."""
+def test_packed_bits_sets_exactly_the_ids(count: int, trie_walk: str) -> None:
+    """Every way of packing (in C; else bits set one by one for a handful of ids, a
+    bincount for a few, packbits for many) gives the bits of the ids, the high bit of a
+    word and ids sharing a word included."""
     from formcast.index import _packed_bits
 
     rng = np.random.default_rng(count)
@@ -229,12 +229,14 @@ def test_packed_bits_sets_exactly_the_ids(count: int) -> None:
     assert np.array_equal(np.unpackbits(packed.view(np.uint8), bitorder="little") == 1, expected)
 
 
-@pytest.mark.parametrize("count", [0, 1, 300, 2_000, 16_000, 20_000])
-def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(count: int) -> None:
-    """A short row (argsorted), a longer one (sorted as packed keys, up to a third of
-    the vocabulary) and one scattered over the vocabulary give the same pairs: ascending
-    token ids, each with its own state, the dead ones left out; states past 2**16 and
-    the vocabulary's last id included."""
+@pytest.mark.parametrize("count", [0, 1, 40, 300, 2_000, 16_000, 20_000])
+def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
+    count: int, trie_walk: str
+) -> None:
+    """A short row (sorted in C, or argsorted), a longer one (sorted as packed keys, up
+    to a third of the vocabulary) and one scattered over the vocabulary give the same
+    pairs: ascending token ids, each with its own state, the dead ones left out; states
+    past 2**16 and the vocabulary's last id included."""
     from formcast.index import _sorted_by_token
 
     size = 49_152
@@ -253,6 +255,27 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(count: int) -> 
     assert found.dtype == reached.dtype == np.int32
     assert found.tolist() == ids[alive][order].tolist()
     assert reached.tolist() == states[alive][order].tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plain_target_is_the_one_state_of_every_plain_byte(seed: int) -> None:
+    """The quick reads of three plain bytes never decide wrongly: rows equal on them
+    but parted elsewhere, rows parted only on a quote or a backslash (not plain), and
+    rows whose plain bytes all agree."""
+    from formcast.index import _PARTED, _plain_target
+    from formcast.vocabulary import PLAIN_BYTES
+
+    rng = np.random.default_rng(seed)
+    row = np.full(256, 7, dtype=np.int32)
+    row[rng.integers(0, 256, 5)] = rng.integers(0, 9, 5).astype(np.int32)
+    row[[0x22, 0x5C]] = rng.integers(0, 9, 2).astype(np.int32)
+    targets = row[PLAIN_BYTES]
+    expected = int(targets[0]) if bool((targets == targets[0]).all()) else _PARTED
+    assert _plain_target(row) == expected
+    row[PLAIN_BYTES] = 3
+    assert _plain_target(row) == 3
+    row[PLAIN_BYTES[seed * 13 % PLAIN_BYTES.size]] = 4
+    assert _plain_target(row) == _PARTED
 
 
 def test_the_dead_state_allows_nothing(hand_vocabulary: Vocabulary, trie_walk: str) -> None:

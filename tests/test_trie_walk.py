@@ -158,3 +158,47 @@ def test_a_walk_inside_a_walk_gets_buffers_of_its_own() -> None:
     grown = _BUFFERS.take(outer[0].size + 1, 5)
     assert grown[0].size == outer[0].size + 1 and grown[2].size >= outer[2].size
     _BUFFERS.give_back(grown)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 64, 300])
+def test_sort_pairs_orders_by_token_and_leaves_out_dead_states(count: int) -> None:
+    assert native_walk is not None
+    rng = np.random.default_rng(count)
+    ids = rng.permutation(50_000)[:count].astype(np.int32)
+    states = rng.integers(0, 4, count).astype(np.int32)  # some DEAD (0)
+    pairs = zip(ids.tolist(), states.tolist(), strict=True)
+    expected = sorted((t, s) for t, s in pairs if s != DEAD)
+    kept = native_walk.sort_pairs(ids, states)
+    assert kept == len(expected)
+    assert list(zip(ids[:kept].tolist(), states[:kept].tolist(), strict=True)) == expected
+
+
+def test_sort_pairs_refuses_buffers_of_other_lengths_or_read_only() -> None:
+    assert native_walk is not None
+    with pytest.raises(ValueError, match="expected 3 states, one an id, found 4"):
+        native_walk.sort_pairs(np.zeros(3, np.int32), np.ones(4, np.int32))
+    frozen = np.arange(3, dtype=np.int32)
+    frozen.setflags(write=False)
+    with pytest.raises((ValueError, BufferError)):
+        native_walk.sort_pairs(frozen, np.ones(3, np.int32))
+
+
+@pytest.mark.parametrize("count", [0, 1, 5, 40, 2_000])
+def test_pack_bits_sets_exactly_the_bits_of_the_ids(count: int) -> None:
+    assert native_walk is not None
+    rng = np.random.default_rng(count)
+    ids = rng.permutation(3_000)[:count].astype(np.int32)
+    out = np.full(94, 0xFFFFFFFF, dtype=np.uint32)  # stale bits must be cleared
+    native_walk.pack_bits(ids, out)
+    flags = np.zeros(94 * 32, dtype=bool)
+    flags[ids] = True
+    assert np.array_equal(out, np.packbits(flags, bitorder="little").view(np.uint32))
+
+
+def test_pack_bits_refuses_an_id_past_the_buffer() -> None:
+    assert native_walk is not None
+    out = np.zeros(2, dtype=np.uint32)
+    with pytest.raises(ValueError, match=r"expected ids in \[0, 64\), found 64"):
+        native_walk.pack_bits(np.array([3, 64], dtype=np.int32), out)
+    with pytest.raises(ValueError, match="found -1"):
+        native_walk.pack_bits(np.array([-1], dtype=np.int32), out)

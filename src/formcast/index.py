@@ -78,6 +78,13 @@ _FEW_IDS = 16  # rows of at most this many tokens set their mask bits one by one
 # _ARGSORTED_ROW tokens, an argsort; past it, one sort of packed (token, state) keys.
 _SORTED_SHARE = 3
 _ARGSORTED_ROW = 512
+# Up to this many pairs, the C insertion sort (quadratic, but the fixed cost of numpy's
+# calls dominates below it).
+_NATIVE_SORTED_ROW = 64
+# Three plain bytes that most grammar states send different ways (see _plain_target).
+_SPACE, _DIGIT, _LETTER = 0x20, 0x30, 0x61
+_PRINTABLE = 0x7F - _SPACE  # the bytes from the space up to "~"
+_NOT_PLAIN = np.setdiff1d(np.arange(_PRINTABLE), PLAIN_BYTES - _SPACE)  # '"' and '\\'
 # Trie-built choices of fewer characters than this are walked by DFA rows when the C walk
 # is there: building the rows of a short list's prefixes costs less than the numpy walk
 # along the NFA's edges (benchmarks/choices.py, the fast and rows paths).
@@ -506,8 +513,7 @@ class TokenIndex:
             self._plain_next = known = grown
         found = int(known[state])
         if found == _UNKNOWN:
-            targets = self.automaton.row(state)[PLAIN_BYTES]
-            found = int(targets[0]) if bool(np.all(targets == targets[0])) else _PARTED
+            found = _plain_target(self.automaton.row(state))
             known[state] = found
         return found
 
@@ -668,7 +674,7 @@ def _walk_natively(
         frontier_nodes = _ROOT
         frontier_states = np.array([state], dtype=np.int32)
         filled = 0
-        while frontier_nodes.size:
+        while True:
             filled, pending = native_walk.walk(
                 automaton.table,
                 flat.arrays,
@@ -680,11 +686,11 @@ def _walk_natively(
                 pending_nodes,
                 pending_states,
             )
+            if not pending:
+                return [ids[:filled].copy()], [states[:filled].copy()]
             frontier_nodes = pending_nodes[:pending].copy()
             frontier_states = pending_states[:pending].copy()
-            if pending:
-                _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
-        return [ids[:filled].copy()], [states[:filled].copy()]
+            _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
     finally:
         _BUFFERS.give_back(buffers)
 
@@ -694,30 +700,36 @@ _ROOT.setflags(write=False)
 _Buffers = tuple[IntArray, IntArray, IntArray, IntArray]
 
 
-class _WalkBuffers(threading.local):
-    """One thread's output and pending buffers for the C walk (token ids and states,
-    pending nodes and states), grown to the largest trie walked and then reused, so that
-    a walk allocates nothing the size of the vocabulary. A walk started while another one
-    holds them gets buffers of its own."""
+class _WalkBuffers:
+    """The output and pending buffers of the C walk (token ids and states, pending nodes
+    and states), grown to the largest trie walked and then reused, so that a walk
+    allocates nothing the size of the vocabulary. A walk started while another one holds
+    them (another thread's, or one an automaton starts while building what a walk stopped
+    at) gets buffers of its own. A non-blocking lock marks them held: cheaper than a
+    thread-local set of buffers, whose every attribute read costs a lookup."""
 
-    held: _Buffers | None = None
-    busy = False
+    def __init__(self) -> None:
+        self._held: _Buffers | None = None
+        self._busy = threading.Lock()
 
     def take(self, tokens: int, nodes: int) -> _Buffers:
         """Buffers at least ``tokens`` and ``nodes`` long, until :meth:`give_back`."""
-        if self.busy:
+        if not self._busy.acquire(blocking=False):
             return _new_buffers(tokens, nodes)
-        held = self.held
+        held = self._held
         if held is None or held[0].size < tokens or held[2].size < nodes:
             tokens = max(tokens, held[0].size if held else 0)
             nodes = max(nodes, held[2].size if held else 0)
-            held = self.held = _new_buffers(tokens, nodes)
-        self.busy = True
+            try:
+                held = self._held = _new_buffers(tokens, nodes)
+            except BaseException:
+                self._busy.release()
+                raise
         return held
 
     def give_back(self, buffers: _Buffers) -> None:
-        if buffers is self.held:
-            self.busy = False
+        if buffers is self._held:
+            self._busy.release()
 
 
 def _new_buffers(tokens: int, nodes: int) -> _Buffers:
@@ -743,11 +755,28 @@ def _build_children_entries(
     automaton.step(np.repeat(states, counts), flat.node_bytes[children])
 
 
+def _plain_target(row: IntArray) -> int:
+    """The one state ``row`` leads to on every plain byte, else :data:`_PARTED`. Most
+    grammar states part them at once (a letter, a digit and a space go different ways),
+    which three reads tell before any array is made."""
+    first = row[_SPACE]
+    if row[_DIGIT] != first or row[_LETTER] != first:
+        return _PARTED
+    differs = row[_SPACE : _SPACE + _PRINTABLE] != first
+    differs[_NOT_PLAIN] = False
+    return _PARTED if bool(differs.any()) else int(first)
+
+
 def _packed_bits(ids: IntArray, words: int) -> npt.NDArray[np.uint32]:
     """``words`` uint32 words with bit ``i % 32`` of word ``i // 32`` set for each of the
-    distinct ``ids``. A handful: set one by one; a few: one bincount of their bits per
-    word (distinct powers of two add up to their union, exactly in float64 below 2**32);
-    many: a boolean scatter and ``packbits``."""
+    distinct ``ids``. In C where the module is built (one pass over the ids); else a
+    handful: set one by one; a few: one bincount of their bits per word (distinct powers
+    of two add up to their union, exactly in float64 below 2**32); many: a boolean
+    scatter and ``packbits``."""
+    if native_walk is not None:
+        packed = np.empty(words, dtype=np.uint32)
+        native_walk.pack_bits(np.ascontiguousarray(ids, dtype=np.int32), packed)
+        return packed
     if ids.size <= _FEW_IDS:
         packed = np.zeros(words, dtype=np.uint32)
         for token in ids.tolist():
@@ -800,7 +829,12 @@ def _sorted_by_token(
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:
     """The (token, state) pairs without :data:`DEAD`, ordered by token (each token at most
     once): an argsort up to :data:`_ARGSORTED_ROW` pairs, past it one sort of
-    ``token << 32 | state`` keys, cheaper than an argsort and two gathers."""
+    ``token << 32 | state`` keys, cheaper than an argsort and two gathers. Up to
+    :data:`_NATIVE_SORTED_ROW` pairs, the C module's insertion sort when it is built."""
+    if native_walk is not None and found.size <= _NATIVE_SORTED_ROW:
+        ids, states = np.array(found, dtype=np.int32), np.array(reached, dtype=np.int32)
+        kept = native_walk.sort_pairs(ids, states)  # in place, on copies of their own
+        return ids[:kept], states[:kept]
     if found.size <= _ARGSORTED_ROW:
         if not reached.all():  # the C walk leaves out dead ends; other walks may not
             live = reached != DEAD
