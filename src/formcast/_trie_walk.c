@@ -207,6 +207,23 @@ static int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize,
     return 0;
 }
 
+/* Parse the two buffer arguments of sort_pairs and pack_bits (int32 items), the second
+ * writable. Returns -1 with an exception set when they do not fit; release() frees what
+ * was taken either way. */
+static int take_two(PyObject *args, const char *format, Held held[2], int first_writable,
+                    const char *first_name, const char *second_name) {
+    PyObject *first, *second;
+    memset(held, 0, 2 * sizeof(Held));
+    if (!PyArg_ParseTuple(args, format, &first, &second)) return -1;
+    if (take(first, &held[0], first_writable, 4, 0, first_name) < 0) return -1;
+    return take(second, &held[1], 1, 4, 0, second_name);
+}
+
+static void release(Held *held, int count) {
+    for (int i = 0; i < count; i++)
+        if (held[i].held) PyBuffer_Release(&held[i].view);
+}
+
 #define ARGUMENTS 16
 
 PyDoc_STRVAR(walk_doc,
@@ -296,8 +313,7 @@ static PyObject *walk(PyObject *module, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "expected output buffers large enough for the walk");
     }
 done:
-    for (int i = 0; i < ARGUMENTS; i++)
-        if (held[i].held) PyBuffer_Release(&held[i].view);
+    release(held, ARGUMENTS);
     return result;
 }
 
@@ -310,14 +326,10 @@ PyDoc_STRVAR(sort_pairs_doc,
 
 static PyObject *sort_pairs(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *id_object, *state_object;
-    if (!PyArg_ParseTuple(args, "OO:sort_pairs", &id_object, &state_object)) return NULL;
     Held held[2];
-    memset(held, 0, sizeof(held));
     PyObject *result = NULL;
-    if (take(id_object, &held[0], 1, 4, 0, "ids") < 0) goto done;
+    if (take_two(args, "OO:sort_pairs", held, 1, "ids", "states") < 0) goto done;
     Py_ssize_t count = held[0].view.len / 4;
-    if (take(state_object, &held[1], 1, 4, count, "states") < 0) goto done;
     if (held[1].view.len / 4 != count) {
         PyErr_Format(PyExc_ValueError, "expected %zd states, one an id, found %zd", count,
                      held[1].view.len / 4);
@@ -338,8 +350,7 @@ static PyObject *sort_pairs(PyObject *module, PyObject *args) {
     }
     result = PyLong_FromSsize_t(kept);
 done:
-    for (int i = 0; i < 2; i++)
-        if (held[i].held) PyBuffer_Release(&held[i].view);
+    release(held, 2);
     return result;
 }
 
@@ -352,13 +363,9 @@ PyDoc_STRVAR(pack_bits_doc,
 
 static PyObject *pack_bits(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *id_object, *out_object;
-    if (!PyArg_ParseTuple(args, "OO:pack_bits", &id_object, &out_object)) return NULL;
     Held held[2];
-    memset(held, 0, sizeof(held));
     PyObject *result = NULL;
-    if (take(id_object, &held[0], 0, 4, 0, "ids") < 0) goto done;
-    if (take(out_object, &held[1], 1, 4, 0, "out") < 0) goto done;
+    if (take_two(args, "OO:pack_bits", held, 0, "ids", "out") < 0) goto done;
     const int32_t *ids = held[0].view.buf;
     Py_ssize_t count = held[0].view.len / 4, words = held[1].view.len / 4;
     uint32_t *out = held[1].view.buf;
@@ -374,8 +381,7 @@ static PyObject *pack_bits(PyObject *module, PyObject *args) {
     }
     result = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < 2; i++)
-        if (held[i].held) PyBuffer_Release(&held[i].view);
+    release(held, 2);
     return result;
 }
 
