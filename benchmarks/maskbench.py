@@ -223,8 +223,8 @@ def serialize(value: Any, schema: Any) -> str:
 def check_schema(path: Path, tokenizer: Any, vocabulary: Any) -> SchemaResult:
     """Compile one schema and judge all its instances. Never raises for schema problems."""
     from formcast.compiler import compile as compile_index
+    from formcast.cursor import Cursor
     from formcast.errors import SchemaError, UnsupportedSchemaError
-    from formcast.guide import Cursor
 
     document = json.loads(path.read_text())
     schema, tests = document["schema"], document.get("tests", [])
@@ -279,7 +279,7 @@ class _CursorMatcher:
     """formcast's cursor as a :class:`Matcher`."""
 
     def __init__(self, index: Any) -> None:
-        from formcast.guide import Cursor
+        from formcast.cursor import Cursor
 
         self.cursor = Cursor(index)
         self.width = index.vocabulary.size

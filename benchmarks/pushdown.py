@@ -36,7 +36,7 @@ from typing import Any
 
 import formcast
 from formcast.compiler import clear_memory_cache
-from formcast.guide import Cursor
+from formcast.cursor import Cursor
 from formcast.vocabulary import Vocabulary
 
 STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'

@@ -73,8 +73,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 import formcast
-from formcast.prompts import DEFAULT_USER
-from formcast.text import number_candidates
+from formcast.automaton.text import number_candidates
+from formcast.extraction.prompts import DEFAULT_USER
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sroie"
 FIELDS = ("company", "date", "address", "total")
@@ -311,7 +311,7 @@ def run_free(
     """Unconstrained greedy generation of the same prompt, one receipt at a time."""
     import torch
 
-    from formcast.extractor import DEFAULT_INSTRUCTIONS
+    from formcast.extraction.extractor import DEFAULT_INSTRUCTIONS
 
     tally = Tally()
     model, tokenizer = extractor.model, extractor.tokenizer
@@ -357,7 +357,7 @@ def run_outlines(
     import outlines
     from outlines.inputs import Chat
 
-    from formcast.extractor import DEFAULT_INSTRUCTIONS
+    from formcast.extraction.extractor import DEFAULT_INSTRUCTIONS
 
     tally = Tally()
     # outlines sets padding side and pad token on the tokenizer it gets: give it a copy
@@ -422,7 +422,8 @@ def print_ceiling(receipts: list[tuple[str, dict[str, str]]]) -> None:
     be. No model runs."""
     import numpy as np
 
-    from formcast.text import TextAutomaton, TextSlot
+    from formcast.automaton.text import TextAutomaton
+    from formcast.text import TextSlot
 
     usable = np.ones(256, dtype=bool)
     kinds = {"FromText()": formcast.FromText(), "whole_lines": formcast.FromText(whole_lines=True)}

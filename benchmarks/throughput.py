@@ -46,8 +46,8 @@ import torch
 from sroie import Receipt, load_receipts  # the script's folder is on sys.path
 
 import formcast
-from formcast.constraint import output_view
-from formcast.extractor import DEFAULT_INSTRUCTIONS
+from formcast.constraint import output_spec
+from formcast.extraction.extractor import DEFAULT_INSTRUCTIONS
 
 
 @dataclass
@@ -154,7 +154,7 @@ def time_formcast(
 
 def prompts_of(extractor: formcast.Extractor, texts: list[str]) -> list[list[int]]:
     """The token ids of formcast's prompts for ``Receipt`` (what ``extract_many`` feeds)."""
-    schema = output_view(Receipt).json_schema
+    schema = output_spec(Receipt).json_schema
     template = extractor.prompt_template
     return [
         extractor._encode(  # the extractor's own chat-template encoding

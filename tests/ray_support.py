@@ -59,7 +59,7 @@ def _count_compiles(log: str) -> None:
 
 
 def _crash_once(flag: str) -> None:
-    from formcast.extractor import Extractor
+    from formcast.extraction.extractor import Extractor
 
     extract_many = Extractor.extract_many
 

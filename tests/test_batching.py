@@ -20,11 +20,12 @@ from pydantic import BaseModel, Field
 
 from decoding_cases import ASSISTANT, DMY, EVENT, ISO, NAME, RECEIPT, Event
 from formcast import FromText
-from formcast import batching as batching_module
 from formcast.automaton import LazyAutomaton
-from formcast.batching import BatchDecoder, Finished, RowRequest
 from formcast.compiler import compile as compile_index
-from formcast.decoding import (
+from formcast.decode import batching as batching_module
+from formcast.decode.batching import BatchDecoder, Finished, RowRequest
+from formcast.decode.kvcache import RowCache, SharedPrefix, common_prefix_length
+from formcast.decode.logits import (
     FieldSteering,
     ForcedTokenizer,
     LoopGuard,
@@ -32,9 +33,8 @@ from formcast.decoding import (
     generate,
 )
 from formcast.errors import InvalidOptionError
-from formcast.extractor import Extractor
+from formcast.extraction.extractor import Extractor
 from formcast.index import TokenIndex
-from formcast.kvcache import RowCache, SharedPrefix, common_prefix_length
 from formcast.vocabulary import Vocabulary
 from scripted_model import ScriptedModel, following
 

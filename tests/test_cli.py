@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 import formcast
-from formcast.cli import load_output_type, main
-from formcast.rows import OUTPUT_COLUMNS
+from formcast.pipelines.cli import load_output_type, main
+from formcast.pipelines.rows import OUTPUT_COLUMNS
 from ray_support import Item
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,7 +228,8 @@ def test_help_starts_without_loading_torch() -> None:
         [
             sys.executable,
             "-c",
-            "import sys\nfrom click.testing import CliRunner\nfrom formcast.cli import main\n"
+            "import sys\nfrom click.testing import CliRunner\n"
+            "from formcast.pipelines.cli import main\n"
             "result = CliRunner().invoke(main, ['extract', '--help'])\n"
             "assert result.exit_code == 0 and '--output-type' in result.output, result.output\n"
             "assert 'torch' not in sys.modules and 'ray' not in sys.modules\n",

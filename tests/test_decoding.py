@@ -9,7 +9,7 @@ import pytest
 
 from decoding_cases import JSON_STRING, RECEIPT
 from formcast.automaton import LazyAutomaton
-from formcast.decoding import (
+from formcast.decode.logits import (
     ForcedTokenizer,
     SamplingOptions,
     generate,

@@ -25,12 +25,12 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from formcast import batching as batching_module
-from formcast import generation as generation_module
-from formcast import slotcache as slotcache_module
 from formcast.automaton import LazyAutomaton
-from formcast.batching import BatchDecoder, RowRequest
-from formcast.decoding import FieldSteering, ForcedTokenizer, LoopGuard, SamplingOptions
+from formcast.decode import batching as batching_module
+from formcast.decode import masks as masks_module
+from formcast.decode import slotcache as slotcache_module
+from formcast.decode.batching import BatchDecoder, RowRequest
+from formcast.decode.logits import FieldSteering, ForcedTokenizer, LoopGuard, SamplingOptions
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
 
@@ -185,13 +185,13 @@ def test_a_state_seen_before_costs_no_upload(
     """A second run over the same states copies no mask to the device, also when the
     budget cuts the rows (``budget=30``: the budget-safe masks near the end)."""
     uploads: list[tuple[int, ...]] = []
-    upload = generation_module.upload
+    upload = masks_module.upload
 
     def counted(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
         uploads.append(tuple(tensor.shape))
         return upload(tensor, device)
 
-    monkeypatch.setattr(generation_module, "upload", counted)
+    monkeypatch.setattr(masks_module, "upload", counted)
     index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
     prompts = [list(tokenizer.encode(f"Text: {t} >>", add_special_tokens=False)) for t in TEXTS[:3]]
 
@@ -215,10 +215,10 @@ def test_a_cached_mask_is_the_same_device_tensor(vocabulary: Vocabulary) -> None
     index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
     cursor = index.cursor()
     device = torch.device("cpu")
-    first = generation_module.allowed_mask(cursor, 49_216, device, None)
-    assert generation_module.allowed_mask(cursor, 49_216, device, None) is first
-    assert generation_module.allowed_mask(cursor, 49_216, device, 200) is first  # budget binds not
-    wider = generation_module.allowed_mask(cursor, 49_280, device, None)
+    first = masks_module.allowed_mask(cursor, 49_216, device, None)
+    assert masks_module.allowed_mask(cursor, 49_216, device, None) is first
+    assert masks_module.allowed_mask(cursor, 49_216, device, 200) is first  # budget binds not
+    wider = masks_module.allowed_mask(cursor, 49_280, device, None)
     assert wider.shape == (49_280,) and not bool(wider[49_216:].any())
 
 
@@ -288,8 +288,8 @@ def test_slot_cache_refuses_sliding_window_layers() -> None:
     """A sliding-window layer keeps only its last columns, not the shared layout."""
     from transformers import MistralConfig
 
+    from formcast.decode.kvcache import RowCache
     from formcast.errors import InvalidOptionError
-    from formcast.kvcache import RowCache
 
     config = MistralConfig(
         vocab_size=100,

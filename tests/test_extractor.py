@@ -26,7 +26,7 @@ from formcast import (
     Regex,
     SchemaError,
 )
-from formcast.options import KNOWN_OPTIONS, ExtractOptions
+from formcast.extraction.options import KNOWN_OPTIONS, ExtractOptions
 
 
 class Item(BaseModel):

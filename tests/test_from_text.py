@@ -20,11 +20,17 @@ from pydantic import BaseModel, Field
 
 import formcast
 from formcast import FromText, NoTextValueError, UnsupportedSchemaError
+from formcast.automaton.text import TextAutomaton, number_candidates
 from formcast.compiler import compile as compile_index
-from formcast.decoding import ForcedTokenizer, FormcastLogitsProcessor, SamplingOptions, generate
+from formcast.decode.logits import (
+    ForcedTokenizer,
+    FormcastLogitsProcessor,
+    SamplingOptions,
+    generate,
+)
 from formcast.errors import InvalidOptionError, SchemaError
 from formcast.regex.translator import schema_to_regex
-from formcast.text import TextAutomaton, TextSlot, number_candidates, text_slots
+from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import Vocabulary
 from index_oracle import brute_force_row, index_row
 from test_properties import RandomLogitsModel  # (transformers-cfg installs a package named tests)
@@ -575,7 +581,7 @@ class GeneralText(TextAutomaton):
     """The general build (several spellings per character) for every string."""
 
     def _build_linear(self, chars: str, options: FromText, usable: Any) -> Any:
-        from formcast.text import _string_lines
+        from formcast.automaton.text import _string_lines
 
         return self._build(_string_lines(chars, options), usable)
 

@@ -147,7 +147,7 @@ def without_known_cycles(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def test_formcast_modules_import_without_cycles() -> None:
     graph = without_known_cycles(import_graph(SOURCE, "formcast"))
-    assert {"formcast.extractor", "formcast.index", "formcast.guide"} <= set(graph)
+    assert {"formcast.extraction.extractor", "formcast.index", "formcast.cursor"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 

@@ -1,5 +1,5 @@
 """What the command line and formcast.ray share: the output columns of a row
-(formcast.rows) and a compiled index shipped to another process (compiler.adopt)."""
+(formcast.pipelines.rows) and a compiled index shipped to another process (compiler.adopt)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 import formcast
 from formcast import InvalidOptionError, InvalidRowError, Regex
 from formcast.compiler import adopt, clear_memory_cache
-from formcast.rows import OUTPUT_COLUMNS, check_input_columns, extract_columns
+from formcast.pipelines.rows import OUTPUT_COLUMNS, check_input_columns, extract_columns
 
 
 class Crate(BaseModel):

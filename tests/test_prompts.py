@@ -15,8 +15,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from formcast import Extractor, PromptTemplate
-from formcast.constraint import output_view
-from formcast.extractor import (
+from formcast.constraint import output_spec
+from formcast.extraction.extractor import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_USER,
     describe_fields,
@@ -25,11 +25,11 @@ from formcast.extractor import (
 
 
 def fields_of(output: Any) -> str:
-    return describe_fields(output_view(output).json_schema)
+    return describe_fields(output_spec(output).json_schema)
 
 
 def instructions_of(output: Any) -> str:
-    return describe_instructions(DEFAULT_INSTRUCTIONS, output_view(output).json_schema)
+    return describe_instructions(DEFAULT_INSTRUCTIONS, output_spec(output).json_schema)
 
 
 class Plain(BaseModel):
@@ -54,7 +54,7 @@ def test_a_model_without_descriptions_renders_as_before() -> None:
     )
     assert instructions_of(Plain) == DEFAULT_INSTRUCTIONS
     messages = PromptTemplate().render(
-        text="ACME 5.50", schema=output_view(Plain).json_schema, instructions=DEFAULT_INSTRUCTIONS
+        text="ACME 5.50", schema=output_spec(Plain).json_schema, instructions=DEFAULT_INSTRUCTIONS
     )
     assert messages[1]["content"] == DEFAULT_USER.format(
         instructions=DEFAULT_INSTRUCTIONS, fields=fields_of(Plain), text="ACME 5.50"
@@ -104,7 +104,7 @@ def test_the_docstring_follows_the_instructions() -> None:
     assert instructions_of(Shop) == (
         f"{DEFAULT_INSTRUCTIONS}\nA receipt from a shop.\nAmounts are in ringgit, as printed."
     )
-    assert describe_instructions("", output_view(Shop).json_schema).startswith("A receipt")
+    assert describe_instructions("", output_spec(Shop).json_schema).startswith("A receipt")
     assert fields_of(Shop) == "- company (string)"  # the docstring is not repeated here
 
 

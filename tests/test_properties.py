@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from formcast.compiler import compile as compile_index
-from formcast.decoding import ForcedTokenizer, SamplingOptions, generate
+from formcast.decode.logits import ForcedTokenizer, SamplingOptions, generate
 from formcast.vocabulary import Vocabulary
 
 

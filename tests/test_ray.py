@@ -37,7 +37,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_import_formcast_does_not_import_ray() -> None:
     done = _python(
-        "import sys, formcast, formcast.rows, formcast.cli\n"
+        "import sys, formcast, formcast.pipelines.rows, formcast.pipelines.cli\n"
         "formcast.Extractor, formcast.extract_many\n"
         "assert 'ray' not in sys.modules, sorted(m for m in sys.modules if 'ray' in m)\n"
     )

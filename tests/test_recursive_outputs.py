@@ -20,9 +20,9 @@ from pydantic import field_validator
 import formcast
 from decoding_cases import ASSISTANT, Node, nested_node_text
 from formcast.automaton import LazyAutomaton, PushdownAutomaton
-from formcast.cli import main
-from formcast.decoding import ForcedTokenizer, generate
-from formcast.extractor import Extractor
+from formcast.decode.logits import ForcedTokenizer, generate
+from formcast.extraction.extractor import Extractor
+from formcast.pipelines.cli import main
 from generate_support import sample_under_processor
 from scripted_model import ScriptedModel, following
 

@@ -19,11 +19,12 @@ from pydantic import BaseModel, Field
 
 from formcast import FromText, NoTextValueError, UnsupportedSchemaError
 from formcast.automaton import UNREACHABLE, LazyAutomaton
-from formcast.bound import BoundAutomaton
+from formcast.automaton.bound import BoundAutomaton
+from formcast.automaton.shaped import ShapedText, slot_automaton
+from formcast.automaton.text import TextAutomaton
 from formcast.compiler import compile as compile_index
 from formcast.regex.translator import schema_to_regex
-from formcast.shapes import ShapedText, slot_automaton
-from formcast.text import TextAutomaton, TextSlot, text_slots
+from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import Vocabulary
 from test_from_text import decode_randomly  # (transformers-cfg installs a package named tests)
 

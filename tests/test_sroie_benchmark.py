@@ -11,8 +11,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import sroie
 
-from formcast.constraint import output_view
-from formcast.extractor import DEFAULT_INSTRUCTIONS, describe_fields, describe_instructions
+from formcast.constraint import output_spec
+from formcast.extraction.extractor import (
+    DEFAULT_INSTRUCTIONS,
+    describe_fields,
+    describe_instructions,
+)
 
 
 @pytest.mark.parametrize(
@@ -49,7 +53,7 @@ def test_receipt_classes_share_fields_and_differ_in_prompt_only() -> None:
     prompts = {}
     for name, output in sroie.RECEIPT_MODELS.items():
         assert list(output.model_fields) == list(sroie.FIELDS)
-        schema = output_view(output).json_schema
+        schema = output_spec(output).json_schema
         prompts[name] = (
             describe_instructions(DEFAULT_INSTRUCTIONS, schema),
             describe_fields(schema),

@@ -19,12 +19,12 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from decoding_cases import ASSISTANT, DMY, EVENT, ISO, JSON_STRING, NAME, Event
 from formcast.automaton import LazyAutomaton
-from formcast.decoding import FieldSteering, ForcedTokenizer, LoopGuard, generate
+from formcast.decode.jsonscan import JsonScanner
+from formcast.decode.logits import FieldSteering, ForcedTokenizer, LoopGuard, generate
+from formcast.decode.steering import RepeatCounter, RowText
 from formcast.errors import InvalidOptionError, OutputValidationError
-from formcast.extractor import Extractor
+from formcast.extraction.extractor import Extractor
 from formcast.index import TokenIndex
-from formcast.jsonscan import JsonScanner
-from formcast.steering import RepeatCounter, RowText
 from formcast.text import FromText
 from formcast.vocabulary import Vocabulary
 from scripted_model import ScriptedModel, following

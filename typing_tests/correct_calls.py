@@ -10,7 +10,7 @@ from typing_extensions import assert_type
 
 import formcast
 from formcast import ExtractionResult, Extractor, FromText, Grammar, LoopGuard, Regex
-from formcast.options import ExtractOptions
+from formcast.extraction.options import ExtractOptions
 
 
 class Receipt(BaseModel):

@@ -32,16 +32,15 @@ from formcast.errors import (
 )
 
 if TYPE_CHECKING:
+    from formcast.annotations import Choice, Regex
     from formcast.api import extract, extract_many, function, get_default_extractor
     from formcast.automaton import LazyAutomaton, PushdownAutomaton
     from formcast.cache import clear_disk_cache, save_to_disk_cache
-    from formcast.choice import Choice
     from formcast.compiler import compile
-    from formcast.constraint import Regex
-    from formcast.decoding import FormcastLogitsProcessor, LoopGuard, SamplingOptions
-    from formcast.extractor import ExtractionResult, Extractor, PromptTemplate
+    from formcast.cursor import Cursor
+    from formcast.decode.logits import FormcastLogitsProcessor, LoopGuard, SamplingOptions
+    from formcast.extraction.extractor import ExtractionResult, Extractor, PromptTemplate
     from formcast.grammar import Grammar
-    from formcast.guide import Cursor
     from formcast.index import TokenIndex
     from formcast.limits import Limits
     from formcast.regex.translator import schema_to_regex
@@ -57,20 +56,20 @@ _LAZY = {
     "get_default_extractor": "formcast.api",
     "compile": "formcast.compiler",
     "clear_disk_cache": "formcast.cache",
-    "Choice": "formcast.choice",
+    "Choice": "formcast.annotations",
     "save_to_disk_cache": "formcast.cache",
-    "Regex": "formcast.constraint",
+    "Regex": "formcast.annotations",
     "Grammar": "formcast.grammar",
     "Limits": "formcast.limits",
-    "FormcastLogitsProcessor": "formcast.decoding",
-    "LoopGuard": "formcast.decoding",
-    "SamplingOptions": "formcast.decoding",
-    "ExtractionResult": "formcast.extractor",
-    "Extractor": "formcast.extractor",
-    "PromptTemplate": "formcast.extractor",
+    "FormcastLogitsProcessor": "formcast.decode.logits",
+    "LoopGuard": "formcast.decode.logits",
+    "SamplingOptions": "formcast.decode.logits",
+    "ExtractionResult": "formcast.extraction.extractor",
+    "Extractor": "formcast.extraction.extractor",
+    "PromptTemplate": "formcast.extraction.extractor",
     "LazyAutomaton": "formcast.automaton",
     "PushdownAutomaton": "formcast.automaton",
-    "Cursor": "formcast.guide",
+    "Cursor": "formcast.cursor",
     "FromText": "formcast.text",
     "TokenIndex": "formcast.index",
     "schema_to_regex": "formcast.regex.translator",

@@ -1,5 +1,5 @@
 """``python -m formcast``: the command line, as the ``formcast`` script runs it."""
 
-from formcast.cli import main
+from formcast.pipelines.cli import main
 
 main()

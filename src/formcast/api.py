@@ -16,9 +16,9 @@ from typing import Any, ParamSpec, TypeVar, cast, overload
 from typing_extensions import Unpack
 
 from formcast.constraint import Grammar, Regex
-from formcast.decorator import Decorator
-from formcast.extractor import ExtractionResult, Extractor
-from formcast.options import ExtractManyOptions, ExtractOptions
+from formcast.extraction.decorator import Decorator
+from formcast.extraction.extractor import ExtractionResult, Extractor
+from formcast.extraction.options import ExtractManyOptions, ExtractOptions
 
 __all__ = [
     "ExtractManyWithModel",

@@ -18,6 +18,7 @@ import reprlib
 import threading
 import warnings
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from formcast import cache as disk_cache
@@ -27,8 +28,8 @@ from formcast.constraint import (
     DEFAULT_COMPILE_OPTIONS,
     CompileOptions,
     Grammar,
+    OutputSpec,
     Regex,
-    constraint_key,
     output_spec,
 )
 from formcast.errors import (
@@ -43,7 +44,7 @@ from formcast.schema import Mode
 from formcast.text import FromText, text_slots
 from formcast.vocabulary import Vocabulary
 
-__all__ = ["adopt", "clear_memory_cache", "compile", "vocabulary_of"]
+__all__ = ["adopt", "clear_memory_cache", "compile", "compile_spec", "vocabulary_of"]
 
 _INDEX_CACHE_SIZE = 128  # keys; an index has up to two (its source and its regex)
 _index_cache: OrderedDict[tuple[str, str, str], TokenIndex] = OrderedDict()
@@ -129,7 +130,6 @@ def compile(
     """
     folder = disk_cache.resolve(cache)
     vocabulary = vocabulary_of(tokenizer)
-    fingerprint = vocabulary.fingerprint
     options = CompileOptions(
         mode=mode,
         whitespace=whitespace,
@@ -137,7 +137,21 @@ def compile(
         from_text=from_text,
         limits=DEFAULT_LIMITS if limits is None else limits,
     )
-    source = constraint_key(output, options)
+    return _compile(output_spec(output, options), vocabulary, folder)
+
+
+def compile_spec(spec: OutputSpec, tokenizer: Any, *, cache: CacheSetting = None) -> TokenIndex:
+    """:func:`compile` of an output type already read (:func:`output_spec`), with the
+    options it was read with: the extractor reads a call's output type once, compiles it
+    here and keeps the spec for its prompt and its parser."""
+    folder = disk_cache.resolve(cache)
+    return _compile(spec, vocabulary_of(tokenizer), folder)
+
+
+def _compile(spec: OutputSpec, vocabulary: Vocabulary, folder: Path | None) -> TokenIndex:
+    output, options = spec.given, spec.options
+    fingerprint = vocabulary.fingerprint
+    source = spec.key
     entry = ""
     if source is None:
         folder = None  # no exact key: the disk cache cannot be used
@@ -153,16 +167,14 @@ def compile(
                 _remember(("source", source, fingerprint), index)
                 return _said_again(index)
     with recording_warnings() as emitted:
-        spec = output_spec(output, options)
-    index = _remembered(("regex", spec.key, fingerprint))
+        regex = spec.regex
+    index = _remembered(("regex", spec.regex_key, fingerprint))
     if index is None:
         # a translated schema's recursive sub-schema without a finite value matches
         # nothing (JSON Schema's meaning); in a regex or grammar written so it is a mistake
         from_schema = not isinstance(output, (Regex, Grammar))
-        automaton = compile_automaton(
-            spec.regex, options.limits, drop_empty_definitions=from_schema
-        )
-        if isinstance(automaton, PushdownAutomaton) and text_slots(spec.regex):
+        automaton = compile_automaton(regex, options.limits, drop_empty_definitions=from_schema)
+        if isinstance(automaton, PushdownAutomaton) and text_slots(regex):
             raise InvalidOptionError(
                 "expected FromText values outside exact recursion, found both in "
                 f"{_describe(output)!r}: values copied from a text are bound to a finite "
@@ -175,7 +187,7 @@ def compile(
     if folder is not None:
         index.row(index.initial_state)  # so that a hit answers the first mask at once
         disk_cache.store(folder, entry, index)
-    _remember(("regex", spec.key, fingerprint), index)
+    _remember(("regex", spec.regex_key, fingerprint), index)
     if source is not None:
         _remember(("source", source, fingerprint), index)
     return index
@@ -229,11 +241,11 @@ def adopt(
             f"expected an index compiled for this tokenizer (vocabulary {fingerprint[:12]}), "
             f"found one compiled for vocabulary {index.vocabulary.fingerprint[:12]}"
         )
-    source = constraint_key(output, options)
-    if source is not None:
-        _remember(("source", source, fingerprint), index)
+    spec = output_spec(output, options)
+    if spec.key is not None:
+        _remember(("source", spec.key, fingerprint), index)
     else:
-        _remember(("regex", output_spec(output, options).key, fingerprint), index)
+        _remember(("regex", spec.regex_key, fingerprint), index)
 
 
 def clear_memory_cache() -> None:

@@ -5,9 +5,9 @@ validate (``int``, ``list[Item]``, ``Literal["a", "b"]``, an ``Enum``, ``date``,
 ``Optional[...]``), a JSON Schema (dict or JSON string), a :class:`Regex` or a
 :class:`~formcast.grammar.Grammar` (also as ``Annotated[str, Regex(...)]`` or
 ``Annotated[str, Grammar(...)]``, a function's return annotation).
-:func:`output_spec` reads it once into an :class:`OutputSpec`: the regex that constrains
-generation, the JSON Schema shown in the prompt, and the parser that turns the generated
-text back into a value.
+:func:`output_spec` reads it once into an :class:`OutputSpec`: its cache key, the regex
+that constrains generation, the JSON Schema shown in the prompt, and the parser that
+turns the generated text back into a value. The compiler and the extractor share it.
 
 Types that are not Pydantic models are wrapped in a one-field object
 ``{"result": ...}`` so the model always writes a JSON object, and unwrapped on return.
@@ -25,9 +25,9 @@ from typing import Annotated, Any
 import pydantic
 from pydantic import BaseModel
 
+from formcast.annotations import Regex
 from formcast.errors import OutputValidationError, SchemaError
 from formcast.grammar import Grammar
-from formcast.pattern import Regex
 from formcast.regex.translator import (
     DEFAULT_COMPILE_OPTIONS,
     CompileOptions,
@@ -43,7 +43,6 @@ __all__ = [
     "Grammar",
     "OutputSpec",
     "Regex",
-    "constraint_key",
     "output_spec",
 ]
 
@@ -51,31 +50,20 @@ __all__ = [
 RESULT_FIELD = "result"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputSpec:
-    """Everything the extractor needs to know about one output type.
+    """One output type, read once: what compiling it and extracting with it need.
+
+    :func:`output_spec` reads the type without building anything costly; the cache key,
+    the JSON Schema shown in the prompt and the regex are computed when first asked for,
+    then kept (a compiled index may come from a cache, and then no regex is built).
 
     Attributes:
-        regex: the constraint, over characters.
-        json_schema: the schema shown in the prompt (None for a raw regex).
-        parse: raw generated text -> value; raises :class:`OutputValidationError`.
-        is_json: whether the output is JSON text.
-        key: a hashable cache key (regex plus options).
-    """
-
-    regex: str
-    json_schema: dict[str, Any] | None
-    parse: Callable[[str], Any]
-    is_json: bool
-    key: str
-
-
-@dataclass(frozen=True)
-class OutputView:
-    """What decoding needs to know about an output type besides its compiled index.
-
-    Attributes:
-        json_schema: the schema shown in the prompt (None for a raw regex).
+        given: the output type as it was given.
+        output: the constraint read from it: a :class:`Regex`, a
+            :class:`~formcast.grammar.Grammar` (also from ``Annotated[str, ...]``), or the
+            JSON output type as given.
+        options: the options it is compiled with.
         parse: raw generated text -> value; raises :class:`OutputValidationError`.
         is_json: whether the output is JSON text.
         pattern: the pattern of a :class:`Regex` output, else None.
@@ -84,61 +72,102 @@ class OutputView:
             the ``{"result": ...}`` wrapper of a non-model type), else None.
     """
 
-    json_schema: dict[str, Any] | None
+    given: Any
+    output: Any
+    options: CompileOptions
     parse: Callable[[str], Any]
     is_json: bool
     pattern: str | None = None
-    model: type[BaseModel] | None = None
     grammar: Grammar | None = None
+    model: type[BaseModel] | None = None
+    source: Any = None  # what load_schema reads, for a JSON output
 
+    @functools.cached_property
+    def key(self) -> str | None:
+        """A canonical text of the constraint, without its regex: the disk cache's key.
 
-def output_view(output: Any) -> OutputView:
-    """Read an output type without building its regex (a compiled index may come from a
-    cache). Cost: schema generation and the metaschema check (~ms)."""
-    output = text_constraint(output)
-    if isinstance(output, Regex):
-        return OutputView(None, str, False, output.pattern)
-    if isinstance(output, Grammar):
-        return OutputView(None, str, False, grammar=output)
-    source, parse = _source(output)
-    schema = load_schema(source)
-    model = source if isinstance(source, type) and issubclass(source, BaseModel) else None
-    return OutputView(schema if isinstance(schema, dict) else None, parse, True, None, model)
+        The key is compact JSON of the source document (a Pydantic model's
+        ``model_json_schema()``, a JSON Schema as given, a regex's pattern) and of the
+        options. Object keys keep their order, since property order decides the order of
+        the generated output. ``None`` when no exact key can be given (a mapping holding
+        values that are not plain JSON, such as tuples or non-string keys, or a model
+        whose schema cannot be generated); the caller then builds the regex as usual,
+        which raises if the output is unusable. Equal keys give equal regexes for the
+        same formcast code.
+
+        Cost: the schema generation and one ``json.dumps`` (~0.1 ms for a small model,
+        ~5-10 ms for a 300 KB schema); no regex is built.
+        """
+        return _constraint_key(self.output, self.options)
+
+    @functools.cached_property
+    def json_schema(self) -> dict[str, Any] | None:
+        """The schema shown in the prompt (None for a regex or a grammar). Cost: schema
+        generation and the metaschema check (~ms)."""
+        if not self.is_json:
+            return None
+        schema = load_schema(self.source)
+        return schema if isinstance(schema, dict) else None
+
+    @property
+    def regex(self) -> str:
+        """The constraint, over characters. Cost: schema generation plus regex
+        construction (~ms), once.
+
+        ``from_text`` copies every plain string value from the request's text (see
+        :func:`formcast.regex.translator.schema_to_regex`); it is refused for a
+        :class:`Regex` and a :class:`~formcast.grammar.Grammar`. For a grammar, ``mode``
+        and ``whitespace`` apply to the JSON Schemas and models it embeds."""
+        return self._compiled[0]
+
+    @property
+    def regex_key(self) -> str:
+        """A hashable key of the compiled constraint: its regex plus the options."""
+        return self._compiled[1]
+
+    @functools.cached_property
+    def _compiled(self) -> tuple[str, str]:
+        options, output = self.options, self.output
+        limits = options.limits
+        if isinstance(output, Regex | Grammar) and options.from_text:
+            raise SchemaError(
+                f"expected a JSON output type with from_text, found formcast."
+                f"{type(output).__name__}: its output cannot copy values from the text"
+            )
+        if isinstance(output, Regex):
+            key = f"regex:{output.pattern}" + (f"|limits:{limits.key()}" if limits.key() else "")
+            return output.pattern, key
+        if isinstance(output, Grammar):
+            regex = output.regex(mode=options.mode, whitespace=options.whitespace, limits=limits)
+            key = f"regex:{regex}" + (f"|limits:{limits.key()}" if limits.key() else "")
+            return regex, key
+        key_options: dict[str, Any] = {
+            "mode": options.mode,
+            "whitespace": options.whitespace,
+            "max_recursion_depth": options.max_recursion_depth,
+        }
+        if limits.key():
+            key_options["limits"] = limits.key()
+        regex = loaded_schema_to_regex(load_schema(self.source), options)
+        return regex, _key(regex, key_options)
 
 
 def output_spec(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTIONS) -> OutputSpec:
-    """Read an output type. Cost: schema generation plus regex construction (~ms).
+    """Read an output type into its :class:`OutputSpec`. Cost: for a type that is not a
+    Pydantic model, its one-field wrapper model (memoised); nothing else is built.
 
-    ``from_text`` copies every plain string value from the request's text (see
-    :func:`formcast.regex.translator.schema_to_regex`); it is refused for a :class:`Regex`
-    and a :class:`~formcast.grammar.Grammar`. For a grammar, ``mode`` and ``whitespace``
-    apply to the JSON Schemas and models it embeds."""
-    limits = options.limits
-    output = text_constraint(output)
-    if isinstance(output, Regex | Grammar) and options.from_text:
-        raise SchemaError(
-            f"expected a JSON output type with from_text, found formcast."
-            f"{type(output).__name__}: its output cannot copy values from the text"
-        )
-    if isinstance(output, Regex):
-        key = f"regex:{output.pattern}" + (f"|limits:{limits.key()}" if limits.key() else "")
-        return OutputSpec(output.pattern, None, str, False, key)
-    if isinstance(output, Grammar):
-        regex = output.regex(mode=options.mode, whitespace=options.whitespace, limits=limits)
-        key = f"regex:{regex}" + (f"|limits:{limits.key()}" if limits.key() else "")
-        return OutputSpec(regex, None, str, False, key)
-    key_options: dict[str, Any] = {
-        "mode": options.mode,
-        "whitespace": options.whitespace,
-        "max_recursion_depth": options.max_recursion_depth,
-    }
-    if limits.key():
-        key_options["limits"] = limits.key()
-    source, parse = _source(output)
-    schema = load_schema(source)
-    regex = loaded_schema_to_regex(schema, options)
-    shown = schema if isinstance(schema, dict) else None
-    return OutputSpec(regex, shown, parse, True, _key(regex, key_options))
+    Raises:
+        SchemaError: ``Annotated`` holds a misplaced Regex or Grammar, or pydantic cannot
+            handle the type.
+    """
+    read = text_constraint(output)
+    if isinstance(read, Regex):
+        return OutputSpec(output, read, options, str, False, pattern=read.pattern)
+    if isinstance(read, Grammar):
+        return OutputSpec(output, read, options, str, False, grammar=read)
+    source, parse = _source(read)
+    model = source if isinstance(source, type) and issubclass(source, BaseModel) else None
+    return OutputSpec(output, read, options, parse, True, model=model, source=source)
 
 
 def _source(output: Any) -> tuple[Any, Callable[[str], Any]]:
@@ -151,24 +180,11 @@ def _source(output: Any) -> tuple[Any, Callable[[str], Any]]:
     return wrapped, _wrapped_parser(wrapped)
 
 
-def constraint_key(output: Any, options: CompileOptions = DEFAULT_COMPILE_OPTIONS) -> str | None:
-    """A canonical text of the constraint ``output_spec`` would build, without its regex.
-
-    The key is compact JSON of the source document (a Pydantic model's
-    ``model_json_schema()``, a JSON Schema as given, a regex's pattern) and of the
-    options. Object keys keep their order, since property order decides the order of the
-    generated output. ``None`` when no exact key can be given (a mapping holding values
-    that are not plain JSON, such as tuples or non-string keys, or a model whose schema
-    cannot be generated); the caller then builds the regex as usual, which raises if the
-    output is unusable. Equal keys give equal regexes for the same formcast code.
-
-    Cost: the schema generation and one ``json.dumps`` (~0.1 ms for a small model,
-    ~5-10 ms for a 300 KB schema); no regex is built.
-    """
+def _constraint_key(output: Any, options: CompileOptions) -> str | None:
+    """:attr:`OutputSpec.key` of an output already read by :func:`text_constraint`."""
     document: Any
     limits = options.limits
     try:
-        output = text_constraint(output)
         if isinstance(output, Grammar):
             described = output.key()
             if described is None:
@@ -228,7 +244,7 @@ def text_constraint(output: Any) -> Any:
 
 
 def _options_key(options: CompileOptions, *, recursion_depth: bool) -> list[Any]:
-    """The options in a :func:`constraint_key`, in a fixed order: mode, whitespace,
+    """The options in an :attr:`OutputSpec.key`, in a fixed order: mode, whitespace,
     ``max_recursion_depth`` (only where ``recursion_depth``: a grammar does not read it),
     ``from_text``, and the limits when they differ from the defaults."""
     key: list[Any] = [options.mode, options.whitespace]

@@ -42,7 +42,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from formcast.results import Attempt
+    from formcast.extraction.results import Attempt
 
 __all__ = [
     "ContextLengthError",
@@ -184,7 +184,7 @@ class OutputValidationError(ExtractionRuntimeError):
     Attributes:
         raw_text: the text the model generated (in the last attempt).
         validation_error: the underlying ``pydantic.ValidationError``.
-        attempts: every attempt of the extraction (:class:`~formcast.results.Attempt`),
+        attempts: every attempt of the extraction (:class:`~formcast.extraction.results.Attempt`),
             set when an extraction gives up after its retries; empty otherwise.
     """
 

@@ -3,7 +3,7 @@
 A :class:`TokenIndex` is the compiled form of a constraint for one vocabulary. It is
 immutable in meaning (rows are computed lazily and cached, but a row never changes),
 picklable, and safe to share between threads and sequences; per-sequence state lives in
-a :class:`formcast.guide.Cursor`.
+a :class:`formcast.cursor.Cursor`.
 
 Cost model: construction is O(1) beyond the automaton's own (lazy) construction. A row
 (one automaton state) is computed by walking the vocabulary's prefix tries, visiting live
@@ -32,20 +32,20 @@ import threading
 from collections.abc import Mapping
 from functools import cached_property
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from formcast import blob
-from formcast.automaton import DEAD, LazyAutomaton, PushdownAutomaton
+from formcast.automaton import DEAD, UNREACHABLE, ByteAutomaton, LazyAutomaton, PushdownAutomaton
+from formcast.automaton.bound import BoundAutomaton
 from formcast.automaton.choices import choice_characters
 from formcast.automaton.deterministic import NO_NODE
 from formcast.automaton.nfa import VIRTUAL_BASE
 from formcast.automaton.table import TableAutomaton, arrays_under
-from formcast.bound import BoundAutomaton
+from formcast.cursor import Cursor
 from formcast.errors import InvalidOptionError
-from formcast.guide import Cursor
 from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import PLAIN_BYTES, FlatTrie, TokenTrie, TrieLevel, Vocabulary
 
@@ -55,14 +55,10 @@ try:  # the trie walk in C, built at install time where a C compiler is found
 except ImportError:  # pragma: no cover (the numpy walk below then does the same work)
     native_walk = None
 
-__all__ = ["UNREACHABLE", "TokenIndex"]
+__all__ = ["TokenIndex"]
 
 IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
-
-#: Distance reported for states from which no accepting state can be reached with the
-#: vocabulary's single-byte tokens.
-UNREACHABLE = np.iinfo(np.int32).max // 2
 
 _UNKNOWN = -2  # a plain successor not computed yet
 _FORMAT = 2  # the layout of to_bytes: bumped when it changes
@@ -89,26 +85,8 @@ _NOT_PLAIN = np.setdiff1d(np.arange(_PRINTABLE), PLAIN_BYTES - _SPACE)  # '"' an
 # is there: building the rows of a short list's prefixes costs less than the numpy walk
 # along the NFA's edges (benchmarks/choices.py, the fast and rows paths).
 _JOINT_WALK_MIN = 5_000
-_TABLED = (TableAutomaton, BoundAutomaton)  # automata whose table the C walk reads
+_TABLED = TableAutomaton  # the automata whose table the C walk reads (BoundAutomaton too)
 _ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _joint_step)
-
-
-class ByteAutomaton(Protocol):
-    """What an index reads of an automaton over bytes (:class:`LazyAutomaton`, or a
-    :class:`~formcast.bound.BoundAutomaton` with a request's text)."""
-
-    pattern: str
-
-    @property
-    def initial(self) -> int: ...
-    def step(self, states: npt.NDArray[Any], data: npt.NDArray[np.uint8]) -> IntArray: ...
-    def row(self, state: int) -> IntArray: ...
-    def is_accepting(self, state: int) -> bool: ...
-    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]: ...
-    def walk(self, data: bytes, state: int | None = None) -> int: ...
-    def min_bytes_to_accept(
-        self, state: int, usable: npt.NDArray[np.bool_] | None = None
-    ) -> int: ...
 
 
 class _Row:
@@ -263,7 +241,7 @@ class TokenIndex:
         self._plain_next = plain_next.astype(np.int32)
 
     def cursor(self, text: str | None = None) -> Cursor:
-        """A fresh per-sequence :class:`~formcast.guide.Cursor` at the initial state.
+        """A fresh per-sequence :class:`~formcast.cursor.Cursor` at the initial state.
 
         ``text`` is the request's text, required when the constraint copies values from
         it (``FromText``, see :attr:`text_slots`) and refused otherwise. O(1) without a
@@ -659,7 +637,7 @@ class TokenIndex:
 
 
 def _walk_natively(
-    automaton: TableAutomaton | BoundAutomaton, trie: TokenTrie, state: int
+    automaton: TableAutomaton[Any], trie: TokenTrie, state: int
 ) -> tuple[list[IntArray], list[IntArray]]:
     """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk: rounds of
     walking as far as built transitions go, then building those it stopped at (O(live
@@ -742,12 +720,12 @@ _BUFFERS = _WalkBuffers()
 
 
 def _build_children_entries(
-    automaton: TableAutomaton | BoundAutomaton, flat: FlatTrie, nodes: IntArray, states: IntArray
+    automaton: TableAutomaton[Any], flat: FlatTrie, nodes: IntArray, states: IntArray
 ) -> None:
     """Build the transitions from each of ``states`` on the bytes of its node's children:
     whole rows in a :class:`TableAutomaton` (where a row is built at once), those entries
     alone in a :class:`BoundAutomaton` (whose entries each cost a closure)."""
-    if isinstance(automaton, TableAutomaton):
+    if not isinstance(automaton, BoundAutomaton):
         automaton.build_rows(np.unique(states).tolist())
         return
     counts = flat.child_count[nodes]

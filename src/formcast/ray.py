@@ -5,7 +5,7 @@
     out = formcast.ray.extract(ds, Receipt, text_column="text", concurrency=2)
     out.write_json("extracted/")
 
-Each row keeps its columns and gains formcast's output columns (:mod:`formcast.rows`:
+Each row keeps its columns and gains formcast's output columns (:mod:`formcast.pipelines.rows`:
 ``value`` as JSON text, ``error``, ``finish_reason``, ``prompt_tokens``,
 ``generated_tokens``). The work runs in a pool of Ray actors (``Dataset.map_batches``
 with a callable class): each actor loads the model once and extracts a batch of rows
@@ -45,9 +45,9 @@ from formcast.compiler import adopt
 from formcast.compiler import compile as compile_index
 from formcast.constraint import CompileOptions
 from formcast.errors import InvalidOptionError, InvalidRowError, ModelLoadError
-from formcast.extractor import Extractor
-from formcast.options import ExtractOptions
-from formcast.rows import (
+from formcast.extraction.extractor import Extractor
+from formcast.extraction.options import ExtractOptions
+from formcast.pipelines.rows import (
     ERROR,
     FINISH_REASON,
     GENERATED_TOKENS,

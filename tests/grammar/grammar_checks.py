@@ -22,9 +22,9 @@ import pytest
 
 from formcast import charset
 from formcast.automaton import LazyAutomaton
+from formcast.cursor import Cursor
 from formcast.errors import GrammarError, TokenNotAllowedError
 from formcast.grammar import Grammar, Syntax, nodes
-from formcast.guide import Cursor
 from formcast.index import TokenIndex
 
 GRAMMARS = Path(__file__).resolve().parents[3] / "shared" / "data" / "grammars"

@@ -1,5 +1,16 @@
 """Regular expression -> *lazy* deterministic automaton over UTF-8 bytes.
 
+The stage takes a regex in formcast's dialect (from :mod:`formcast.regex` or
+:mod:`formcast.grammar`) and gives every byte automaton formcast reads: the lazy DFA
+(:mod:`.lazy`), the pushdown automaton of recursive definitions (:mod:`.pushdown`), the
+table both keep (:mod:`.table`), and per request the text automaton of a ``FromText``
+slot (:mod:`.text`), its crossing with a slot's shape (:mod:`.shaped`) and the compiled
+automaton with a text bound to its slots (:mod:`.bound`). :class:`ByteAutomaton` is what
+a token index reads of any of them; :data:`DEAD`, :data:`~.table.UNBUILT` and
+:data:`UNREACHABLE` are defined here once. It may import ``formcast.errors``,
+``formcast.limits``, ``formcast.charset``, ``formcast.graphs`` and the slot encoding
+of ``formcast.text``; nothing of the index, decoding or extraction.
+
 The automaton reads bytes and accepts exactly the UTF-8 encodings of the strings the
 pattern fully matches, but nothing is determinized up front: compiling costs time
 linear in the pattern, and a DFA state's row of 256 transitions is computed the first
@@ -96,6 +107,7 @@ from formcast.automaton.definitions import EmptyDefinitionError, plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.lazy import DEAD, LazyAutomaton
 from formcast.automaton.parse import UnresolvedCallError
+from formcast.automaton.protocol import ByteAutomaton
 from formcast.automaton.pushdown import PushdownAutomaton
 from formcast.limits import DEFAULT_LIMITS, Limits
 
@@ -103,6 +115,7 @@ __all__ = [
     "DEAD",
     "EMPTY_CLASS",
     "UNREACHABLE",
+    "ByteAutomaton",
     "LazyAutomaton",
     "PushdownAutomaton",
     "compile_automaton",

@@ -49,7 +49,7 @@ _Relative = tuple[list[tuple[int, int, int]], list[int], bool]
 _END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
 
 
-class LazyAutomaton(TableAutomaton):
+class LazyAutomaton(TableAutomaton[frozenset[int]]):
     """A deterministic automaton over bytes whose states are determinized on demand.
 
     Contract:

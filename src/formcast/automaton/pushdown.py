@@ -97,7 +97,7 @@ BOTTOM = 0
 _Layout = tuple[npt.NDArray[np.intp], list[tuple[int, ...]], npt.NDArray[np.intp]]
 
 
-class PushdownAutomaton(TableAutomaton):
+class PushdownAutomaton(TableAutomaton[frozenset[int]]):
     """A deterministic automaton over bytes whose states are sets of pushdown stacks.
 
     Contract (the same as :class:`~formcast.automaton.lazy.LazyAutomaton`'s):

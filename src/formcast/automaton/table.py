@@ -18,8 +18,8 @@ copying into a larger one: a row built in one table is built in every later one.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -40,18 +40,23 @@ BoolArray = npt.NDArray[np.bool_]
 INITIAL_CAPACITY = 64
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 
+Members = TypeVar("Members", bound=Hashable)
 
-class TableAutomaton:
+
+class TableAutomaton(Generic[Members]):
     """A deterministic byte automaton whose rows are built on demand, then cached.
 
     Subclasses set ``initial``, ``_sets`` (one entry a state, :data:`DEAD` first) with
     ``_ids`` (its inverse), ``_table``/``_flat``/``_accepting`` (by :meth:`_allocate`)
-    and ``_lock``, and implement :meth:`_build_row`.
+    and ``_lock``, and implement :meth:`_build_row`. ``Members`` is what a state is made
+    of (a set of NFA states, a set of stacks, a bound automaton's parts). A subclass that
+    builds single entries rather than whole rows overrides :meth:`_build_entries` and
+    :meth:`_ensure_row` (:class:`~formcast.automaton.bound.BoundAutomaton` does).
     """
 
     initial: int
-    _sets: list[frozenset[int]]
-    _ids: dict[frozenset[int], int]  # a state's set -> its id
+    _sets: list[Members]
+    _ids: dict[Members, int]  # a state's members -> its id
     _table: IntArray
     _flat: IntArray  # _table as one flat view, for the gather of :meth:`step`
     _accepting: BoolArray
@@ -72,7 +77,7 @@ class TableAutomaton:
         self._flat = table.reshape(-1)
         self._accepting = accepting
 
-    def _register(self, members: frozenset[int], accepting: bool) -> int:
+    def _register(self, members: Members, accepting: bool) -> int:
         """Append a state (its row not built yet) and return its id; doubles the
         capacity when full. Caller holds the lock, or owns the automaton."""
         sid = len(self._sets)
@@ -93,6 +98,18 @@ class TableAutomaton:
             for state in states:
                 if self._table[state, 0] == UNBUILT:
                     self._build_row(state)
+
+    def _build_entries(
+        self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
+    ) -> None:
+        """Build the entries ``(states[i], data[i])``, which read :data:`UNBUILT`: here the
+        whole rows of those states."""
+        self._ensure(np.unique(states).tolist())
+
+    def _ensure_row(self, state: int) -> None:
+        """Build every entry of the row of ``state`` not built yet."""
+        if self._table[state, 0] == UNBUILT:
+            self._ensure((state,))
 
     def _check(self, state: int) -> int:
         value = int(state)
@@ -123,7 +140,7 @@ class TableAutomaton:
         result: IntArray = self._flat[index]
         unbuilt = result < 0
         if unbuilt.any():
-            self._ensure(np.unique(states[unbuilt]).tolist())
+            self._build_entries(states[unbuilt], data[unbuilt])
             result = self._flat[index]
         return result
 
@@ -158,8 +175,7 @@ class TableAutomaton:
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (a fresh int32 array; builds the row if needed)."""
         state = self._check(state)
-        if self._table[state, 0] == UNBUILT:
-            self._ensure((state,))
+        self._ensure_row(state)
         row: IntArray = self._table[state].copy()
         return row
 
@@ -175,7 +191,9 @@ class TableAutomaton:
                 return DEAD
             following = int(self._table[current, byte])
             if following == UNBUILT:
-                self._ensure((current,))
+                self._build_entries(
+                    np.array([current], dtype=np.int32), np.array([byte], dtype=np.uint8)
+                )
                 following = int(self._table[current, byte])
             current = following
         return current

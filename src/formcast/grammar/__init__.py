@@ -15,6 +15,13 @@ holds the terminals of Lark's ``common.lark`` that can be imported),
 :mod:`~formcast.grammar.checks` (names, left recursion, productivity),
 :mod:`~formcast.grammar.embed` (constraints given in ``rules=``),
 :mod:`~formcast.grammar.emit` (the regex).
+
+The stage takes a grammar's text (and the constraints its ``rules=`` embed) and gives a
+regex of formcast's dialect. It may import the stages that write regexes
+(``formcast.schema``, ``formcast.regex``, the slot encoding of ``formcast.text``, the
+``Regex`` annotation), the automaton (to check a terminal's regex), ``formcast.errors``,
+``formcast.limits``, ``formcast.charset`` and ``formcast.graphs``; nothing of the index,
+decoding or extraction.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from formcast.annotations import Regex
 from formcast.errors import GrammarError
 from formcast.grammar.checks import check_rules
 from formcast.grammar.embed import JsonSchemaText, describe_embedding, freeze_embedding
@@ -35,7 +43,6 @@ from formcast.grammar.gbnf import parse_gbnf
 from formcast.grammar.lark import parse_lark
 from formcast.grammar.nodes import RuleSet
 from formcast.limits import DEFAULT_LIMITS, Limits
-from formcast.pattern import Regex
 from formcast.schema import Mode, pydantic_schema
 from formcast.text import FromText
 

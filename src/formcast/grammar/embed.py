@@ -24,9 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from formcast.annotations import Regex
 from formcast.errors import GrammarError
 from formcast.limits import Limits
-from formcast.pattern import Regex
 from formcast.regex import dialect
 from formcast.regex.translator import schema_to_regex
 from formcast.schema import Mode, pydantic_schema

@@ -5,7 +5,7 @@ UTF-8 bytes, not JSON-escaped. Slots are marked in the regex by control bytes
 (:data:`formcast.text.MARKER_BYTES`), so a grammar that holds a span must not itself
 read those bytes: :func:`check_no_marker_bytes` refuses, by rule and position, a
 character class, a literal or a regex that could. Spans need a grammar without
-recursion (the text is bound to the regular automaton, :mod:`formcast.bound`).
+recursion (the text is bound to the regular automaton, :mod:`formcast.automaton.bound`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import typing
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from formcast.decoding import FinishReason
+from formcast.decode.records import FinishReason
 from formcast.errors import FormcastError
 
 __all__ = ["Attempt", "ExtractionResult"]

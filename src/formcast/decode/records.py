@@ -1,37 +1,27 @@
-"""What a decoding loop needs besides the loop itself.
+"""The plain records of decoding, without torch.
 
 Its options (:class:`SamplingOptions`, :class:`LoopGuard`, :class:`FieldSteering`), what
-a row produced (:class:`Generation`), jump-forward's tokenizer (:class:`ForcedTokenizer`),
-and the boolean masks on the model's device, cached per automaton state
-(:func:`allowed_mask`). :mod:`formcast.decoding` re-exports the public names;
-:mod:`formcast.batching` runs the loop.
+a row produced (:class:`Generation`, :class:`FinishReason`) and a row's seed
+(:func:`row_seed`). The extractor's options and results read these without loading
+torch; :mod:`formcast.decode.logits` re-exports the public names and
+:mod:`formcast.decode.batching` runs the loop.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import torch
+from typing import Literal
 
 from formcast.errors import InvalidOptionError
-from formcast.guide import Cursor
-from formcast.index import TokenIndex
-from formcast.kvcache import upload
-from formcast.vocabulary import Vocabulary
 
 __all__ = [
     "FieldSteering",
     "FinishReason",
-    "ForcedTokenizer",
     "Generation",
     "LoopGuard",
     "SamplingOptions",
-    "allowed_mask",
-    "budget_restricts",
-    "model_device",
+    "row_seed",
 ]
 
 #: Why a generation ended: ``"stop"`` (the model ended the output) or ``"length"`` (the
@@ -138,90 +128,10 @@ class Generation:
         return self.text_bytes.decode("utf-8", errors="replace")
 
 
-class ForcedTokenizer:
-    """Tokenizes forced bytes the way the tokenizer would tokenize that text.
-
-    Falls back to single-byte tokens when the tokenizer's own encoding does not reproduce
-    the bytes exactly (SentencePiece prefix spaces, normalizers). Results are memoised.
-    """
-
-    def __init__(self, tokenizer: Any, vocabulary: Vocabulary) -> None:
-        self._tokenizer = tokenizer
-        self._vocabulary = vocabulary
-        self._memo: dict[bytes, list[int]] = {}
-
-    def __call__(self, forced: bytes) -> list[int]:
-        forced = _complete_utf8_prefix(forced)
-        if not forced:
-            return []
-        cached = self._memo.get(forced)
-        if cached is None:
-            cached = self._encode(forced)
-            self._memo[forced] = cached
-        return cached
-
-    def _encode(self, forced: bytes) -> list[int]:
-        table = self._vocabulary.token_bytes
-        try:
-            text = forced.decode("utf-8")
-        except UnicodeDecodeError:  # starts inside a character the last token began
-            text = None
-        if self._tokenizer is not None and text is not None:
-            ids = list(self._tokenizer.encode(text, add_special_tokens=False))
-            if b"".join(table[i] for i in ids) == forced:
-                return ids
-        singles = self._vocabulary.single_byte_tokens
-        fallback = [int(singles[b]) for b in forced]
-        return fallback if min(fallback) >= 0 else []
-
-
-def _complete_utf8_prefix(data: bytes) -> bytes:
-    """The longest prefix of ``data`` that ends on a UTF-8 character boundary."""
-    end = len(data)
-    for back in range(1, min(4, end) + 1):
-        byte = data[end - back]
-        if byte & 0xC0 != 0x80:  # a lead byte or ASCII
-            expected = 1 if byte < 0x80 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-            return data if expected <= back else data[: end - back]
-    return data
-
-
-#: Per index: the device masks, keyed ``(state, width, device, tokens_left)``;
-#: ``tokens_left`` is None for a state's full row and set only where the budget binds.
-_mask_cache: weakref.WeakKeyDictionary[
-    TokenIndex, dict[tuple[int, int, str, int | None], torch.Tensor]
-] = weakref.WeakKeyDictionary()
-
-
-def budget_restricts(cursor: Cursor, tokens_left: int | None) -> bool:
-    """Whether the budget removes any token from the cursor's current row."""
-    if tokens_left is None:
-        return False
-    return cursor.index.budget_binds(cursor.state, tokens_left)
-
-
-def allowed_mask(
-    cursor: Cursor, width: int, device: torch.device, tokens_left: int | None
-) -> torch.Tensor:
-    """The cursor's boolean mask on ``device``, cached per index: a (state, width,
-    device) seen before costs a dict lookup and no host-to-device copy. Where the budget
-    binds (the last tokens of a row), the budget-safe mask is cached under the tokens
-    left as well: at most one mask per state and count of tokens left below the state's
-    longest distance to an accepting state. A new mask is uploaded without waiting for
-    the device (see :func:`upload`). Do not modify the returned tensor."""
-    limit = tokens_left if budget_restricts(cursor, tokens_left) else None
-    per_index = _mask_cache.setdefault(cursor.index, {})
-    key = (cursor.state, width, str(device), limit)
-    mask = per_index.get(key)
-    if mask is None:
-        mask = upload(cursor.mask(width, tokens_left=limit), device)
-        per_index[key] = mask
-    return mask
-
-
-def model_device(model: Any) -> torch.device:
-    """The device of a model's parameters (``model.device`` when it has one)."""
-    device = getattr(model, "device", None)
-    if isinstance(device, torch.device):
-        return device
-    return next(model.parameters()).device  # type: ignore[no-any-return]
+def row_seed(seed: int, *parts: int) -> int:
+    """A seed for one row, derived from a call's ``seed`` and the row's place (its index,
+    its attempt): equal inputs give equal seeds, different places different streams."""
+    value = seed & 0xFFFFFFFFFFFFFFFF
+    for part in parts:
+        value = (value * 0x100000001B3 ^ (part & 0xFFFFFFFF)) & 0xFFFFFFFFFFFFFFFF
+    return value

@@ -7,7 +7,7 @@ hold a substring of the request's text that matches it::
 
 The schema stage writes the pattern as the regex of a JSON string's content (the slot's
 ``shape``, :class:`~formcast.text.TextSlot`). When a text is bound, :class:`ShapedText`
-runs the slot's :class:`~formcast.text.TextAutomaton` and the shape's automaton side by
+runs the slot's :class:`~formcast.automaton.text.TextAutomaton` and the shape's automaton side by
 side (their product): a byte is allowed where both allow it, and a value may end where
 both accept. The shape's automaton is compiled once per shape and shared by every
 request (:func:`shape_automaton`); only the pairs of states a request reaches are built.
@@ -26,7 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
-from formcast.text import TextAutomaton, TextSlot, memoized
+from formcast.automaton.text import TextAutomaton, memoized
+from formcast.text import TextSlot
 
 __all__ = ["ShapedText", "shape_automaton", "slot_automaton"]
 
@@ -56,7 +57,7 @@ def slot_automaton(
 class ShapedText:
     """The values of a text automaton that also match a shape (their product).
 
-    It offers what :class:`~formcast.bound.BoundAutomaton` reads of a text automaton:
+    It offers what :class:`~formcast.automaton.bound.BoundAutomaton` reads of a text automaton:
     ``initial``, ``row``, ``is_accepting`` and ``distance``. State ids are small ints,
     ``DEAD`` (0) the dead state.
     """

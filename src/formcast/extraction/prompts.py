@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from formcast.text import FROM_TEXT_KEYWORD
+
 __all__ = [
     "DEFAULT_INSTRUCTIONS",
     "DEFAULT_SYSTEM",
@@ -143,8 +145,6 @@ MAX_FIELD_DEPTH = 3
 MAX_EXAMPLES = 3
 #: A ``pattern`` longer than this is not shown (long patterns are rarely written by hand).
 MAX_PATTERN_SHOWN = 40
-#: The keyword marking a property whose value is copied verbatim from the input text.
-FROM_TEXT_KEYWORD = "x-formcast-from-text"
 
 _FORMAT_WORDS = {
     "date": "date YYYY-MM-DD",

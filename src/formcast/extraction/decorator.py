@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from formcast.errors import InvalidOptionError, SchemaError
-from formcast.options import ExtractOptions, check_options, read_plan
+from formcast.extraction.options import ExtractOptions, check_options, read_plan
 
 if TYPE_CHECKING:
-    # for annotations only: formcast.extractor imports this module for Extractor.function
-    from formcast.extractor import Extractor
+    # for annotations only: formcast.extraction.extractor imports this module for Extractor.function
+    from formcast.extraction.extractor import Extractor
 
 __all__ = ["Decorator", "decorator_of", "model_backed"]
 

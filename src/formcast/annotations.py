@@ -1,6 +1,15 @@
-"""``Annotated[str, Choice(names)]``: a string among many names, without a ``Literal``.
+"""The annotations users write in a model or give as an output type: :class:`Regex` and
+:class:`Choice`.
 
-A ``Literal`` of 100,000 names costs seconds in ``typing`` and pydantic before formcast
+``FromText`` (values copied from the text) lives with its slot encoding in
+:mod:`formcast.text`, and ``Grammar`` with the grammar stage in :mod:`formcast.grammar`;
+``formcast.Regex``, ``formcast.Choice``, ``formcast.FromText`` and ``formcast.Grammar``
+are these classes. This module imports nothing of formcast but its errors, so the
+grammar stage (which embeds a ``Regex``) and :mod:`formcast.constraint` (which reads
+grammars as output types) both import it without a cycle.
+
+**Choice.** ``Annotated[str, Choice(names)]`` is a string among many names, without a
+``Literal``. A ``Literal`` of 100,000 names costs seconds in ``typing`` and pydantic before formcast
 sees it (``typing`` deduplicates the values, pydantic builds a literal validator and a
 JSON Schema ``enum`` value by value). :class:`Choice` gives pydantic a plain ``str``
 with one membership check against a ``frozenset``, and writes the JSON Schema ``enum``
@@ -11,6 +20,7 @@ section on choices), at a small part of the cost.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -18,7 +28,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from formcast.errors import SchemaError
 
-__all__ = ["Choice"]
+__all__ = ["Choice", "Regex"]
 
 
 class Choice:
@@ -88,3 +98,20 @@ class Choice:
         json_schema = handler.resolve_ref_schema(handler(schema))
         json_schema["enum"] = list(self.names)
         return json_schema
+
+
+@dataclass(frozen=True)
+class Regex:
+    """Constrain the output to a regular expression (Python ``re`` syntax, full match).
+
+    The result of an extraction with a ``Regex`` output type is the matched ``str``.
+
+    >>> Regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}").pattern
+    '[0-9]{4}-[0-9]{2}-[0-9]{2}'
+    """
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, str) or not self.pattern:
+            raise SchemaError(f"expected a non-empty regex string, found {self.pattern!r}")

@@ -2,10 +2,11 @@
 record of every attempt.
 
 The extractor prepares each item (its prompt, and its cursor when the output copies from
-the text) as a :class:`Request`; :mod:`formcast.scheduler` runs it, reads each
+the text) as a :class:`Request`; :mod:`formcast.extraction.scheduler` runs it, reads each
 generation with :func:`outcome`, asks :func:`next_attempt` whether the validators'
-rejection earns it another attempt within the call's :class:`~formcast.options.Plan`, and
-:func:`to_result` turns its attempts into its :class:`~formcast.results.ExtractionResult`.
+rejection earns it another attempt within the call's
+:class:`~formcast.extraction.options.Plan`, and :func:`to_result` turns its attempts into
+its :class:`~formcast.extraction.results.ExtractionResult`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from formcast.constraint import OutputView
-from formcast.decoding import FieldSteering, Generation
+from formcast.constraint import OutputSpec
+from formcast.cursor import Cursor
+from formcast.decode.records import FieldSteering, Generation
+from formcast.decode.steering import feedback_message, field_checker
 from formcast.errors import FormcastError, OutputValidationError
-from formcast.guide import Cursor
-from formcast.options import Plan
-from formcast.results import Attempt, ExtractionResult
-from formcast.steering import feedback_message, field_checker
+from formcast.extraction.options import Plan
+from formcast.extraction.results import Attempt, ExtractionResult
 
 __all__ = [
     "Outcome",
@@ -56,7 +57,7 @@ class Outcome:
 Reprompt = Callable[[Request, str], Request]
 
 
-def steering_for(spec: OutputView, plan: Plan, spent: int) -> FieldSteering | None:
+def steering_for(spec: OutputSpec, plan: Plan, spent: int) -> FieldSteering | None:
     """How an item's field values are checked as they are written: by the output model's
     own validators, within the retries and the tokens the plan leaves it after ``spent``
     generated tokens (None: not checked, the output is not a model or field retries are

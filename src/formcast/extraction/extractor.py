@@ -11,12 +11,12 @@ constraints it has seen. It is the class behind ``formcast.extract``::
     def parse_event(email: str) -> CalendarEvent:
         \"\"\"Extract the calendar event described in the email.\"\"\"
 
-The parts it assembles live in their own modules: prompts (:mod:`formcast.prompts`), the
-records it returns (:mod:`formcast.results`), option checking (:mod:`formcast.options`),
-the attempts of validators that steer (:mod:`formcast.attempts`) and the decorator
-(:mod:`formcast.decorator`). The names this module has always exported
-(``PromptTemplate``, ``ExtractionResult``, ``Attempt``, ``describe_fields``...) are
-re-exported here.
+The parts it assembles live in their own modules: prompts
+(:mod:`formcast.extraction.prompts`), the records it returns (:mod:`formcast.extraction.results`),
+option checking (:mod:`formcast.extraction.options`), the attempts of validators that steer
+(:mod:`formcast.extraction.attempts`) and the decorator (:mod:`formcast.extraction.decorator`). The
+names this module has always exported (``PromptTemplate``, ``ExtractionResult``,
+``Attempt``, ``describe_fields``...) are re-exported here.
 """
 
 from __future__ import annotations
@@ -32,24 +32,21 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from formcast.attempts import Request
-from formcast.batching import BatchDecoder, check_budget
-from formcast.compiler import compile as compile_index
-from formcast.compiler import vocabulary_of
-from formcast.constraint import Grammar, OutputView, Regex, output_view
-from formcast.decoding import ForcedTokenizer
-from formcast.decorator import Decorator, decorator_of, model_backed
+from formcast.compiler import compile_spec, vocabulary_of
+from formcast.constraint import CompileOptions, Grammar, OutputSpec, Regex, output_spec
+from formcast.cursor import Cursor
+from formcast.decode.batching import BatchDecoder, check_budget
+from formcast.decode.forcing import ForcedTokenizer
+from formcast.decode.kvcache import SharedPrefix, common_prefix_length
 from formcast.errors import (
     ContextLengthError,
     EmptyInputError,
     InvalidOptionError,
     NoTextValueError,
 )
-from formcast.guide import Cursor
-from formcast.index import TokenIndex
-from formcast.kvcache import SharedPrefix, common_prefix_length
-from formcast.models import load_default_model, load_pretrained
-from formcast.options import (
+from formcast.extraction.attempts import Request
+from formcast.extraction.decorator import Decorator, decorator_of, model_backed
+from formcast.extraction.options import (
     BatchOptions,
     ExtractManyOptions,
     ExtractOptions,
@@ -57,7 +54,7 @@ from formcast.options import (
     read_batch_options,
     read_plan,
 )
-from formcast.prompts import (
+from formcast.extraction.prompts import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_SYSTEM,
     DEFAULT_USER,
@@ -68,8 +65,10 @@ from formcast.prompts import (
     grammar_instructions,
     with_feedback,
 )
-from formcast.results import Attempt, ExtractionResult
-from formcast.scheduler import Scheduler
+from formcast.extraction.results import Attempt, ExtractionResult
+from formcast.extraction.scheduler import Scheduler
+from formcast.index import TokenIndex
+from formcast.models import load_default_model, load_pretrained
 from formcast.schema import Mode
 from formcast.text import FromText
 
@@ -115,7 +114,7 @@ class Extractor:
             transformers ``StaticCache``) with the one-token passes run through
             ``torch.compile`` (CUDA graphs on a GPU). Off by default: on the CPU the
             compilation does not pay back (``benchmarks/throughput.py``); meant for GPUs
-            (see :func:`formcast.batching.compiled`). Needs a model whose layers all use
+            (see :func:`formcast.decode.batching.compiled`). Needs a model whose layers all use
             full attention (no sliding window): the first batch raises
             :class:`InvalidOptionError` otherwise.
     """
@@ -202,9 +201,21 @@ class Extractor:
         """The compiled index of ``output`` for this extractor's tokenizer (cached).
         ``mode``, ``whitespace`` None and ``max_recursion_depth`` left out (``...``) take
         the extractor's defaults."""
-        return compile_index(
-            output,
-            self.tokenizer,
+        return compile_spec(
+            self._read(output, mode, whitespace, from_text, max_recursion_depth), self.tokenizer
+        )
+
+    def _read(
+        self,
+        output: Any,
+        mode: Mode | None,
+        whitespace: bool | int | None,
+        from_text: FromText | bool | None,
+        max_recursion_depth: int | EllipsisType | None,
+    ) -> OutputSpec:
+        """``output`` read with these options, the extractor's defaults where they are
+        None (``...`` for ``max_recursion_depth``)."""
+        options = CompileOptions(
             mode=self.mode if mode is None else mode,
             whitespace=self.whitespace if whitespace is None else whitespace,
             max_recursion_depth=(
@@ -212,6 +223,7 @@ class Extractor:
             ),
             from_text=from_text,
         )
+        return output_spec(output, options)
 
     # -- extraction ----------------------------------------------------------------------
     @overload
@@ -226,7 +238,7 @@ class Extractor:
     def extract(self, output: Any, text: str, **options: Unpack[ExtractOptions]) -> Any:
         """Extract one value of type ``output`` from ``text``.
 
-        ``options`` are those of :class:`~formcast.options.ExtractOptions` (the guide's
+        ``options`` are those of :class:`~formcast.extraction.options.ExtractOptions` (the guide's
         options table says what each does). Fields annotated ``FromText()`` are copied
         from ``text``; ``from_text=True`` copies every plain string field.
 
@@ -359,14 +371,16 @@ class Extractor:
         return model_backed(self, fn, options)
 
     # -- internals -----------------------------------------------------------------------
-    def _compile_for(self, output: Any, options: ExtractOptions) -> TokenIndex:
-        return self.compile(
+    def _compile_for(self, output: Any, options: ExtractOptions) -> tuple[OutputSpec, TokenIndex]:
+        """``output`` read once with a call's options, and its compiled index."""
+        spec = self._read(
             output,
-            mode=options.get("mode"),
-            whitespace=options.get("whitespace"),
-            from_text=options.get("from_text"),
-            max_recursion_depth=options.get("max_recursion_depth", ...),
+            options.get("mode"),
+            options.get("whitespace"),
+            options.get("from_text"),
+            options.get("max_recursion_depth", ...),
         )
+        return spec, compile_spec(spec, self.tokenizer)
 
     def _scheduler(
         self,
@@ -385,11 +399,10 @@ class Extractor:
         """
         plan = read_plan(options, self.max_new_tokens, self.jump_forward)
         started = time.perf_counter()
-        index = self._compile_for(output, options)
+        spec, index = self._compile_for(output, options)
         compile_seconds = time.perf_counter() - started
         if not index.text_slots:  # with FromText, the fewest tokens depend on the text
             check_budget(Cursor(index), plan.budget)
-        spec = output_view(output)
         instructions = plan.instructions or _instructions(spec)
         schema = spec.json_schema
         decoder = BatchDecoder(
@@ -488,7 +501,7 @@ class Extractor:
         return list(tokenizer.encode(plain))
 
 
-def _instructions(spec: OutputView) -> str:
+def _instructions(spec: OutputSpec) -> str:
     """The default instructions of an output type: extract fields, or follow the regex or
     the grammar."""
     if spec.is_json:

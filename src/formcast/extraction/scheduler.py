@@ -1,10 +1,10 @@
-"""One call's texts through a :class:`~formcast.batching.BatchDecoder`.
+"""One call's texts through a :class:`~formcast.decode.batching.BatchDecoder`.
 
 :class:`Scheduler` reads a call's texts one per free row of the decoder, prepares each
 (its prompt, its cursor), gives it its own field steering and sampling seed, reads each
 generation as the output type, puts a text whose output the validators rejected back in
 the queue with the feedback in its prompt (ahead of the texts not read yet), and yields
-every text's :class:`~formcast.results.ExtractionResult` in input order or as it ends.
+every text's :class:`~formcast.extraction.results.ExtractionResult` in input order or as it ends.
 
 * ``batching="continuous"``: a text joins as soon as a row is free;
   ``"static"``: the decoder is filled only when every row has ended.
@@ -23,7 +23,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from formcast.attempts import (
+from formcast.constraint import OutputSpec
+from formcast.cursor import Cursor
+from formcast.decode.batching import BatchDecoder, Finished, RowRequest
+from formcast.errors import FormcastError, InvalidOptionError
+from formcast.extraction.attempts import (
     Outcome,
     Request,
     generated_tokens,
@@ -32,13 +36,9 @@ from formcast.attempts import (
     steering_for,
     to_result,
 )
-from formcast.batching import BatchDecoder, Finished, RowRequest
-from formcast.constraint import OutputView
-from formcast.errors import FormcastError, InvalidOptionError
-from formcast.guide import Cursor
+from formcast.extraction.options import Batching, Order, Plan
+from formcast.extraction.results import ExtractionResult
 from formcast.index import TokenIndex
-from formcast.options import Batching, Order, Plan
-from formcast.results import ExtractionResult
 
 __all__ = ["Prepare", "Scheduler"]
 
@@ -75,7 +75,7 @@ class Scheduler:
         decoder: BatchDecoder,
         *,
         index: TokenIndex,
-        spec: OutputView,
+        spec: OutputSpec,
         plan: Plan,
         prepare: Prepare,
         compile_seconds: float,

@@ -7,7 +7,7 @@
 
 Input: a JSON-lines file (``-`` for stdin) whose rows hold the text in ``--text-field``,
 or a folder of ``.txt`` files (one row each). Output: JSON lines in input order, each
-input row with formcast's output columns (:mod:`formcast.rows`) added; ``value`` is
+input row with formcast's output columns (:mod:`formcast.pipelines.rows`) added; ``value`` is
 written as the JSON value itself. A row's id is its ``--id-field``, else its line number
 (or its file name); rows whose id is already in the output are skipped, so an
 interrupted run resumes where it stopped. ``--ray`` runs the same job through
@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from formcast.errors import FormcastError, InvalidRowError, UserError
-from formcast.rows import (
+from formcast.pipelines.rows import (
     ERROR,
     OUTPUT_COLUMNS,
     VALUE,
@@ -39,7 +39,7 @@ from formcast.rows import (
 )
 
 if TYPE_CHECKING:  # imported when a model loads: `formcast --help` needs no torch
-    from formcast.extractor import Extractor
+    from formcast.extraction.extractor import Extractor
 
 __all__ = ["InputRow", "load_output_type", "main", "read_rows"]
 
@@ -397,7 +397,7 @@ class _Job:
 
 def _load_extractor(job: _Job) -> Extractor:
     """The job's model, with the output type and the options checked (before any row)."""
-    from formcast.extractor import Extractor
+    from formcast.extraction.extractor import Extractor
 
     if job.model is None:
         extractor = Extractor.default(device=job.device, dtype=job.dtype)
@@ -485,7 +485,7 @@ def _run_ray(
 
 def _output_row(row: InputRow, added: dict[str, Any]) -> dict[str, Any]:
     """The row as written: its fields, then the output columns with ``value`` decoded
-    (JSON lines hold nested values, see :mod:`formcast.rows`)."""
+    (JSON lines hold nested values, see :mod:`formcast.pipelines.rows`)."""
     value = added[VALUE]
     return {**row.fields, **added, VALUE: None if value is None else json.loads(value)}
 

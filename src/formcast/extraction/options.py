@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, cast
 
-from formcast.batching import row_seed
-from formcast.decoding import LoopGuard, SamplingOptions
+from formcast.decode.records import LoopGuard, SamplingOptions, row_seed
 from formcast.errors import InvalidOptionError
 from formcast.schema import Mode
 from formcast.text import FromText

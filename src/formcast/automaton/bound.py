@@ -2,16 +2,19 @@
 
 A schema with ``FromText`` values compiles, once, to an automaton whose slots are marker
 bytes (:mod:`formcast.text`). :class:`BoundAutomaton` runs that automaton and, inside
-each slot, the :class:`~formcast.text.TextAutomaton` of the request's text (crossed with
-the slot's pattern where it has one, :mod:`formcast.shapes`), as one lazily
+each slot, the :class:`~formcast.automaton.text.TextAutomaton` of the request's text (crossed with
+the slot's pattern where it has one, :mod:`formcast.automaton.shaped`), as one lazily
 built automaton: a state is a set of schema states plus a set of open slots
 ``(kind, text state, schema state waiting for the slot's end)``. Marker bytes are never
 read nor written: entering a slot, and leaving it once its value is complete, are moves
 that read nothing.
 
-It offers what :class:`~formcast.index.TokenIndex` reads of an automaton (``step``,
-``row``, ``is_accepting``, ``walk``, ``min_bytes_to_accept``), so one request's index is
-an ordinary ``TokenIndex`` over it: :meth:`formcast.index.TokenIndex.bind` builds it.
+Its table and the readers of it (``step``, ``row``, ``is_accepting``, ``walk``) are
+those of :class:`~formcast.automaton.table.TableAutomaton`, built one entry at a time
+rather than one row at a time (each entry costs a closure); with
+``min_bytes_to_accept`` that is what :class:`~formcast.index.TokenIndex` reads, so one
+request's index is an ordinary ``TokenIndex`` over it:
+:meth:`formcast.index.TokenIndex.bind` builds it.
 
 Cost: binding builds one text automaton per slot kind (linear in the text) and one
 weighted distance table of the schema's automaton (linear in its NFA); states and their
@@ -21,6 +24,7 @@ own row.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,8 +32,9 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
+from formcast.automaton.shaped import slot_automaton
+from formcast.automaton.table import UNBUILT, TableAutomaton
 from formcast.errors import InvalidOptionError, NoTextValueError
-from formcast.shapes import slot_automaton
 from formcast.text import KIND_BYTES, MARKER_BYTES, SLOT_CLOSE, SLOT_OPEN, TextSlot
 
 __all__ = ["BoundAutomaton"]
@@ -41,10 +46,9 @@ Key = tuple[tuple[int, ...], tuple[Member, ...]]
 
 _REAL = np.ones(256, dtype=bool)
 _REAL[sorted(MARKER_BYTES)] = False
-_UNBUILT = -1
 
 
-class BoundAutomaton:
+class BoundAutomaton(TableAutomaton[Key]):
     """The automaton of one request: a schema's automaton with a text in its slots.
 
     Args:
@@ -67,10 +71,11 @@ class BoundAutomaton:
         self.texts = [slot_automaton(text, slot, self.usable) for slot in self.slots]
         self._kinds = [(KIND_BYTES[k], k) for k in range(len(self.slots))]
         self._schema_rows: dict[int, IntArray] = {}
-        self._keys: list[Key] = [((), ())]
-        self._ids: dict[Key, int] = {((), ()): DEAD}
-        self._accepting: list[bool] = [False]
-        self._table = np.full((64, 256), _UNBUILT, dtype=np.int32)
+        self._lock = threading.Lock()
+        self._sets = []
+        self._ids = {}
+        self._allocate(64)
+        self._register(((), ()), False)  # DEAD
         self._table[DEAD] = DEAD
         self._costs = self._slot_costs()
         self._distances: dict[int, int] = {}
@@ -132,24 +137,16 @@ class BoundAutomaton:
         found = self._ids.get(key)
         if found is not None:
             return found
-        found = len(self._keys)
-        self._ids[key] = found
-        self._keys.append(key)
-        self._accepting.append(any(self.schema.is_accepting(s) for s in key[0]))
-        if found >= self._table.shape[0]:
-            grown = np.full((2 * self._table.shape[0], 256), _UNBUILT, dtype=np.int32)
-            grown[: self._table.shape[0]] = self._table
-            self._table = grown
-        return found
+        return self._register(key, any(self.schema.is_accepting(s) for s in key[0]))
 
     def _next(self, state: int, byte: int) -> int:
         """The state after ``byte`` (computed once, then read from the table)."""
         known = int(self._table[state, byte])
-        if known != _UNBUILT:
+        if known != UNBUILT:
             return known
         found = DEAD
         if _REAL[byte]:
-            schemas, members = self._keys[state]
+            schemas, members = self._sets[state]
             moved = [int(self._schema_row(s)[byte]) for s in schemas]
             read = [int(self.texts[kind].row(text_state)[byte]) for kind, text_state, _ in members]
             found = self._successor(members, moved, read)
@@ -170,39 +167,23 @@ class BoundAutomaton:
             return DEAD
         return self._closure(moved, live)
 
-    # -- what TokenIndex reads ------------------------------------------------------------
-    @property
-    def num_states(self) -> int:
-        return len(self._keys)
+    # -- how the table is built: one entry at a time, or a whole row -------------------
+    def _build_entries(
+        self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
+    ) -> None:
+        """Build the entries ``(states[i], data[i])`` alone (each costs a closure)."""
+        pairs = np.unique((states.astype(np.int64) << 8) | data)
+        for pair in pairs.tolist():
+            self._next(pair >> 8, pair & 0xFF)
 
-    def step(self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> IntArray:
-        """``out[i]``: the state after ``data[i]`` from ``states[i]`` (vectorized)."""
-        result: IntArray = self._table[states, data]
-        missing = result == _UNBUILT
-        if missing.any():
-            pairs = np.unique((states[missing].astype(np.int64) << 8) | data[missing])
-            for pair in pairs.tolist():
-                self._next(pair >> 8, pair & 0xFF)
-            result = self._table[states, data]
-        return result
+    def _ensure_row(self, state: int) -> None:
+        if bool((self._table[state] == UNBUILT).any()):
+            self._build_row(state)
 
-    @property
-    def table(self) -> IntArray:
-        """The transitions built so far, ``(capacity, 256)`` int32, :data:`_UNBUILT` where
-        not built yet (read-only by contract; what the C trie walk reads)."""
-        return self._table
-
-    def row(self, state: int) -> IntArray:
-        """The 256 transitions of ``state`` (a fresh array)."""
-        if bool((self._table[state] == _UNBUILT).any()):
-            self._fill_row(state)
-        row: IntArray = self._table[state].copy()
-        return row
-
-    def _fill_row(self, state: int) -> None:
+    def _build_row(self, state: int) -> None:
         """Every transition of ``state`` at once: bytes that move each part of the state
         to the same places share one closure (a handful per row, not 256)."""
-        schemas, members = self._keys[state]
+        schemas, members = self._sets[state]
         columns = [self._schema_row(s) for s in schemas]
         columns += [self.texts[kind].row(text_state) for kind, text_state, _ in members]
         targets = np.zeros(256, dtype=np.int32)
@@ -221,23 +202,6 @@ class BoundAutomaton:
             )
             targets = found[inverse.reshape(-1)]
         self._table[state] = targets  # after the closures, which may grow the table
-
-    def is_accepting(self, state: int) -> bool:
-        return self._accepting[state]
-
-    def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
-        return np.flatnonzero(self.row(state)).astype(np.uint8)
-
-    def walk(self, data: bytes, state: int | None = None) -> int:
-        current = self.initial if state is None else state
-        for byte in data:
-            if current == DEAD:
-                return DEAD
-            current = self._next(current, byte)
-        return current
-
-    def matches(self, data: bytes) -> bool:
-        return self.is_accepting(self.walk(data))
 
     # -- distances ----------------------------------------------------------------------
     def _slot_costs(self) -> npt.NDArray[np.int64]:
@@ -266,7 +230,7 @@ class BoundAutomaton:
         return found
 
     def _distance(self, state: int) -> int:
-        schemas, members = self._keys[state]
+        schemas, members = self._sets[state]
         best = UNREACHABLE
         for s in schemas:
             best = min(best, self.schema.min_bytes_to_accept(s, costs=self._costs))

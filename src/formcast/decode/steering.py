@@ -1,7 +1,7 @@
 """What the decoding loop knows about the text a row emitted: the loop guard's counts and
 the field-level validation of a Pydantic output. Pure Python (no torch).
 
-* :class:`RowText` reads a row's bytes as JSON as they come (:mod:`formcast.jsonscan`)
+* :class:`RowText` reads a row's bytes as JSON as they come (:mod:`formcast.decode.jsonscan`)
   and keeps, for the JSON string being written, the counts the loop guard needs
   (:class:`RepeatCounter`).
 * :class:`FieldSteer` decides, when a top-level value closes, whether it is rejected,
@@ -20,7 +20,7 @@ from typing import Any
 
 import pydantic
 
-from formcast.jsonscan import JsonScanner, Member
+from formcast.decode.jsonscan import JsonScanner, Member
 
 __all__ = ["FieldSteer", "RepeatCounter", "RowText", "feedback_message", "field_checker"]
 

@@ -1,4 +1,4 @@
-"""The columns a data pipeline adds to each row: shared by :mod:`formcast.cli` and
+"""The columns a data pipeline adds to each row: shared by :mod:`formcast.pipelines.cli` and
 :mod:`formcast.ray`, so that both write the same ones.
 
 A row goes in with a text (and any other fields, which are kept) and comes out with:
@@ -35,8 +35,8 @@ from typing_extensions import Unpack
 from formcast.errors import ExtractionRuntimeError, InvalidOptionError, UserError
 
 if TYPE_CHECKING:  # not at run time: the command line starts without torch
-    from formcast.extractor import ExtractionResult, Extractor
-    from formcast.options import ExtractOptions
+    from formcast.extraction.extractor import ExtractionResult, Extractor
+    from formcast.extraction.options import ExtractOptions
 
 __all__ = [
     "ERROR",

@@ -1,12 +1,12 @@
 """A KV cache of fixed shape for compiled decoding: ``capacity`` slots, a fixed width.
 
-:class:`SlotCache` keeps the rows of a :class:`~formcast.batching.BatchDecoder` in the
+:class:`SlotCache` keeps the rows of a :class:`~formcast.decode.batching.BatchDecoder` in the
 preallocated buffers of a transformers ``StaticCache`` (``[capacity, heads, width,
 head_dim]`` per layer, fixed addresses). Every decoding pass feeds all ``capacity``
 slots, so the model always sees the same shapes: a compiled forward pass
 (``torch.compile``, CUDA graphs on a GPU) is traced once and replayed at every step.
 
-The column layout is :class:`~formcast.kvcache.RowCache`'s: columns are shared by all
+The column layout is :class:`~formcast.decode.kvcache.RowCache`'s: columns are shared by all
 slots, a pass appends the same columns to every slot (at ``used``), the attention mask
 says which columns each slot sees and position ids number each row's own tokens. What
 differs is how rows come and go, without changing any shape:
@@ -33,8 +33,8 @@ from typing import Any, Protocol, cast
 import torch
 from transformers.cache_utils import StaticCache, StaticLayer
 
+from formcast.decode.kvcache import RowCache, upload
 from formcast.errors import InvalidOptionError
-from formcast.kvcache import RowCache, upload
 
 __all__ = ["SlotCache", "static_width"]
 

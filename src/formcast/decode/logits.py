@@ -1,8 +1,8 @@
 """The masked generation loop's parts, :func:`generate`, and a transformers ``LogitsProcessor``.
 
 :func:`generate` runs a causal language model with its KV cache over a batch of prompts,
-one :class:`~formcast.guide.Cursor` per row (the loop itself is
-:class:`formcast.batching.BatchDecoder`, which also lets rows join as others end):
+one :class:`~formcast.cursor.Cursor` per row (the loop itself is
+:class:`formcast.decode.batching.BatchDecoder`, which also lets rows join as others end):
 
 * every step, each row's logits are masked to the tokens its cursor allows (banned
   tokens at ``-inf``; embedding-padding ids always banned; EOS only where the output is
@@ -36,20 +36,21 @@ from typing import Any
 
 import torch
 
-from formcast.batching import BatchDecoder, RowRequest, row_seed
-from formcast.errors import InvalidOptionError
-from formcast.generation import (
+from formcast.cursor import Cursor
+from formcast.decode.batching import BatchDecoder, RowRequest
+from formcast.decode.forcing import ForcedTokenizer
+from formcast.decode.kvcache import SharedPrefix
+from formcast.decode.masks import allowed_mask
+from formcast.decode.records import (
     FieldSteering,
     FinishReason,
-    ForcedTokenizer,
     Generation,
     LoopGuard,
     SamplingOptions,
-    allowed_mask,
+    row_seed,
 )
-from formcast.guide import Cursor
+from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
-from formcast.kvcache import SharedPrefix
 
 __all__ = [
     "FieldSteering",
@@ -78,7 +79,7 @@ def generate(
 ) -> list[Generation]:
     """Constrained generation for a batch of tokenized prompts, one cursor each.
 
-    All rows run together in one :class:`~formcast.batching.BatchDecoder` (a static
+    All rows run together in one :class:`~formcast.decode.batching.BatchDecoder` (a static
     batch); use the decoder itself to let rows join as others end.
 
     Args:
@@ -97,7 +98,7 @@ def generate(
             (off when None).
         steering: one :class:`FieldSteering` (or None) per prompt: field-level validation
             with rollback of the top-level values of a JSON object output.
-        prefix: a :class:`~formcast.kvcache.SharedPrefix` whose keys and values stand for
+        prefix: a :class:`~formcast.decode.kvcache.SharedPrefix` whose keys and values stand for
             the leading tokens the prompts share with it (computed once).
 
     Returns:

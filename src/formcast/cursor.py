@@ -84,7 +84,7 @@ class Cursor:
 
         ``width`` is the logits' width (defaults to the vocabulary size); ids at or beyond
         the vocabulary size are always False. Cost: one tensor allocation per call; the
-        decoding loop in :mod:`formcast.decoding` caches masks per state instead.
+        decoding loop in :mod:`formcast.decode.logits` caches masks per state instead.
         """
         import torch
 

@@ -7,13 +7,13 @@ others, chooses one token per row and returns the rows that finished, whose plac
 caller may fill at once. So a short output never waits for a long one, and the batch
 stays full while there is work. Greedy outputs are those of each row decoded alone (up
 to float noise in exact ties): each row sees only its own tokens, at its own positions
-(:mod:`formcast.kvcache`).
+(:mod:`formcast.decode.kvcache`).
 
-Per row, as in :func:`formcast.decoding.generate`: the constraint's mask (budget-safe
+Per row, as in :func:`formcast.decode.logits.generate`: the constraint's mask (budget-safe
 near the end), jump-forward of forced bytes, the loop guard, field-level steering with
 rollback. Rows may use different constraints, texts (``FromText``) and output types.
 
-With a :class:`~formcast.kvcache.SharedPrefix`, the leading tokens a prompt shares with
+With a :class:`~formcast.decode.kvcache.SharedPrefix`, the leading tokens a prompt shares with
 it (compared id by id) are not prefilled: their keys and values, computed once, are
 copied into the row.
 
@@ -28,9 +28,9 @@ what follows it is the next step's input and cannot overlap: advancing the curso
 jump-forward, judging closed fields (a rollback), the bookkeeping of rows that end
 (device copies, queued without a read). On the CPU all of this runs in order and costs
 nothing extra. With ``compile=True`` the running rows live in a
-:class:`~formcast.slotcache.SlotCache`, so every one-token pass has the same shapes.
+:class:`~formcast.decode.slotcache.SlotCache`, so every one-token pass has the same shapes.
 
-torch is imported here; :mod:`formcast.decoding` builds on this module.
+torch is imported here; :mod:`formcast.decode.logits` builds on this module.
 """
 
 from __future__ import annotations
@@ -44,25 +44,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from formcast.errors import ExtractionRuntimeError, InvalidOptionError
-from formcast.generation import (
+from formcast.automaton import UNREACHABLE
+from formcast.cursor import Cursor
+from formcast.decode.forcing import ForcedTokenizer
+from formcast.decode.jsonscan import Member
+from formcast.decode.kvcache import RowCache, SharedPrefix, upload
+from formcast.decode.masks import allowed_mask, budget_restricts, model_device
+from formcast.decode.records import (
     FieldSteering,
-    ForcedTokenizer,
     Generation,
     LoopGuard,
     SamplingOptions,
-    allowed_mask,
-    budget_restricts,
-    model_device,
 )
-from formcast.guide import Cursor
-from formcast.index import UNREACHABLE
-from formcast.jsonscan import Member
-from formcast.kvcache import RowCache, SharedPrefix, upload
-from formcast.slotcache import SlotCache, static_width
-from formcast.steering import FieldSteer, RowText
+from formcast.decode.slotcache import SlotCache, static_width
+from formcast.decode.steering import FieldSteer, RowText
+from formcast.errors import ExtractionRuntimeError, InvalidOptionError
 
-__all__ = ["BatchDecoder", "Finished", "RowRequest", "check_budget", "compiled", "row_seed"]
+__all__ = ["BatchDecoder", "Finished", "RowRequest", "check_budget", "compiled"]
 
 #: A prefill group may hold this share of padding tokens at most (rows of similar
 #: prompt lengths are prefilled together; padding costs as much as a real token).
@@ -100,15 +98,6 @@ class Finished:
 
     key: Any
     generation: Generation
-
-
-def row_seed(seed: int, *parts: int) -> int:
-    """A seed for one row, derived from a call's ``seed`` and the row's place (its index,
-    its attempt): equal inputs give equal seeds, different places different streams."""
-    value = seed & 0xFFFFFFFFFFFFFFFF
-    for part in parts:
-        value = (value * 0x100000001B3 ^ (part & 0xFFFFFFFF)) & 0xFFFFFFFFFFFFFFFF
-    return value
 
 
 @dataclass
@@ -149,7 +138,7 @@ class BatchDecoder:
         prefix: the prompt prefix whose KV is computed once and copied into each row
             whose prompt starts with (some of) its token ids; None to prefill whole
             prompts.
-        compile: keep the running rows in a :class:`~formcast.slotcache.SlotCache` (a
+        compile: keep the running rows in a :class:`~formcast.decode.slotcache.SlotCache` (a
             transformers ``StaticCache`` of ``capacity`` rows) and run their one-token
             decoding passes through ``torch.compile`` (see :func:`compiled`); prefills
             and passes that feed forced tokens run uncompiled.
@@ -454,7 +443,7 @@ def compiled(model: Any) -> Any:
     when the model is on a GPU), made once per model and kept while the model lives, so
     every decoder over it shares the compiled graphs.
 
-    It runs the decoding passes over a :class:`~formcast.slotcache.SlotCache`, whose
+    It runs the decoding passes over a :class:`~formcast.decode.slotcache.SlotCache`, whose
     shapes are fixed: one graph per (capacity, cache width), traced on first use.
     Cost: the first pass of each shape compiles (a minute or more on a CPU). Measured on
     the shared 2-core CPU of ``benchmarks/README.md`` it does not pay back, hence off by

@@ -1,0 +1,59 @@
+"""The boolean masks on the model's device, cached per automaton state.
+
+:func:`allowed_mask` uploads a cursor's row once per (state, width, device) and reuses
+it; :func:`budget_restricts` tells whether the token budget narrows a row;
+:func:`model_device` finds where a model's parameters live.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+from formcast.cursor import Cursor
+from formcast.decode.kvcache import upload
+from formcast.index import TokenIndex
+
+__all__ = ["allowed_mask", "budget_restricts", "model_device"]
+
+#: Per index: the device masks, keyed ``(state, width, device, tokens_left)``;
+#: ``tokens_left`` is None for a state's full row and set only where the budget binds.
+_mask_cache: weakref.WeakKeyDictionary[
+    TokenIndex, dict[tuple[int, int, str, int | None], torch.Tensor]
+] = weakref.WeakKeyDictionary()
+
+
+def budget_restricts(cursor: Cursor, tokens_left: int | None) -> bool:
+    """Whether the budget removes any token from the cursor's current row."""
+    if tokens_left is None:
+        return False
+    return cursor.index.budget_binds(cursor.state, tokens_left)
+
+
+def allowed_mask(
+    cursor: Cursor, width: int, device: torch.device, tokens_left: int | None
+) -> torch.Tensor:
+    """The cursor's boolean mask on ``device``, cached per index: a (state, width,
+    device) seen before costs a dict lookup and no host-to-device copy. Where the budget
+    binds (the last tokens of a row), the budget-safe mask is cached under the tokens
+    left as well: at most one mask per state and count of tokens left below the state's
+    longest distance to an accepting state. A new mask is uploaded without waiting for
+    the device (see :func:`upload`). Do not modify the returned tensor."""
+    limit = tokens_left if budget_restricts(cursor, tokens_left) else None
+    per_index = _mask_cache.setdefault(cursor.index, {})
+    key = (cursor.state, width, str(device), limit)
+    mask = per_index.get(key)
+    if mask is None:
+        mask = upload(cursor.mask(width, tokens_left=limit), device)
+        per_index[key] = mask
+    return mask
+
+
+def model_device(model: Any) -> torch.device:
+    """The device of a model's parameters (``model.device`` when it has one)."""
+    device = getattr(model, "device", None)
+    if isinstance(device, torch.device):
+        return device
+    return next(model.parameters()).device  # type: ignore[no-any-return]
