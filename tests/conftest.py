@@ -134,7 +134,7 @@ def maskbench_dir() -> Path:
 @dataclass(frozen=True)
 class RayCluster:
     """The tests' local Ray cluster and the files its workers' test hooks use
-    (``tests/ray_support.py``)."""
+    (``tests/support/ray_support.py``)."""
 
     compile_log: Path  # a line per constraint compiled in a worker: the worker's pid
     crash_flag: Path  # holds a text: the first worker to extract from it exits
@@ -144,15 +144,15 @@ class RayCluster:
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
     """One local Ray cluster for the whole session (starting one takes 10-20 s).
 
-    Its workers import this tree's formcast and ``tests/ray_support.py``, run
-    ``ray_support.setup_worker`` first, and have the disk cache of compiled constraints
+    Its workers import this tree's formcast and ``tests/support/ray_support.py``, run
+    ``support.ray_support.setup_worker`` first, and have the disk cache of compiled constraints
     off, so that a worker that needs a constraint must compile it (and is counted).
     """
     if importlib.util.find_spec("ray") is None:
         pytest.skip('ray is not installed: pip install "formcast[ray]"')
     import ray
 
-    import ray_support
+    from support import ray_support
 
     folder = tmp_path_factory.mktemp("ray")
     cluster = RayCluster(folder / "compiles.log", folder / "crash.flag")
@@ -171,7 +171,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
                 ray_support.COMPILE_LOG_ENV: str(cluster.compile_log),
                 ray_support.CRASH_FLAG_ENV: str(cluster.crash_flag),
             },
-            "worker_process_setup_hook": "ray_support.setup_worker",
+            "worker_process_setup_hook": "support.ray_support.setup_worker",
         },
     )
     try:

@@ -32,7 +32,7 @@ from formcast.errors import InvalidOptionError, SchemaError
 from formcast.regex.translator import schema_to_regex
 from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import Vocabulary
-from index_oracle import brute_force_row, index_row
+from support.index_oracle import brute_force_row, index_row
 from test_properties import RandomLogitsModel  # (transformers-cfg installs a package named tests)
 
 ALL_BYTES = np.ones(256, dtype=bool)

@@ -14,7 +14,7 @@ from formcast.automaton import DEAD, LazyAutomaton
 from formcast.errors import InvalidOptionError, TokenNotAllowedError
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
-from index_oracle import brute_force_row, index_row
+from support.index_oracle import brute_force_row, index_row
 
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 PATTERNS = [

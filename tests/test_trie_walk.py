@@ -16,7 +16,7 @@ import pytest
 from formcast.automaton import DEAD, LazyAutomaton, compile_automaton
 from formcast.index import TokenIndex, native_walk
 from formcast.vocabulary import Vocabulary
-from index_oracle import brute_force_row, index_row, walk_rows_randomly
+from support.index_oracle import brute_force_row, index_row, walk_rows_randomly
 
 pytestmark = pytest.mark.skipif(native_walk is None, reason="formcast._trie_walk was not built")
 

@@ -23,7 +23,7 @@ from formcast.constraint import DEFAULT_COMPILE_OPTIONS, CompileOptions, OutputS
 from formcast.errors import SchemaError
 from formcast.extraction.prompts import MAX_GRAMMAR_SHOWN, grammar_instructions
 from formcast.vocabulary import Vocabulary
-from generate_support import sample_under_processor
+from support.generate_support import sample_under_processor
 
 CODE = Grammar(
     """

@@ -19,7 +19,7 @@ import formcast
 from formcast.automaton import DEAD, PushdownAutomaton
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
-from index_oracle import brute_force_row, index_row, walk_rows_randomly
+from support.index_oracle import brute_force_row, index_row, walk_rows_randomly
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "grammars"
 SHARED_NAMES = ["balanced_parentheses", "arithmetic", "json", "PDDL/depot", "SMILES/generic"]

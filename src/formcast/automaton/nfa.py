@@ -9,7 +9,7 @@ arrays. Ids from :data:`VIRTUAL_BASE` on are *virtual*: they number the copies o
 counted repeats and subroutine calls made into a :class:`Block`, and their edges are
 derived on demand from the block's template.
 
-Invariants (construction keeps them; ``tests/automaton_invariants.py`` checks them):
+Invariants (construction keeps them; ``tests/support/automaton_invariants.py`` checks them):
 
 * every byte and epsilon edge in the arrays leaves a concrete state and enters a
   concrete state or a virtual one inside some block's copies; byte ranges are

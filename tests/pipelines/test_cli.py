@@ -20,9 +20,9 @@ from click.testing import CliRunner, Result
 import formcast
 from formcast.pipelines.cli import load_output_type, main
 from formcast.pipelines.rows import OUTPUT_COLUMNS
-from ray_support import Item
+from support.ray_support import Item
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str | Path, stdin: str | None = None) -> Result:
@@ -33,7 +33,7 @@ def extract_args(model_dir: Path, source: Path | str, out: Path, *extra: str) ->
     return [
         "extract",
         "--output-type",
-        "ray_support:Item",
+        "support.ray_support:Item",
         "--input",
         source,
         "--output",
@@ -247,7 +247,7 @@ def test_help_starts_without_loading_torch() -> None:
     [
         ("Receipt", "expected module:Class"),
         ("no_such_module_here:Receipt", "expected an importable module 'no_such_module_here'"),
-        ("ray_support:Receipt", "expected 'ray_support' to define 'Receipt'"),
+        ("support.ray_support:Receipt", "expected 'support.ray_support' to define 'Receipt'"),
         ("missing.schema.json", "expected a JSON Schema file"),
     ],
 )
@@ -308,7 +308,14 @@ def test_the_installed_command_on_the_default_model(default_extractor: Any, tmp_
     out = tmp_path / "out.jsonl"
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "formcast", "extract", "--output-type", "ray_support:Item"),
+            *(
+                sys.executable,
+                "-m",
+                "formcast",
+                "extract",
+                "--output-type",
+                "support.ray_support:Item",
+            ),
             *("--input", str(source), "--output", str(out), "--max-new-tokens", "48"),
         ],
         cwd=ROOT / "tests",

@@ -35,7 +35,7 @@ from reference.fsm import ByteFSM, compile_regex
 
 pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
 
-MASKBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "maskbench"
+MASKBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "maskbench"
 
 JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"

@@ -1,4 +1,4 @@
-"""The NFA invariants that keep virtual copies correct (tests/automaton_invariants.py):
+"""The NFA invariants that keep virtual copies correct (tests/support/automaton_invariants.py):
 they hold for every pattern the automaton tests compile, for random patterns, and for
 schema regexes; and each check catches an NFA broken in its own way."""
 
@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from test_automaton import _LONG_GROUP, CALL_CASES, PATTERNS, random_regexes
 
-from automaton_invariants import check_names, violations
 from formcast.automaton.nfa import VIRTUAL_BASE, Nfa
 from formcast.automaton.parse import build_nfa
 from formcast.errors import SchemaError
 from formcast.limits import Limits
-from test_automaton import _LONG_GROUP, CALL_CASES, PATTERNS, random_regexes
+from support.automaton_invariants import check_names, violations
 
-MASKBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "maskbench"
+MASKBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "maskbench"
 
 NESTED_REPEATS = [
     r'\[(?:"[a-z]{0,32767}",){0,99}\]',
@@ -231,6 +231,6 @@ def test_each_check_catches_its_broken_nfa(
 
 
 def test_every_check_has_a_broken_nfa() -> None:
-    from automaton_invariants import CHECKS
+    from support.automaton_invariants import CHECKS
 
     assert {check for check, _, _ in BREAKS} == set(CHECKS)

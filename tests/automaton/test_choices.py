@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import formcast
-from automaton_invariants import violations
 from formcast.automaton import LazyAutomaton, choices, parse
 from formcast.automaton.choices import (
     CHOICE_MIN_WORDS,
@@ -31,7 +30,8 @@ from formcast.automaton.choices import (
 from formcast.limits import DEFAULT_LIMITS
 from formcast.regex.dialect import escape_literal, string_choice, trie
 from formcast.regex.translator import schema_to_regex
-from index_oracle import brute_force_row, index_row
+from support.automaton_invariants import violations
+from support.index_oracle import brute_force_row, index_row
 
 
 @pytest.fixture(scope="module")

@@ -18,13 +18,13 @@ from click.testing import CliRunner
 from pydantic import field_validator
 
 import formcast
-from decoding_cases import ASSISTANT, Node, nested_node_text
 from formcast.automaton import LazyAutomaton, PushdownAutomaton
 from formcast.decode.logits import ForcedTokenizer, generate
 from formcast.extraction.extractor import Extractor
 from formcast.pipelines.cli import main
-from generate_support import sample_under_processor
-from scripted_model import ScriptedModel, following
+from support.decoding_cases import ASSISTANT, Node, nested_node_text
+from support.generate_support import sample_under_processor
+from support.scripted_model import ScriptedModel, following
 
 DEEP = nested_node_text(6)
 """Six levels below the root: deeper than ``max_recursion_depth=3`` allows."""
@@ -137,7 +137,7 @@ def test_the_command_line_extracts_a_recursive_type(
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps({"text": f"tree {n}"}) + "\n" for n in range(2)))
     out = tmp_path / "out.jsonl"
-    args = ["extract", "--output-type", "decoding_cases:Node", "--input", source]
+    args = ["extract", "--output-type", "support.decoding_cases:Node", "--input", source]
     args += ["--output", out, "--model", tiny_model_dir, "--max-new-tokens", "24"]
     result = CliRunner().invoke(main, [str(a) for a in [*args, "--no-progress"]])
     assert result.exit_code == 0, result.output

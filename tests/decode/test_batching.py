@@ -18,7 +18,6 @@ import pytest
 import torch
 from pydantic import BaseModel, Field
 
-from decoding_cases import ASSISTANT, DMY, EVENT, ISO, NAME, RECEIPT, Event
 from formcast import FromText
 from formcast.automaton import LazyAutomaton
 from formcast.compiler import compile as compile_index
@@ -36,7 +35,8 @@ from formcast.errors import InvalidOptionError
 from formcast.extraction.extractor import Extractor
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
-from scripted_model import ScriptedModel, following
+from support.decoding_cases import ASSISTANT, DMY, EVENT, ISO, NAME, RECEIPT, Event
+from support.scripted_model import ScriptedModel, following
 
 SHARED = "You read texts and answer in JSON. Fields: company, total, paid.\nText:\n"
 TEXTS = [

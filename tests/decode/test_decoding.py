@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from decoding_cases import JSON_STRING, RECEIPT
 from formcast.automaton import LazyAutomaton
 from formcast.decode.logits import (
     ForcedTokenizer,
@@ -17,7 +16,8 @@ from formcast.decode.logits import (
 from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
-from generate_support import sample_under_processor
+from support.decoding_cases import JSON_STRING, RECEIPT
+from support.generate_support import sample_under_processor
 
 
 @pytest.fixture(scope="module")

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from formcast import InvalidOptionError
-from ray_support import CRASHED_SUFFIX, Item, compile_here
+from support.ray_support import CRASHED_SUFFIX, Item, compile_here
 
 needs_ray = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None,
     reason='ray is not installed: pip install "formcast[ray]"',
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_COLUMNS = ["value", "error", "finish_reason", "prompt_tokens", "generated_tokens"]
 
 

@@ -17,7 +17,6 @@ import pytest
 import torch
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from decoding_cases import ASSISTANT, DMY, EVENT, ISO, JSON_STRING, NAME, Event
 from formcast.automaton import LazyAutomaton
 from formcast.decode.jsonscan import JsonScanner
 from formcast.decode.logits import FieldSteering, ForcedTokenizer, LoopGuard, generate
@@ -27,7 +26,8 @@ from formcast.extraction.extractor import Extractor
 from formcast.index import TokenIndex
 from formcast.text import FromText
 from formcast.vocabulary import Vocabulary
-from scripted_model import ScriptedModel, following
+from support.decoding_cases import ASSISTANT, DMY, EVENT, ISO, JSON_STRING, NAME, Event
+from support.scripted_model import ScriptedModel, following
 
 CHUNK = "DOMINOS.COM.MY/"
 LOOP = '{"name":"' + CHUNK * 40 + '"}'

@@ -217,7 +217,7 @@ def test_option_of_the_wrong_type_is_an_error(
 
 def test_known_options_are_the_typed_options_and_the_guides_table() -> None:
     assert not ExtractOptions.__required_keys__  # every option may be left out
-    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    guide = (Path(__file__).parents[2] / "docs" / "guide.md").read_text(encoding="utf-8")
     table = guide.split("| option | type | default | meaning |", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"^\| `(\w+)` \|", table, flags=re.MULTILINE)) == KNOWN_OPTIONS
 
