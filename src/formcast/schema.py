@@ -27,6 +27,7 @@ kilobytes). :class:`References` walks the document once on construction.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import enum
 import itertools
 import json
@@ -46,7 +47,8 @@ from pydantic_core import core_schema
 
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.regex.dialect import NUMBER
-from formcast.regex.formats import PYDANTIC_FORMS, url_regex
+from formcast.regex.formats import PYDANTIC_FORMS, STRING_FORMATS, url_regex
+from formcast.regex.more_formats import PAYMENT_CARD_REGEX, byte_size_regex, date_range_regex
 from formcast.regex.numbers import int_range
 
 __all__ = [
@@ -343,7 +345,49 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         return branches[0] if len(branches) == 1 else {"anyOf": branches}
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
+        relative = schema.get("now_op")
+        if relative is not None:
+            form = self._moment(schema, "date-time") or {"pattern": STRING_FORMATS["date-time"]}
+            time = str(form["pattern"]).removeprefix("^(?:").removesuffix(")$")
+            time = time[time.index("T") :]
+            return _relative_days(relative, time)
         return self._moment(schema, "date-time") or super().datetime_schema(schema)
+
+    def date_schema(self, schema: core_schema.DateSchema) -> JsonSchemaValue:
+        relative = schema.get("now_op")
+        if relative is not None:
+            return _relative_days(relative, "")
+        return super().date_schema(schema)
+
+    def function_after_schema(
+        self, schema: core_schema.AfterValidatorFunctionSchema
+    ) -> JsonSchemaValue:
+        owner = getattr(schema["function"]["function"], "__self__", None)
+        if owner is pydantic.PaymentCardNumber:
+            return {"type": "string", "pattern": _anchored(PAYMENT_CARD_REGEX)}
+        if owner is pydantic.ByteSize:
+            text = {"type": "string", "pattern": _anchored(byte_size_regex())}
+            return {"anyOf": [text, {"type": "integer", "minimum": 0}]}
+        return super().function_after_schema(schema)
+
+    def generate_inner(self, schema: Any) -> JsonSchemaValue:
+        if schema.get("type") == "function-plain":
+            function = schema["function"]["function"]
+            if getattr(function, "__module__", "") == "pydantic._internal._validators" and (
+                getattr(function, "__name__", "") == "import_string"
+            ):
+                # not every string names an importable object: refused by name and pointer
+                return {"type": "string", "format": "import-string"}
+        return super().generate_inner(schema)
+
+    def multi_host_url_schema(self, schema: core_schema.MultiHostUrlSchema) -> JsonSchemaValue:
+        json_schema = super().multi_host_url_schema(schema)
+        schemes = schema.get("allowed_schemes")
+        if json_schema.get("format") == "multi-host-uri":
+            del json_schema["format"]
+            chosen = [s.lower() for s in schemes] if schemes else None
+            json_schema["pattern"] = _anchored(url_regex(chosen))
+        return json_schema
 
     def time_schema(self, schema: core_schema.TimeSchema) -> JsonSchemaValue:
         return self._moment(schema, "time") or super().time_schema(schema)
@@ -399,6 +443,30 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         else:
             return json_schema
         return {**json_schema, "enum": arrays}
+
+
+_RELATIVE_MARGIN = dt.timedelta(days=2)
+"""How far from the compile day a past or future date keeps: Pydantic compares with the
+day (or moment) of validating, in its own time zone, so values within a day or two of
+the compile day are left out."""
+
+
+def _relative_days(relative: str, time: str) -> JsonSchemaValue:
+    """``PastDate``/``FutureDate`` (``time`` empty) or their datetime forms (``time``: the
+    regex of ``T`` and the time): dates up to two days before the compile day, or from
+    two days after it. The day is written in the schema, so the cache keys of indexes
+    compiled on other days differ; an index is valid on its compile day (and a
+    ``FutureDate`` one until two days later)."""
+    today = dt.date.today()
+    if relative == "past":
+        days = date_range_regex(None, today - _RELATIVE_MARGIN)
+    else:
+        days = date_range_regex(today + _RELATIVE_MARGIN, None)
+    return {
+        "type": "string",
+        "pattern": _anchored(f"(?:{days}){time}"),
+        "$comment": f"formcast: {relative} dates relative to the compile day {today.isoformat()}",
+    }
 
 
 def pydantic_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:

@@ -123,9 +123,14 @@ UNSUPPORTED: list[Unsupported] = [
 test_unsupported_keywords = unsupported_tests(UNSUPPORTED)
 
 
-def test_unknown_format_warns_in_generation_mode() -> None:
-    with pytest.warns(UnknownFormatWarning, match="unknown format 'color' at /"):
-        regex = schema_to_regex({"type": "string", "format": "color"})
+def test_unknown_format_is_refused_in_generation_mode() -> None:
+    with pytest.raises(UnsupportedSchemaError, match="unknown format 'color'") as info:
+        schema_to_regex({"type": "string", "format": "color"})
+    assert (info.value.keyword, info.value.pointer) == ("format", "/")
+
+
+def test_unknown_format_is_any_string_when_the_schema_says_so() -> None:
+    regex = schema_to_regex({"type": "string", "format": "color", "x-formcast-any-string": True})
     assert fullmatch(regex, '"anything"')
 
 

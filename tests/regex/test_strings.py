@@ -41,9 +41,7 @@ CASES: list[Case] = [
 test_hand_written_cases, test_samples_are_valid = case_tests(CASES)
 
 
-UNSUPPORTED: list[Unsupported] = [
-    ({"type": "string", "format": "date", "pattern": "^2"}, "pattern", "/", "generation"),
-]
+UNSUPPORTED: list[Unsupported] = []
 
 
 test_unsupported_keywords = unsupported_tests(UNSUPPORTED)

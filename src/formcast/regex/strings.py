@@ -34,8 +34,13 @@ from formcast.regex.formats import (
     FREE_STRING_FORMATS,
     SPEC_STRING_FORMATS,
     STRING_FORMATS,
-    format_length,
     format_length_of,
+)
+from formcast.regex.more_formats import (
+    DECODED_FORMATS,
+    GENERATION_FORMATS,
+    JSON_SCHEMA_FORMATS,
+    SPELLED_FORMATS,
 )
 from formcast.regex.parts import Never, Part, Result, TooLarge
 from formcast.regex.patterns import (
@@ -108,18 +113,31 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
         return Never("maxLength", length_pointer["maxLength"], "maxLength is below minLength")
     known: list[tuple[str, str]] = []
     for name, pointer in formats:
-        if name in STRING_FORMATS or format_regex(name, 0, None, t.mode):
+        if known_format(name, t.mode) is not None:
             known.append((name, pointer))
         elif not (name in FREE_STRING_FORMATS and t.mode == "generation"):
-            unknown_format(name, pointer, t.mode, t.formats_asserted)
+            any_string = any(part.schema.get(ANY_STRING_KEYWORD) is True for part in flat)
+            unknown_format(name, pointer, t.mode, t.formats_asserted, any_string)
+    json_content = _json_content(t, flat)
+    if json_content is not None:
+        if known or patterns or negated or low > 0 or high is not None:
+            raise UnsupportedSchemaError(
+                "contentSchema", json_content[1], "JSON text in a string takes no other keyword"
+            )
+        return _json_string(t, *json_content)
     if len(known) > 1:
         raise UnsupportedSchemaError(
             "format", known[1][1], "several different formats cannot be combined"
         )
     if known and (patterns or negated):
-        raise UnsupportedSchemaError(
-            "pattern", (patterns or negated)[0][1], "a pattern cannot be combined with a format"
+        # the format's regex over the decoded string, crossed with the patterns as one
+        name, pointer = known[0]
+        decoded = DECODED_FORMATS.get(name) or (
+            format_regex(name, 0, None, t.mode) or known_format(name, t.mode)
         )
+        if not patterns or not _patterns_within(t, patterns, f"^(?:{decoded})$", low, high):
+            patterns.append((f"^(?:{decoded})$", pointer))
+        known = []
     words = [v for v in excluded if isinstance(v, str)]
     if len(patterns) > 1 or negated:
         return _pattern_set(t, patterns, negated, words, low, high)
@@ -127,7 +145,12 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
     if known:
         name, pointer = known[0]
         exact = format_regex(name, low, high, t.mode)
-        f_low, f_high = format_length(name) if name in STRING_FORMATS else (0, math.inf)
+        regex = known_format(name, t.mode)
+        f_low, f_high = (0, math.inf)
+        if regex and name not in SPELLED_FORMATS:
+            f_low, f_high = format_length_of(regex)
+        elif name in SPELLED_FORMATS:  # lengths count decoded characters, not spellings
+            f_low, f_high = (0, math.inf) if low == 0 and high is None else (-1, math.inf)
         if exact is not None:
             f_low, f_high = low, high or 0
         if f_low < low:
@@ -142,7 +165,7 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
                 length_pointer["maxLength"],
                 f"cannot be combined with format {name!r}",
             )
-        body: str | None = exact or STRING_FORMATS[name]
+        body: str | None = exact or regex
     elif patterns:
         pattern, pointer = patterns[0]
         try:
@@ -179,6 +202,20 @@ def string_regex(t: Translation, flat: list[Part], excluded: list[Any]) -> Resul
             if body is None:
                 return Never("not", flat[0].pointer, "every allowed string is excluded")
     return f'"{body}"'
+
+
+def _patterns_within(
+    t: Translation, patterns: list[tuple[str, str]], outer: str, low: int, high: int | None
+) -> bool:
+    """Whether every string of ``low..high`` characters the ``patterns`` all match also
+    matches ``outer`` (then ``outer`` need not be crossed with them); ``False`` when that
+    cannot be told within the size limits."""
+    try:
+        kept = [pattern_language(p, False, t.limits) for p, _ in patterns]
+        removed = [pattern_language(outer, False, t.limits)]
+        return not has_word_between(intersection(kept, removed, t.limits), low, high)
+    except (PatternUnsupported, DfaTooLarge):
+        return False
 
 
 def _matches_any(body: str, words: list[str]) -> bool:
@@ -229,15 +266,61 @@ def formats_accept(
     """Whether the string ``value`` has every format of ``formats`` (name, pointer); an
     unknown format accepts it (see :func:`unknown_format`, which ``asserted`` passes to)."""
     for name, pointer in formats:
-        regex = format_regex(name, 0, None, mode) or STRING_FORMATS.get(name)
+        regex = format_regex(name, 0, None, mode) or known_format(name, mode)
         if regex is not None:
-            if re.fullmatch(regex, value) is None:
+            text = json_dumps(value)[1:-1] if name in SPELLED_FORMATS else value
+            if re.fullmatch(regex, text) is None:
                 return False
         elif name in FREE_STRING_FORMATS and mode == "generation":
             continue
         else:
             unknown_format(name, pointer, mode, asserted)
     return True
+
+
+ANY_STRING_KEYWORD = "x-formcast-any-string"
+"""A schema keyword: ``true`` beside a ``format`` formcast does not know accepts any
+string for it in ``generation`` mode (which otherwise refuses the format)."""
+
+
+def known_format(name: str, mode: Mode) -> str | None:
+    """The regex formcast enforces for format ``name`` in ``mode``, or ``None`` when it
+    does not know the format."""
+    regex = STRING_FORMATS.get(name) or JSON_SCHEMA_FORMATS.get(name)
+    if regex is None and mode == "generation":
+        regex = GENERATION_FORMATS.get(name)
+    return regex
+
+
+def _json_content(t: Translation, flat: list[Part]) -> tuple[Any, str] | None:
+    """The ``contentSchema`` of a string holding JSON text (``Json[T]``), and its
+    pointer, in ``generation`` mode; else ``None`` (``specification`` mode reads content
+    keywords as annotations)."""
+    if t.mode != "generation":
+        return None
+    for part in flat:
+        if part.schema.get("contentMediaType") == "application/json" and (
+            "contentSchema" in part.schema
+        ):
+            return part.schema["contentSchema"], join_pointer(part.pointer, "contentSchema")
+    return None
+
+
+def _json_string(t: Translation, schema: Any, pointer: str) -> Result:
+    """A JSON string whose contents are the JSON text of a value of ``schema``, for values
+    written without ``"``, ``\\`` or whitespace (numbers, booleans, null and arrays of
+    them): their text is its own spelling. Others are refused."""
+    inner = t.gen([Part(schema, pointer)], ())
+    if isinstance(inner, Never):
+        return inner
+    if '"' in inner or "\\\\" in inner or "(?&" in inner or t.ws:
+        raise UnsupportedSchemaError(
+            "contentSchema",
+            pointer,
+            "JSON text in a string is enforced for values without strings or objects "
+            "(numbers, booleans, null and arrays of them) in compact JSON only",
+        )
+    return f'"{inner}"'
 
 
 def format_regex(name: str, low: int, high: int | None, mode: Mode) -> str | None:
@@ -252,9 +335,17 @@ def format_regex(name: str, low: int, high: int | None, mode: Mode) -> str | Non
     return regex
 
 
-def unknown_format(name: str, pointer: str, mode: Mode, asserted: bool = False) -> None:
-    """Warn that format ``name`` is not enforced (:class:`UnknownFormatWarning`), or refuse
-    it when the document makes formats assertions (``asserted``, specification mode).
+def unknown_format(
+    name: str, pointer: str, mode: Mode, asserted: bool = False, any_string: bool = False
+) -> None:
+    """Refuse format ``name`` in ``generation`` mode, unless ``any_string`` (the schema's
+    ``x-formcast-any-string`` keyword) accepts any string for it; in ``specification``
+    mode, warn that it is not enforced (:class:`UnknownFormatWarning`), or refuse it when
+    the document makes formats assertions (``asserted``).
+
+    Generation mode promises output the caller's type accepts; a format it cannot check
+    (a custom one, or one that depends on the file system such as ``file-path``) would
+    break that promise silently.
 
     Every JSON Schema draft reads a format the validator does not know as an annotation
     (2019-09 and 2020-12 unless the format-assertion vocabulary is in use; drafts 4 to 7
@@ -262,6 +353,15 @@ def unknown_format(name: str, pointer: str, mode: Mode, asserted: bool = False) 
     valid there. The warning's ``stacklevel`` counts the frames of the translation above
     this call."""
     where = pointer or "/"
+    if mode == "generation" and any_string:
+        return
+    if mode == "generation":
+        raise UnsupportedSchemaError(
+            "format",
+            pointer,
+            f"unknown format {name!r}: generation mode cannot enforce it (add "
+            f'"{ANY_STRING_KEYWORD}": true beside it to accept any string)',
+        )
     if mode == "specification" and asserted:
         raise UnsupportedSchemaError(
             "format", pointer, f"unknown format {name!r} (the schema's vocabulary asserts formats)"
