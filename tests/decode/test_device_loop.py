@@ -29,7 +29,9 @@ from formcast.automaton import LazyAutomaton
 from formcast.decode import batching as batching_module
 from formcast.decode import masks as masks_module
 from formcast.decode import slotcache as slotcache_module
-from formcast.decode.batching import BatchDecoder, RowRequest
+from formcast.decode.batching import BatchDecoder, RowRequest, fill_from_end
+from formcast.decode.engine import SlotEngine, slot_mode
+from formcast.decode.forward import cache_keyword
 from formcast.decode.logits import FieldSteering, ForcedTokenizer, LoopGuard, SamplingOptions
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
@@ -80,6 +82,7 @@ class _WatchedModel(torch.nn.Module):
         self.recorder = recorder
 
     def forward(self, **inputs: Any) -> Any:
+        inputs[cache_keyword(self.inner)] = inputs.pop("past_key_values")
         self.recorder.events.append("forward")
         self.recorder.in_model = True
         try:
@@ -127,21 +130,20 @@ def _run(decoder: BatchDecoder, requests: list[RowRequest], recorder: _Recorder)
     return steps
 
 
-@pytest.mark.parametrize(("temperature", "compile"), [(0.0, False), (1.0, False), (0.0, True)])
+@pytest.mark.parametrize(("temperature", "slots"), [(0.0, False), (1.0, False), (0.0, True)])
 def test_each_step_launches_first_and_waits_once(
     temperature: float,
-    compile: bool,
+    slots: bool,
     monkeypatch: pytest.MonkeyPatch,
     tiny_model: Any,
     tokenizer: Any,
     vocabulary: Vocabulary,
 ) -> None:
     """Rows joining and leaving, jump-forward, the loop guard, rollbacks, compactions
-    (forced at every step) and sampling, over the growing cache and over the slot cache
-    of ``compile=True`` (its compiled function replaced by the model itself): every step
-    that runs the model launches its passes before any mask work and reads the device
-    once, after all of it."""
-    monkeypatch.setattr(batching_module, "compiled", lambda model: model)
+    (forced at every step), chunked prefills and sampling, over the growing cache and
+    over fixed slots (their passes run eagerly, as a graph replays them): every step that
+    runs the model launches its passes before any mask work and reads the device once,
+    after all of it."""
     monkeypatch.setattr(batching_module, "COMPACT_MIN_COLUMNS", 0)
     monkeypatch.setattr(batching_module, "COMPACT_SHARE", 0.0)
     index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
@@ -155,13 +157,14 @@ def test_each_step_launches_first_and_waits_once(
             forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
             sampling=SamplingOptions(temperature=temperature),
             loop_guard=LoopGuard(),
-            compile=compile,
+            engine=SlotEngine(model, "eager") if slots else None,
+            prefill_tokens=8,
         )
         requests = [
             RowRequest(i, p, index.cursor(), steering, seed=i) for i, p in enumerate(prompts)
         ]
         _run(decoder, requests, recorder)
-    ran = [events for events in recorder.steps() if "forward" in events]
+    ran = [events for events in recorder.steps() if "forward" in events and "mask" in events]
     assert len(ran) > len(TEXTS)
     for events in ran:
         launch = events.index("forward")
@@ -225,71 +228,145 @@ def test_a_cached_mask_is_the_same_device_tensor(vocabulary: Vocabulary) -> None
 # ------------------------------------------------------------------ the static slot cache
 
 
-@pytest.mark.parametrize("capacity", [2, 3])
-def test_slot_cache_decodes_as_the_growing_cache(
+def _decode_all(
+    model: Any,
+    tokenizer: Any,
+    vocabulary: Vocabulary,
     capacity: int,
+    engine: SlotEngine | None = None,
+    prefill_tokens: int | None = None,
+) -> list[tuple[str, int]]:
+    """Every text of :data:`TEXTS` and a long one that joins last, greedy, with
+    jump-forward, the loop guard and a rollback per row: ``(text, rollbacks)`` per row."""
+    index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
+    texts = [*TEXTS, "the longest text of all, which joins last, " * 16]
+    prompts = [list(tokenizer.encode(f"Text: {t} >>", add_special_tokens=False)) for t in texts]
+    steering = FieldSteering(_second_value_rejected, max_retries=1)
+    decoder = BatchDecoder(
+        model,
+        capacity=capacity,
+        max_new_tokens=30,
+        forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
+        loop_guard=LoopGuard(),
+        engine=engine,
+        prefill_tokens=prefill_tokens,
+    )
+    requests = [RowRequest(i, p, index.cursor(), steering) for i, p in enumerate(prompts)]
+    finished = {done.key: done.generation for done in decoder.run(requests)}
+    return [(finished[i].text, finished[i].rollbacks) for i in range(len(prompts))]
+
+
+@pytest.fixture(scope="module")
+def growing_outputs(tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary) -> Any:
+    """The greedy outputs of the growing cache, whole prompts prefilled, per capacity."""
+    return {c: _decode_all(tiny_model, tokenizer, vocabulary, c) for c in (2, 3)}
+
+
+@pytest.mark.parametrize("capacity", [2, 3])
+def test_fixed_slots_decode_as_the_growing_cache(
+    capacity: int,
+    growing_outputs: Any,
     monkeypatch: pytest.MonkeyPatch,
     tiny_model: Any,
     tokenizer: Any,
     vocabulary: Vocabulary,
 ) -> None:
-    """``compile=True`` keeps the rows in a SlotCache: the same outputs as the growing
-    cache, through joins, rollbacks, repacks and a widening (a small minimum width
-    forces them), and every compiled pass has the same shape. The compiled function is replaced
-    by a recorder (tracing takes minutes on a CPU); the shapes it sees are what a
-    compiled graph would be traced for."""
+    """Fixed slots give the growing cache's outputs through joins, rows leaving (the
+    last rows moved into their places), rollbacks, repacks and a widening (a small
+    minimum width forces them), with few pass shapes: a power-of-two count of slots and
+    one shape per count of tokens fed."""
     monkeypatch.setattr(slotcache_module, "MIN_WIDTH", 8)
-    shapes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    engine = SlotEngine(tiny_model, "eager")
+    shapes: list[tuple[int, int]] = []
+    forward = slotcache_module.SlotCache.forward
 
-    def recording(model: Any) -> Any:
-        def run(**inputs: Any) -> Any:
-            shapes.append((tuple(inputs["input_ids"].shape), tuple(inputs["attention_mask"].shape)))
-            return model(**inputs)
+    def recording(cache: Any, size: int, new: int, model: Any = None) -> torch.Tensor:
+        shapes.append((size, new))
+        return forward(cache, size, new, model)
 
-        return run
+    widened: list[int] = []
+    widen = slotcache_module.SlotCache._widen
 
-    monkeypatch.setattr(batching_module, "compiled", recording)
-    index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
-    texts = [*TEXTS, "the longest text of all, which joins last, " * 16]
-    prompts = [list(tokenizer.encode(f"Text: {t} >>", add_special_tokens=False)) for t in texts]
-    steering = FieldSteering(_second_value_rejected, max_retries=1)
-
-    def run(compile: bool) -> list[tuple[str, int]]:
-        decoder = BatchDecoder(
-            tiny_model,
-            capacity=capacity,
-            max_new_tokens=30,
-            forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
-            loop_guard=LoopGuard(),
-            compile=compile,
-        )
-        requests = [RowRequest(i, p, index.cursor(), steering) for i, p in enumerate(prompts)]
-        finished = {done.key: done.generation for done in decoder.run(requests)}
-        return [(finished[i].text, finished[i].rollbacks) for i in range(len(prompts))]
-
-    growing = run(compile=False)
-    assert shapes == []
-    widened = []
-    original = slotcache_module.SlotCache._widen
-
-    def widen(cache: Any, width: int) -> None:
+    def widening(cache: Any, width: int) -> None:
         widened.append(width)
-        original(cache, width)
+        widen(cache, width)
 
-    monkeypatch.setattr(slotcache_module.SlotCache, "_widen", widen)
-    assert run(compile=True) == growing
+    monkeypatch.setattr(slotcache_module.SlotCache, "forward", recording)
+    monkeypatch.setattr(slotcache_module.SlotCache, "_widen", widening)
+    growing = growing_outputs[capacity]
+    assert _decode_all(tiny_model, tokenizer, vocabulary, capacity, engine) == growing
     assert any(rollbacks for _, rollbacks in growing)
-    assert shapes and {ids for ids, _ in shapes} == {(capacity, 1)}
-    assert len({mask for _, mask in shapes}) == len(widened) + 1
     assert widened, "the last, longest prompt does not fit the first width"
+    assert {size for size, _ in shapes} <= {1, 2, capacity}
+    assert (1, 1) in shapes or (2, 1) in shapes
 
 
-def test_slot_cache_refuses_sliding_window_layers() -> None:
-    """A sliding-window layer keeps only its last columns, not the shared layout."""
-    from transformers import MistralConfig
+@pytest.mark.parametrize("slots", [False, True])
+def test_chunked_prefill_decodes_as_one_pass(
+    slots: bool,
+    growing_outputs: Any,
+    tiny_model: Any,
+    tokenizer: Any,
+    vocabulary: Vocabulary,
+) -> None:
+    """Prompts prefilled a few tokens per step, while the running rows decode, give the
+    outputs of whole-prompt prefills (the chunks lay out the columns as one pass)."""
+    engine = SlotEngine(tiny_model, "eager") if slots else None
+    chunked = _decode_all(tiny_model, tokenizer, vocabulary, 3, engine, prefill_tokens=5)
+    assert chunked == growing_outputs[3]
 
-    from formcast.decode.kvcache import RowCache
-    from formcast.errors import InvalidOptionError
+
+def test_an_engine_reuses_its_slots_and_reallocates_for_more(
+    tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
+) -> None:
+    """A second decoder over the same engine decodes in the same buffers (reset) when
+    they hold its rows, and gets new ones when it wants more slots."""
+    engine = SlotEngine(tiny_model, "eager")
+    first = _decode_all(tiny_model, tokenizer, vocabulary, 2, engine)
+    cache = engine.cache
+    assert cache is not None and cache.slots == 2
+    assert _decode_all(tiny_model, tokenizer, vocabulary, 2, engine) == first
+    assert engine.cache is cache
+    _decode_all(tiny_model, tokenizer, vocabulary, 3, engine)
+    assert engine.cache is not cache and engine.cache is not None and engine.cache.slots == 3
+
+
+def test_a_failed_capture_warns_and_decodes_eagerly(
+    growing_outputs: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_model: Any,
+    tokenizer: Any,
+    vocabulary: Vocabulary,
+) -> None:
+    """A model whose pass cannot be captured (here: no CUDA at all) decodes the same,
+    eagerly, with one warning that says why."""
+    engine = SlotEngine(tiny_model, "graphs")
+    with pytest.warns(RuntimeWarning, match="without CUDA graphs: capturing a pass failed"):
+        outputs = _decode_all(tiny_model, tokenizer, vocabulary, 2, engine)
+    assert outputs == growing_outputs[2]
+    assert engine.fallback is not None and engine.captures == 0
+
+
+def test_rows_that_end_are_replaced_from_the_end() -> None:
+    assert fill_from_end(5, [0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]
+    assert fill_from_end(5, [0, 2, 3, 4]) == [0, 4, 2, 3]
+    assert fill_from_end(5, [1, 3]) == [3, 1]
+    assert fill_from_end(6, [0, 1, 5]) == [0, 1, 5]
+    assert fill_from_end(3, []) == []
+
+
+def test_the_slot_path_is_chosen_by_device_and_option(tiny_model: Any) -> None:
+    """On the CPU the default is the growing cache; ``compile=True`` asks for fixed
+    slots run through ``torch.compile``, ``compile=False`` for the growing cache."""
+    assert slot_mode(tiny_model, None) is None
+    assert slot_mode(tiny_model, False) is None
+    assert slot_mode(tiny_model, True) == "compile"
+
+
+def test_fixed_slots_refuse_sliding_window_layers() -> None:
+    """A sliding-window layer keeps only its last columns, not the shared layout: such
+    a model gets the growing cache, with a warning that names the reason."""
+    from transformers import MistralConfig, MistralForCausalLM
 
     config = MistralConfig(
         vocab_size=100,
@@ -300,9 +377,42 @@ def test_slot_cache_refuses_sliding_window_layers() -> None:
         num_key_value_heads=2,
         sliding_window=16,
     )
-    rows = RowCache.empty_rows(1, torch.device("cpu"))
-    keys = torch.zeros((1, 2, 3, 8))
-    for layer in range(2):
-        rows.cache.update(keys, keys, layer)
-    with pytest.raises(InvalidOptionError, match="layer 0 with a StaticSlidingWindowLayer"):
-        slotcache_module.SlotCache(config, 2, 64, rows)
+    model = MistralForCausalLM(config)
+    assert slotcache_module.check_slot_model(config) is not None
+    with pytest.warns(RuntimeWarning, match="sliding window of 16 tokens"):
+        assert slot_mode(model, True) is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+def test_graphs_decode_as_eager_passes_on_cuda(tokenizer: Any, vocabulary: Vocabulary) -> None:
+    """On CUDA, captured passes give the eager slot passes' outputs (float32)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=49_216,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    model = LlamaForCausalLM(config).cuda().eval()
+    eager = _decode_all(model, tokenizer, vocabulary, 3, SlotEngine(model, "eager"))
+    engine = SlotEngine(model, "graphs")
+    assert _decode_all(model, tokenizer, vocabulary, 3, engine) == eager
+    assert engine.fallback is None and engine.captures > 0
+
+
+def test_no_pass_uses_a_deprecated_cache_keyword(
+    tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
+) -> None:
+    """The cache goes under the keyword the installed transformers names (``cache`` from
+    5.2x, ``past_key_values`` before), so no pass warns that it is deprecated."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _decode_all(tiny_model, tokenizer, vocabulary, 2, SlotEngine(tiny_model, "eager"))
+        _decode_all(tiny_model, tokenizer, vocabulary, 2)
+    assert not [w for w in caught if "past_key_values" in str(w.message)]

@@ -27,8 +27,13 @@ the forward pass. Reading the chosen token ids is the only synchronisation of a 
 what follows it is the next step's input and cannot overlap: advancing the cursors,
 jump-forward, judging closed fields (a rollback), the bookkeeping of rows that end
 (device copies, queued without a read). On the CPU all of this runs in order and costs
-nothing extra. With ``compile=True`` the running rows live in a
-:class:`~formcast.decode.slotcache.SlotCache`, so every one-token pass has the same shapes.
+nothing extra.
+
+With a :class:`~formcast.decode.engine.SlotEngine` (the default on CUDA) the running rows
+live in a :class:`~formcast.decode.slotcache.SlotCache`: fixed buffers and a few pass
+shapes, each replayed from a captured CUDA graph. Prompts are prefilled in chunks of at
+most ``prefill_tokens`` tokens per step, between the decoding passes of the running rows,
+so that a long prompt joining does not stall them.
 
 torch is imported here; :mod:`formcast.decode.logits` builds on this module.
 """
@@ -36,7 +41,6 @@ torch is imported here; :mod:`formcast.decode.logits` builds on this module.
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +50,9 @@ import torch
 
 from formcast.automaton import UNREACHABLE
 from formcast.cursor import Cursor
+from formcast.decode.engine import SlotEngine
 from formcast.decode.forcing import ForcedTokenizer
+from formcast.decode.forward import attention_kernels, call_model
 from formcast.decode.jsonscan import Member
 from formcast.decode.kvcache import RowCache, SharedPrefix, upload
 from formcast.decode.masks import allowed_mask, budget_restricts, model_device
@@ -56,11 +62,11 @@ from formcast.decode.records import (
     LoopGuard,
     SamplingOptions,
 )
-from formcast.decode.slotcache import SlotCache, static_width
+from formcast.decode.slotcache import SlotCache
 from formcast.decode.steering import FieldSteer, RowText
 from formcast.errors import ExtractionRuntimeError, InvalidOptionError
 
-__all__ = ["BatchDecoder", "Finished", "RowRequest", "check_budget", "compiled"]
+__all__ = ["BatchDecoder", "Finished", "RowRequest", "check_budget"]
 
 #: A prefill group may hold this share of padding tokens at most (rows of similar
 #: prompt lengths are prefilled together; padding costs as much as a real token).
@@ -69,6 +75,8 @@ PREFILL_PADDING = 0.25
 #: at least; and as a share of its width.
 COMPACT_MIN_COLUMNS = 64
 COMPACT_SHARE = 0.33
+#: Prompt tokens prefilled per step at most (all rows of a group together), by default.
+PREFILL_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,14 @@ class _Row:
     closed: list[Member] = field(default_factory=list)  # members closed, not yet judged
 
 
+@dataclass
+class _Prefill:
+    """Joining rows prefilled together, and the cache their prompts are fed into."""
+
+    rows: list[_Row]
+    cache: RowCache
+
+
 class BatchDecoder:
     """Constrained decoding of up to ``capacity`` rows at once, rows joining as others end.
 
@@ -138,15 +154,19 @@ class BatchDecoder:
         prefix: the prompt prefix whose KV is computed once and copied into each row
             whose prompt starts with (some of) its token ids; None to prefill whole
             prompts.
-        compile: keep the running rows in a :class:`~formcast.decode.slotcache.SlotCache` (a
-            transformers ``StaticCache`` of ``capacity`` rows) and run their one-token
-            decoding passes through ``torch.compile`` (see :func:`compiled`); prefills
-            and passes that feed forced tokens run uncompiled.
+        engine: keep the running rows in the engine's fixed slots and run their passes
+            through it (CUDA graphs, ``torch.compile`` or eagerly); None for a cache
+            that grows with the rows. Prefills run eagerly either way.
+        prefill_tokens: prompt tokens prefilled per step at most; a group of joining
+            rows whose prompts hold more is prefilled over several steps, right-aligned
+            chunks of ``prefill_tokens // rows`` tokens per row, while the running rows
+            keep decoding. None prefills each group in one pass.
 
-    Memory: the KV cache holds at most ``capacity`` rows; its width is the longest row's
-    tokens plus the hidden columns (left padding, a row's padding in steps where another
-    row is fed forced tokens, rolled-back tokens), compacted away when they exceed a
-    third of it. One decoder serves one thread.
+    Memory: the KV cache holds at most ``capacity`` rows (fewer when an engine's slots
+    do not fit in the device's free memory); its width is the longest row's tokens plus
+    the hidden columns (left padding, a row's padding in steps where another row is fed
+    forced tokens, rolled-back tokens), compacted away when they exceed a third of it.
+    One decoder serves one thread.
     """
 
     def __init__(
@@ -160,12 +180,15 @@ class BatchDecoder:
         pad_token_id: int = 0,
         loop_guard: LoopGuard | None = None,
         prefix: SharedPrefix | None = None,
-        compile: bool = False,
+        engine: SlotEngine | None = None,
+        prefill_tokens: int | None = PREFILL_TOKENS,
     ) -> None:
         if capacity < 1:
             raise InvalidOptionError(f"expected capacity >= 1, found {capacity}")
         if max_new_tokens < 1:
             raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
+        if prefill_tokens is not None and prefill_tokens < 1:
+            raise InvalidOptionError(f"expected prefill_tokens >= 1, found {prefill_tokens}")
         self.model = model
         self.capacity = capacity
         self.max_new_tokens = max_new_tokens
@@ -174,28 +197,31 @@ class BatchDecoder:
         self.pad_token_id = pad_token_id
         self.loop_guard = loop_guard
         self.prefix = prefix
-        self.compile = compile
-        self._compiled = compiled(model) if compile else model
+        self.engine = engine
+        self.prefill_tokens = prefill_tokens
         self.device = model_device(model)
         self._running: list[_Row] = []
         self._cache: RowCache | SlotCache = RowCache.empty_rows(0, self.device)
-        self._waiting: list[_Row] = []  # added, not yet prefilled
+        self._slot_limit = capacity  # fewer once an engine's slots are sized to memory
+        self._waiting: list[_Row] = []  # added, not yet prefilling
+        self._prefilling: list[_Prefill] = []  # groups whose prompts are partly fed
         self._done: list[_Row] = []  # ended before any forward pass
 
     # -- the caller's side ---------------------------------------------------------------
     @property
     def rows(self) -> int:
-        """Rows running or waiting for their prefill."""
-        return len(self._running) + len(self._waiting)
+        """Rows running, prefilling or waiting for their prefill."""
+        prefilling = sum(len(group.rows) for group in self._prefilling)
+        return len(self._running) + prefilling + len(self._waiting)
 
     @property
     def free_slots(self) -> int:
-        return self.capacity - self.rows
+        return min(self.capacity, self._slot_limit) - self.rows
 
     @property
     def busy(self) -> bool:
         """Whether :meth:`step` has work (rows to run or results to return)."""
-        return bool(self._running or self._waiting or self._done)
+        return bool(self._running or self._waiting or self._prefilling or self._done)
 
     def add(self, request: RowRequest) -> None:
         """Queue a row; it is prefilled by the next :meth:`step`.
@@ -222,7 +248,7 @@ class BatchDecoder:
         with torch.inference_mode():
             ended = self._done
             self._done = []
-            if self._running or self._waiting:
+            if self._running or self._waiting or self._prefilling:
                 ended.extend(self._decode_step())
         return [Finished(row.key, _finish(row)) for row in ended]
 
@@ -244,16 +270,18 @@ class BatchDecoder:
 
     # -- one step ------------------------------------------------------------------------
     def _decode_step(self) -> list[_Row]:
+        self._start_prefills()
         # Launch every forward pass before any host-side mask work (GPU overlap).
         logits = []
-        if self._running:
-            logits.append(self._forward(self._cache, self._running))
-        joined = self._waiting
-        self._waiting = []
-        for rows, cache in self._prefill_groups(joined):
-            logits.append(self._forward(cache, rows))
-            self._join(cache)
-            self._running.extend(rows)
+        with attention_kernels(self.device):
+            if self._running:
+                logits.append(self._forward(self._cache, self._running))
+            for rows, cache, first_logits in self._prefill_chunks():
+                logits.append(first_logits)
+                self._cache.append(cache)
+                self._running.extend(rows)
+        if not logits:
+            return []  # the joining prompts are still being prefilled
         scores = torch.cat(logits) if len(logits) > 1 else logits[0]
         width = scores.shape[-1]
         masks = [self._row_mask(row, width) for row in self._running]
@@ -268,12 +296,48 @@ class BatchDecoder:
             else:
                 keep.append(i)
         if ended:
-            self._running = [self._running[i] for i in keep]
-            self._cache.keep_rows(keep)
+            order = fill_from_end(len(self._running), keep)
+            self._running = [self._running[i] for i in order]
+            self._cache.keep_rows(order)
         waste = self._cache.waste()
         if waste > max(COMPACT_MIN_COLUMNS, COMPACT_SHARE * self._cache.width):
             self._cache.compact()
         return ended
+
+    def _start_prefills(self) -> None:
+        """Group the waiting rows that have room for prefilling (the first time with an
+        engine, its slot cache is made first: its size may bound the room)."""
+        if not self._waiting:
+            return
+        if self.engine is not None and not isinstance(self._cache, SlotCache):
+            columns = max(len(row.pending) for row in self._waiting) + self.max_new_tokens
+            self._cache = self.engine.slots(self.capacity, columns)
+            self._slot_limit = self._cache.slots
+        prefilling = sum(len(group.rows) for group in self._prefilling)
+        room = min(self.capacity, self._slot_limit) - len(self._running) - prefilling
+        joining, self._waiting = self._waiting[:room], self._waiting[room:]
+        for rows, cache in self._prefill_groups(joining):
+            self._prefilling.append(_Prefill(rows, cache))
+
+    def _prefill_chunks(self) -> Iterator[tuple[list[_Row], RowCache, torch.Tensor]]:
+        """Feed the prefilling groups at most ``prefill_tokens`` prompt tokens in all;
+        yields each group whose prompts are now fed whole, with its cache and its rows'
+        first logits."""
+        budget = self.prefill_tokens
+        while self._prefilling:
+            group = self._prefilling[0]
+            remaining = max(len(row.pending) for row in group.rows)
+            per_row = remaining if budget is None else max(1, budget // len(group.rows))
+            if per_row < remaining:
+                self._forward(group.cache, group.rows, chunk=per_row)  # no logits needed yet
+                return
+            first_logits = self._forward(group.cache, group.rows)
+            self._prefilling.pop(0)
+            yield group.rows, group.cache, first_logits
+            if budget is not None:
+                budget -= remaining * len(group.rows)
+                if budget <= 0:
+                    return
 
     def _prefill_groups(self, rows: list[_Row]) -> Iterator[tuple[list[_Row], RowCache]]:
         """The joining rows in groups prefilled together, each with its cache: rows that
@@ -302,40 +366,35 @@ class BatchDecoder:
             self.prefix.compute(self.model, self.device)
         return shared
 
-    def _join(self, cache: RowCache) -> None:
-        """Add prefilled rows to the running ones (into a new slot cache the first time,
-        when compiling)."""
-        if self.compile and not isinstance(self._cache, SlotCache):
-            columns = max(cache.visible) + self.max_new_tokens
-            config = self.model.config
-            self._cache = SlotCache(config, self.capacity, static_width(columns), cache)
-        self._cache.append(cache)
+    def _forward(
+        self, cache: RowCache | SlotCache, rows: list[_Row], chunk: int | None = None
+    ) -> torch.Tensor:
+        """Feed the rows' pending tokens, left-padded to one width; the last logits.
 
-    def _forward(self, cache: RowCache | SlotCache, rows: list[_Row]) -> torch.Tensor:
-        """Feed every row's pending tokens, left-padded to one width; the last logits.
-
-        A slot cache is fed one row per slot; its one-token passes run compiled."""
-        lengths = [len(r.pending) for r in rows]
-        width = max(lengths)
+        With ``chunk``, only the first ``chunk`` columns of the pending tokens aligned on
+        the right are fed (a row whose tokens all lie further right is fed padding), so
+        that the chunks of a group lay out its columns as one pass would."""
+        remaining = max(len(row.pending) for row in rows)
+        width = remaining if chunk is None else min(chunk, remaining)
+        counts = [max(0, len(row.pending) - (remaining - width)) for row in rows]
         input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, width - len(row.pending) :] = torch.tensor(row.pending)
-            row.pending = []
-        attention, positions = cache.feed(lengths)
-        run = self.model
+        for i, (row, count) in enumerate(zip(rows, counts, strict=True)):
+            if count:
+                input_ids[i, width - count :] = torch.tensor(row.pending[:count])
+            row.pending = row.pending[count:]
         if isinstance(cache, SlotCache):
-            input_ids = cache.spread(input_ids, self.pad_token_id)
-            run = self._compiled if width == 1 else self.model
-        out = run(
+            assert self.engine is not None
+            _, positions = cache.feed(counts)
+            return cache.run(input_ids, positions, self.engine)
+        attention, positions = cache.feed(counts)
+        out = call_model(
+            self.model,
+            cache.cache,
             input_ids=upload(input_ids, self.device),
             attention_mask=attention,
             position_ids=upload(positions, self.device),
-            past_key_values=cache.cache,
-            use_cache=True,
-            logits_to_keep=1,
         )
-        logits = out.logits[:, -1, :]
-        return cache.gather(logits) if isinstance(cache, SlotCache) else logits
+        return out.logits[:, -1, :]  # type: ignore[no-any-return]
 
     def _row_mask(self, row: _Row, width: int) -> torch.Tensor:
         """The row's allowed tokens on the device: the constraint's (budget-safe) mask,
@@ -435,27 +494,14 @@ class BatchDecoder:
             row.text.push(token)
 
 
-_compiled: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-
-
-def compiled(model: Any) -> Any:
-    """``torch.compile(model, dynamic=False)`` (with CUDA graphs, ``mode="reduce-overhead"``,
-    when the model is on a GPU), made once per model and kept while the model lives, so
-    every decoder over it shares the compiled graphs.
-
-    It runs the decoding passes over a :class:`~formcast.decode.slotcache.SlotCache`, whose
-    shapes are fixed: one graph per (capacity, cache width), traced on first use.
-    Cost: the first pass of each shape compiles (a minute or more on a CPU). Measured on
-    the shared 2-core CPU of ``benchmarks/README.md`` it does not pay back, hence off by
-    default; it is meant for GPUs, where replaying a graph saves the per-kernel launch
-    overhead that dominates decoding with a small model (GPU figures are pending).
-    """
-    found = _compiled.get(model)
-    if found is None:
-        mode = "reduce-overhead" if model_device(model).type == "cuda" else None
-        found = torch.compile(model, dynamic=False, mode=mode)
-        _compiled[model] = found
-    return found
+def fill_from_end(count: int, keep: Sequence[int]) -> list[int]:
+    """The order of the kept rows (indices in ``range(count)``, ascending) that moves the
+    fewest of them into ``range(len(keep))``: a row already there stays, and each place
+    of a row that ended takes a kept row from the end."""
+    size = len(keep)
+    kept = set(keep)
+    movers = [i for i in keep if i >= size]
+    return [i if i in kept else movers.pop() for i in range(size)]
 
 
 def _similar_lengths(rows: list[_Row]) -> Iterator[list[_Row]]:

@@ -35,6 +35,8 @@ from typing import Any
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
+from formcast.decode.forward import attention_kernels, call_model
+
 __all__ = ["GrowingLayer", "RowCache", "SharedPrefix", "common_prefix_length", "upload"]
 
 #: Spare columns allocated beyond what a layer holds, so most steps write in place.
@@ -155,14 +157,13 @@ class SharedPrefix:
             return
         cache = _new_cache()
         ids = torch.tensor([self.token_ids], dtype=torch.long, device=device)
-        with torch.inference_mode():
-            model(
+        with torch.inference_mode(), attention_kernels(device):
+            call_model(
+                model,
+                cache,
                 input_ids=ids,
                 attention_mask=torch.ones_like(ids),
                 position_ids=torch.arange(len(self.token_ids), device=device)[None],
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
             )
         kv = (layer.kv() for layer in _layers(cache))
         self._kv = [(keys.clone(), values.clone()) for keys, values in kv]

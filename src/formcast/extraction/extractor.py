@@ -36,8 +36,10 @@ from formcast.compiler import compile_spec, vocabulary_of
 from formcast.constraint import CompileOptions, Grammar, OutputSpec, Regex, output_spec
 from formcast.cursor import Cursor
 from formcast.decode.batching import BatchDecoder, check_budget
+from formcast.decode.engine import SlotEngine, slot_mode
 from formcast.decode.forcing import ForcedTokenizer
 from formcast.decode.kvcache import SharedPrefix, common_prefix_length
+from formcast.decode.masks import model_device
 from formcast.errors import (
     ContextLengthError,
     EmptyInputError,
@@ -110,13 +112,14 @@ class Extractor:
         max_recursion_depth: default bound on recursive schemas: ``None`` (exact at any
             depth, a pushdown automaton) or an int, how many times they are unrolled
             (see :func:`formcast.compile`).
-        compile: decode over a static KV cache of ``batch_size`` fixed slots (a
-            transformers ``StaticCache``) with the one-token passes run through
-            ``torch.compile`` (CUDA graphs on a GPU). Off by default: on the CPU the
-            compilation does not pay back (``benchmarks/throughput.py``); meant for GPUs
-            (see :func:`formcast.decode.batching.compiled`). Needs a model whose layers all use
-            full attention (no sliding window): the first batch raises
-            :class:`InvalidOptionError` otherwise.
+        compile: how decoding passes run. ``None`` (the default): on CUDA the running
+            rows live in fixed slots and each pass shape is captured once as a CUDA
+            graph and replayed (:mod:`formcast.decode.engine`); elsewhere a cache that
+            grows with the rows, run eagerly. ``True``: fixed slots with the passes run
+            through ``torch.compile`` (the first pass of each shape compiles, tens of
+            seconds). ``False``: the growing cache, eagerly, on any device. Fixed slots
+            need a model whose layers all attend to every token; for another model (a
+            sliding window) a warning says so and the growing cache is used.
     """
 
     def __init__(
@@ -130,7 +133,7 @@ class Extractor:
         mode: Mode = "generation",
         whitespace: bool | int = False,
         max_recursion_depth: int | None = None,
-        compile: bool = False,
+        compile: bool | None = None,
     ) -> None:
         if max_new_tokens < 1:
             raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
@@ -143,6 +146,7 @@ class Extractor:
         self.whitespace = whitespace
         self.max_recursion_depth = max_recursion_depth
         self.compile_model = compile
+        self._engine: tuple[Any, SlotEngine | None] | None = None  # (device, engine)
         self.vocabulary = vocabulary_of(tokenizer)
         self._forced_tokenizer = ForcedTokenizer(tokenizer, self.vocabulary)
         self._lock = threading.Lock()
@@ -414,7 +418,7 @@ class Extractor:
             pad_token_id=_pad_id(self.tokenizer),
             loop_guard=plan.loop_guard,
             prefix=self._shared_prefix(schema, instructions) if plan.share_prefix else None,
-            compile=self.compile_model,
+            engine=self._slot_engine(),
         )
 
         def prepare(position: int, text: str, feedback: str | None) -> Request:
@@ -430,6 +434,15 @@ class Extractor:
             lock=self._lock,
             raise_item_errors=raise_item_errors,
         )
+
+    def _slot_engine(self) -> SlotEngine | None:
+        """The engine of this extractor's fixed slots (made on first use, again if the
+        model moved to another device), or None for the growing cache."""
+        device = model_device(self.model)
+        if self._engine is None or self._engine[0] != device:
+            mode = slot_mode(self.model, self.compile_model)
+            self._engine = (device, SlotEngine(self.model, mode) if mode else None)
+        return self._engine[1]
 
     def _shared_prefix(
         self, schema: dict[str, Any] | None, instructions: str
