@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import ipaddress
 import json
+import pathlib
 import re
 import uuid
 from collections.abc import Sequence
@@ -1005,3 +1007,184 @@ def test_documented_refusals(mode: str, case: Case, tokenizer: Any) -> None:
     assert caught.value.keyword == keyword
     assert caught.value.pointer == pointer
     assert keyword in str(caught.value)
+
+
+# ----------------------------------------------------------------------------- the type zoo
+#
+# Generation mode over the types Pydantic offers, each alone and in compositions: every
+# output of a budget-safe random walk must validate with Pydantic (the promise of
+# generation mode), and the types formcast cannot enforce are refused at compile time,
+# naming the keyword and the field.
+
+
+class Shade(str, Enum):
+    LIGHT = "light"
+    DARK = "dark"
+
+
+class Level(IntEnum):
+    ONE = 1
+    TWO = 2
+
+
+class Server(BaseModel):
+    network: pydantic.IPvAnyNetwork
+    interface: pydantic.IPvAnyInterface
+    dsn: pydantic.PostgresDsn
+    contact: pydantic.NameEmail
+    pattern: re.Pattern[str]
+    token: pydantic.Base64Str
+    limit: pydantic.ByteSize
+
+
+class Payment(BaseModel):
+    card: pydantic.PaymentCardNumber
+    expires: pydantic.FutureDate
+    issued: pydantic.PastDate
+    amounts: pydantic.Json[list[int]]
+    secret: pydantic.SecretStr
+    shade: Shade
+    level: Level
+
+
+ZOO: dict[str, Any] = {
+    # formats Pydantic writes
+    "re.Pattern": re.Pattern[str],
+    "IPvAnyNetwork": pydantic.IPvAnyNetwork,
+    "IPvAnyInterface": pydantic.IPvAnyInterface,
+    "IPv4Network": ipaddress.IPv4Network,
+    "IPv6Network": ipaddress.IPv6Network,
+    "IPv4Interface": ipaddress.IPv4Interface,
+    "IPv6Interface": ipaddress.IPv6Interface,
+    "IPvAnyAddress": pydantic.IPvAnyAddress,
+    "Base64Str": pydantic.Base64Str,
+    "Base64Bytes": pydantic.Base64Bytes,
+    "Base64UrlStr": pydantic.Base64UrlStr,
+    "Base64UrlBytes": pydantic.Base64UrlBytes,
+    "NameEmail": pydantic.NameEmail,
+    "EmailStr": EmailStr,
+    # checks that are no format
+    "Json[int]": pydantic.Json[int],
+    "Json[list[float]]": pydantic.Json[list[float]],
+    "Json[bool | None]": pydantic.Json[bool | None],
+    "PaymentCardNumber": pydantic.PaymentCardNumber,
+    "ByteSize": pydantic.ByteSize,
+    "PastDate": pydantic.PastDate,
+    "FutureDate": pydantic.FutureDate,
+    "PastDatetime": pydantic.PastDatetime,
+    "FutureDatetime": pydantic.FutureDatetime,
+    "AwareDatetime": pydantic.AwareDatetime,
+    "NaiveDatetime": pydantic.NaiveDatetime,
+    # URLs and DSNs
+    "AnyUrl": AnyUrl,
+    "HttpUrl": HttpUrl,
+    "FileUrl": pydantic.FileUrl,
+    "PostgresDsn": pydantic.PostgresDsn,
+    "MongoDsn": pydantic.MongoDsn,
+    "RedisDsn": pydantic.RedisDsn,
+    "AmqpDsn": pydantic.AmqpDsn,
+    # secrets, bytes, identifiers, paths
+    "SecretStr": pydantic.SecretStr,
+    "SecretBytes": pydantic.SecretBytes,
+    "bytes": bytes,
+    "UUID1": pydantic.UUID1,
+    "UUID4": UUID4,
+    "UUID5": pydantic.UUID5,
+    "Path": pathlib.Path,
+    "Decimal": Decimal,
+    # constrained and strict types
+    "constr": constr(min_length=2, max_length=6, pattern=r"^[a-z]+$"),
+    "conint": conint(gt=-5, le=500, multiple_of=5),
+    "confloat": confloat(ge=0, lt=1),
+    "condecimal": condecimal(max_digits=5, decimal_places=2),
+    "conlist": pydantic.conlist(int, min_length=1, max_length=3),
+    "conset": pydantic.conset(Literal["a", "b", "c"], max_length=2),
+    "conbytes": pydantic.conbytes(max_length=4),
+    "condate": pydantic.condate(gt=dt.date(2000, 1, 1), lt=dt.date(2001, 1, 1)),
+    "condate-ge-le": pydantic.condate(ge=dt.date(2024, 2, 28), le=dt.date(2024, 3, 1)),
+    "datetime-gt-lt": Annotated[
+        dt.datetime, Field(gt=dt.datetime(2020, 1, 1, 12), lt=dt.datetime(2020, 1, 9, tzinfo=UTC))
+    ],
+    "bytes-max-length": Annotated[bytes, Field(max_length=3)],
+    "StrictInt": pydantic.StrictInt,
+    "StrictBool": pydantic.StrictBool,
+    "PositiveInt": pydantic.PositiveInt,
+    "NegativeFloat": pydantic.NegativeFloat,
+    "FiniteFloat": pydantic.FiniteFloat,
+    "Field(min_length)": Annotated[str, Field(min_length=3, max_length=5)],
+    "Field(ge, le)": Annotated[int, Field(ge=10, le=20)],
+    # enums, literals and compositions
+    "Enum": Shade,
+    "IntEnum": Level,
+    "Literal": Literal["x", 2, None],
+    "list[IPvAnyNetwork]": Annotated[list[pydantic.IPvAnyNetwork], Field(max_length=2)],
+    "dict[str, ByteSize]": Annotated[dict[str, pydantic.ByteSize], Field(max_length=2)],
+    "PastDate | None": pydantic.PastDate | None,
+    "tuple[PaymentCardNumber, Base64UrlStr]": tuple[
+        pydantic.PaymentCardNumber, pydantic.Base64UrlStr
+    ],
+    "Server": Server,
+    "Payment": Payment,
+}
+
+ZOO_SEEDS = range(20)
+
+ZOO_REFUSED: dict[str, tuple[Any, str, str]] = {
+    "FilePath": (pydantic.FilePath, "format", FIELD_POINTER),
+    "DirectoryPath": (pydantic.DirectoryPath, "format", FIELD_POINTER),
+    "NewPath": (pydantic.NewPath, "format", FIELD_POINTER),
+    "SocketPath": (pydantic.SocketPath, "format", FIELD_POINTER),
+    "time with bounds": (Annotated[dt.time, Field(gt=dt.time(8))], "format", FIELD_POINTER),
+    "timedelta with bounds": (
+        Annotated[dt.timedelta, Field(le=dt.timedelta(days=1))],
+        "format",
+        FIELD_POINTER,
+    ),
+    "ImportString": (pydantic.ImportString, "format", FIELD_POINTER),
+    "Json[str]": (pydantic.Json[str], "contentSchema", FIELD_POINTER + "/contentSchema"),
+    "Json[model]": (pydantic.Json[Cat], "contentSchema", FIELD_POINTER + "/contentSchema"),
+    "custom format": (
+        Annotated[str, pydantic.WithJsonSchema({"type": "string", "format": "color"})],
+        "format",
+        FIELD_POINTER,
+    ),
+}
+
+
+def _zoo_model(name: str, annotation: Any) -> type[BaseModel]:
+    return pydantic.create_model(
+        "Z_" + "".join(ch if ch.isalnum() else "_" for ch in name), value=(annotation, ...)
+    )
+
+
+@pytest.mark.filterwarnings("ignore::pydantic.PydanticDeprecatedSince20")  # PaymentCardNumber
+@pytest.mark.parametrize("name", list(ZOO))
+def test_zoo_random_decoding_validates_with_pydantic(name: str, tokenizer: Any) -> None:
+    model = _zoo_model(name, ZOO[name])
+    index = formcast.compile(model, tokenizer)
+    failures = []
+    for seed in ZOO_SEEDS:
+        data, trouble = random_walk(index, seed)
+        text = data.decode(errors="replace")
+        if trouble:
+            failures.append(f"seed {seed}: {text!r}: {trouble}")
+        elif not _pydantic_accepts(model, text):
+            try:
+                model.model_validate_json(text)
+            except pydantic.ValidationError as error:
+                failures.append(f"seed {seed}: {text!r}: {error.errors()[0]['msg']}")
+    assert not failures, f"{name}: generated output Pydantic rejects\n  " + "\n  ".join(failures)
+
+
+@pytest.mark.parametrize("name", list(ZOO_REFUSED))
+def test_zoo_types_that_cannot_be_enforced_are_refused(name: str, tokenizer: Any) -> None:
+    annotation, keyword, pointer = ZOO_REFUSED[name]
+    with pytest.raises(UnsupportedSchemaError) as caught:
+        formcast.compile(_zoo_model(name, annotation), tokenizer)
+    assert (caught.value.keyword, caught.value.pointer) == (keyword, pointer), str(caught.value)
+
+
+def test_zoo_relative_dates_name_the_compile_day() -> None:
+    """The schema (so the cache key) of a past or future date holds the compile day."""
+    schema = load_schema(_zoo_model("PastDate", pydantic.PastDate))
+    assert dt.date.today().isoformat() in json.dumps(schema)

@@ -346,10 +346,14 @@ class _GenerationJsonSchema(GenerateJsonSchema):
 
     def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
         relative = schema.get("now_op")
-        if relative is not None:
+        bounded = any(k in schema for k in _BOUNDS)
+        if relative is not None or bounded:
             form = self._moment(schema, "date-time") or {"pattern": STRING_FORMATS["date-time"]}
             time = str(form["pattern"]).removeprefix("^(?:").removesuffix(")$")
             time = time[time.index("T") :]
+            if relative is None:
+                # whole days strictly between the bounds' days: any time, any offset
+                return _days(*_day_bounds(schema, 2), time)
             return _relative_days(relative, time)
         return self._moment(schema, "date-time") or super().datetime_schema(schema)
 
@@ -357,7 +361,20 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         relative = schema.get("now_op")
         if relative is not None:
             return _relative_days(relative, "")
+        if any(k in schema for k in _BOUNDS):
+            return _days(*_day_bounds(schema, 1), "")
         return super().date_schema(schema)
+
+    def time_schema(self, schema: core_schema.TimeSchema) -> JsonSchemaValue:
+        if any(k in schema for k in _BOUNDS):
+            return {"type": "string", "format": "time-with-bounds"}  # refused
+        return self._moment(schema, "time") or super().time_schema(schema)
+
+    def bytes_schema(self, schema: core_schema.BytesSchema) -> JsonSchemaValue:
+        json_schema = super().bytes_schema(schema)
+        if "max_length" in schema:  # Pydantic counts UTF-8 bytes: one per ASCII character
+            json_schema["pattern"] = "^[\\x00-\\x7f]*$"
+        return json_schema
 
     def function_after_schema(
         self, schema: core_schema.AfterValidatorFunctionSchema
@@ -371,6 +388,11 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         return super().function_after_schema(schema)
 
     def generate_inner(self, schema: Any) -> JsonSchemaValue:
+        function = schema.get("function", {}).get("function") if "function" in schema else None
+        name = getattr(function, "__qualname__", "")
+        if schema.get("type") == "function-after" and name.startswith("PathType.validate_"):
+            # the file system decides (exists, is a file, is new): refused by name and pointer
+            return {"type": "string", "format": name.removeprefix("PathType.validate_") + "-path"}
         if schema.get("type") == "function-plain":
             function = schema["function"]["function"]
             if getattr(function, "__module__", "") == "pydantic._internal._validators" and (
@@ -389,9 +411,6 @@ class _GenerationJsonSchema(GenerateJsonSchema):
             json_schema["pattern"] = _anchored(url_regex(chosen))
         return json_schema
 
-    def time_schema(self, schema: core_schema.TimeSchema) -> JsonSchemaValue:
-        return self._moment(schema, "time") or super().time_schema(schema)
-
     def _moment(self, schema: Any, name: str) -> JsonSchemaValue | None:
         constraint = schema.get("tz_constraint")
         if constraint is None:
@@ -401,6 +420,8 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         return None
 
     def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> JsonSchemaValue:
+        if any(k in schema for k in _BOUNDS):
+            return {"type": "string", "format": "duration-with-bounds"}  # refused
         json_schema = super().timedelta_schema(schema)
         if json_schema.get("format") != "duration":
             return json_schema
@@ -443,6 +464,36 @@ class _GenerationJsonSchema(GenerateJsonSchema):
         else:
             return json_schema
         return {**json_schema, "enum": arrays}
+
+
+_BOUNDS = ("gt", "ge", "lt", "le")
+
+
+def _day_bounds(schema: Any, margin: int) -> tuple[dt.date | None, dt.date | None]:
+    """The first and last day a date (``margin`` 1) or a datetime (``margin`` 2: whole
+    days away from the bounds' own, whatever the offsets) within ``schema``'s bounds
+    may fall on; ``None``: unbounded."""
+    low: dt.date | None = None
+    high: dt.date | None = None
+    day = dt.timedelta(days=1)
+    for key in ("gt", "ge"):
+        if key in schema:
+            bound = schema[key]
+            bound = bound.date() if isinstance(bound, dt.datetime) else bound
+            low = bound + day * (margin if key == "gt" or margin == 2 else 0)
+    for key in ("lt", "le"):
+        if key in schema:
+            bound = schema[key]
+            bound = bound.date() if isinstance(bound, dt.datetime) else bound
+            high = bound - day * (margin if key == "lt" or margin == 2 else 0)
+    return low, high
+
+
+def _days(low: dt.date | None, high: dt.date | None, time: str) -> JsonSchemaValue:
+    """Strings of a day from ``low`` to ``high`` and then ``time`` (a regex)."""
+    if low is not None and high is not None and low > high:
+        return {"not": {}}
+    return {"type": "string", "pattern": _anchored(f"(?:{date_range_regex(low, high)}){time}")}
 
 
 _RELATIVE_MARGIN = dt.timedelta(days=2)
