@@ -13,6 +13,7 @@ both directions, against validators that share nothing with formcast.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import ipaddress
 import json
 import random
@@ -30,7 +31,13 @@ import pytest
 from formcast.automaton import compile_automaton
 from formcast.errors import UnknownFormatWarning, UnsupportedSchemaError
 from formcast.regex.dialect import json_dumps
-from formcast.regex.more_formats import GENERATION_FORMATS, JSON_SCHEMA_FORMATS
+from formcast.regex.more_formats import (
+    GENERATION_FORMATS,
+    JSON_SCHEMA_FORMATS,
+    PAYMENT_CARD_REGEX,
+    byte_size_regex,
+    date_range_regex,
+)
 from formcast.regex.translator import schema_to_regex
 
 _CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
@@ -390,3 +397,53 @@ def test_pattern_within_the_format_is_kept_alone() -> None:
     schema = {"type": "string", "format": "regex", "pattern": "^[0-9]+(:[0-9]+)?$", "minLength": 1}
     automaton = compile_automaton(schema_to_regex(schema, mode="specification"))
     assert automaton.matches(b'"12:30"') and not automaton.matches(b'"a"')
+
+
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [
+        (None, dt.date(2024, 2, 28)),
+        (dt.date(2024, 2, 29), None),
+        (dt.date(2023, 12, 31), dt.date(2024, 3, 1)),
+        (dt.date(2024, 3, 5), dt.date(2024, 3, 5)),
+        (dt.date(1999, 11, 30), dt.date(2000, 3, 1)),
+    ],
+)
+def test_date_ranges_hold_exactly_the_days_between(
+    low: dt.date | None, high: dt.date | None
+) -> None:
+    regex = re.compile(date_range_regex(low, high))
+    day = dt.date(1999, 1, 1)
+    while day < dt.date(2025, 6, 1):
+        inside = (low is None or low <= day) and (high is None or day <= high)
+        assert bool(regex.fullmatch(day.isoformat())) == inside, day
+        day += dt.timedelta(days=1)
+    assert not regex.fullmatch("2023-02-29") and not regex.fullmatch("2024-04-31")
+    assert bool(regex.fullmatch("0001-01-01")) == (low is None)
+    assert bool(regex.fullmatch("9999-12-31")) == (high is None)
+
+
+def test_byte_sizes_read_as_pydantic_reads_them() -> None:
+    adapter = pydantic.TypeAdapter(pydantic.ByteSize)
+    regex = re.compile(byte_size_regex())
+    for text in ["1.5 KiB", "20mb", "0b", "7 EiBit", "123456789012.999 k"]:
+        assert regex.fullmatch(text), text
+        adapter.validate_python(text)
+    for text in ["1.5 KX", "KB", "1..5kb", ".5kb"]:
+        assert not regex.fullmatch(text), text
+
+
+def test_payment_card_numbers_pass_luhn_and_brand_lengths() -> None:
+    regex = re.compile(PAYMENT_CARD_REGEX)
+    rng = random.Random(5)
+    adapter = pydantic.TypeAdapter(pydantic.PaymentCardNumber)
+    found = 0
+    while found < 200:
+        number = "".join(rng.choice("0123456789") for _ in range(16))
+        if regex.fullmatch(number):
+            found += 1
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", pydantic.PydanticDeprecatedSince20)
+                adapter.validate_python(number)
+    assert regex.fullmatch("4242424242424242") and not regex.fullmatch("4242424242424241")
+    assert not regex.fullmatch("3400000000000000")  # American Express has 15 digits
