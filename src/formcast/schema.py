@@ -68,12 +68,14 @@ Mode = Literal["generation", "specification"]
 """How a schema is read.
 
 ``"generation"`` (default, for Pydantic models): only declared properties are produced and
-an absent ``additionalProperties`` means ``false``; unknown formats warn and accept any string.
+an absent ``additionalProperties`` means ``false``; unknown formats are refused (unless
+``"x-formcast-any-string": true`` stands beside one). Past and future dates are relative
+to the day of compiling, which the generated schema names.
 
 ``"specification"`` (for third-party schemas): JSON Schema draft 2020-12 semantics (plus the
 older spellings ``definitions``, ``dependencies``, array-form ``items`` with
-``additionalItems``); an absent ``additionalProperties`` allows extra properties; unknown
-formats and ``uniqueItems: true`` are refused.
+``additionalItems``); an absent ``additionalProperties`` allows extra properties; an unknown
+format is an annotation (any string, with a warning); ``uniqueItems: true`` is refused.
 """
 
 ANNOTATION_KEYWORDS: frozenset[str] = frozenset(

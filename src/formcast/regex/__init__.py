@@ -125,10 +125,14 @@ Restrictions (each keeps the output valid, none loosens a constraint)
   ``Literal``, :func:`~formcast.schema.load_schema` lists the arrays without repeats, so
   it is exact there); ``binary``, ``password`` and ``path`` formats accept any string
   silently, as Pydantic does. ``specification`` mode refuses ``uniqueItems``.
-* Unknown ``format`` values (both modes) accept any string with a
-  :class:`~formcast.errors.UnknownFormatWarning`: every draft reads a format the
-  validator does not know as an annotation (2019-09 and 2020-12 unless the
-  format-assertion vocabulary is declared, which is refused instead).
+* Formats: every format JSON Schema 2020-12 defines or Pydantic writes is enforced in
+  ``generation`` mode, exactly or as a subset whose every value validates
+  (:mod:`formcast.regex.formats`, :mod:`formcast.regex.more_formats`); an unknown
+  ``format`` is refused there, unless ``"x-formcast-any-string": true`` stands beside
+  it. ``specification`` mode accepts any string for an unknown format (and for the
+  formats only Pydantic writes) with a :class:`~formcast.errors.UnknownFormatWarning`:
+  every draft reads a format the validator does not know as an annotation (2019-09 and
+  2020-12 unless the format-assertion vocabulary is declared, which is refused instead).
 * Large ``enum``/``const`` lists of strings (:data:`~formcast.automaton.choices.CHOICE_MIN_WORDS`
   or more) are written as one flat alternation that the automaton builds as a trie, and
   count at a quarter of their characters against ``max_regex_length``.
