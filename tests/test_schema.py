@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic
 import pytest
 from pydantic import BaseModel
 
@@ -196,3 +197,17 @@ def test_keywords_beside_ref_follow_the_declared_draft(dialect: str | None, appl
         expected = validator.is_valid(value)
         assert automaton.matches(json.dumps(value, separators=(",", ":")).encode()) is expected
     assert validator.is_valid({"w": {}}) is not applies
+
+
+def test_relative_dates_follow_the_compile_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PastDate's schema (so every cache key made of it) names the compile day: an
+    index compiled on another day is another entry."""
+    import datetime as dt
+
+    import formcast.schema
+
+    model = pydantic.create_model("Born", on=(pydantic.PastDate, ...))
+    today = formcast.schema.pydantic_schema(model)
+    monkeypatch.setattr(formcast.schema, "compile_day", lambda: dt.date(2030, 1, 1))
+    later = formcast.schema.pydantic_schema(model)
+    assert today != later and "2030-01-01" in json.dumps(later)

@@ -504,13 +504,18 @@ day (or moment) of validating, in its own time zone, so values within a day or t
 the compile day are left out."""
 
 
+def compile_day() -> dt.date:
+    """The day past and future dates are relative to: today, in local time."""
+    return dt.date.today()
+
+
 def _relative_days(relative: str, time: str) -> JsonSchemaValue:
     """``PastDate``/``FutureDate`` (``time`` empty) or their datetime forms (``time``: the
     regex of ``T`` and the time): dates up to two days before the compile day, or from
     two days after it. The day is written in the schema, so the cache keys of indexes
     compiled on other days differ; an index is valid on its compile day (and a
     ``FutureDate`` one until two days later)."""
-    today = dt.date.today()
+    today = compile_day()
     if relative == "past":
         days = date_range_regex(None, today - _RELATIVE_MARGIN)
     else:
