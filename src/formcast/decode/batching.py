@@ -377,11 +377,12 @@ class BatchDecoder:
         remaining = max(len(row.pending) for row in rows)
         width = remaining if chunk is None else min(chunk, remaining)
         counts = [max(0, len(row.pending) - (remaining - width)) for row in rows]
-        input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+        ids = np.full((len(rows), width), self.pad_token_id, dtype=np.int64)
         for i, (row, count) in enumerate(zip(rows, counts, strict=True)):
             if count:
-                input_ids[i, width - count :] = torch.tensor(row.pending[:count])
-            row.pending = row.pending[count:]
+                ids[i, width - count :] = row.pending[:count]
+                row.pending = row.pending[count:]
+        input_ids = torch.from_numpy(ids)
         if isinstance(cache, SlotCache):
             assert self.engine is not None
             _, positions = cache.feed(counts)

@@ -32,12 +32,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
 from formcast.decode.forward import attention_kernels, call_model
 
-__all__ = ["GrowingLayer", "RowCache", "SharedPrefix", "common_prefix_length", "upload"]
+__all__ = [
+    "GrowingLayer",
+    "RowCache",
+    "SharedPrefix",
+    "common_prefix_length",
+    "new_block",
+    "upload",
+]
 
 #: Spare columns allocated beyond what a layer holds, so most steps write in place.
 _SPARE_COLUMNS = 64
@@ -240,18 +248,14 @@ class RowCache:
         ``(attention, positions)``, the mask to pass (old columns and new) and the
         ``[rows, width]`` position ids (host tensor) of the new, left-padded block."""
         width = max(lengths)
-        columns = torch.zeros((self.rows, width), dtype=torch.long)
-        positions = torch.zeros((self.rows, width), dtype=torch.long)
+        columns, positions = new_block(self.visible, lengths)
         for i, count in enumerate(lengths):
-            start = self.visible[i]
-            columns[i, width - count :] = 1
-            positions[i, width - count :] = torch.arange(start, start + count)
-            positions[i, : width - count] = start
             if self.visible[i] == 0:
                 self.first[i] = self.width + width - count
             self.visible[i] += count
-        self.attention = torch.cat([self.attention, upload(columns, self.device)], dim=1)
-        return self.attention, positions
+        new = upload(torch.from_numpy(columns.astype(np.int64)), self.device)
+        self.attention = torch.cat([self.attention, new], dim=1)
+        return self.attention, torch.from_numpy(positions)
 
     def keep_rows(self, keep: Sequence[int]) -> None:
         """Keep only the rows ``keep`` (in that order), then trim leading columns."""
@@ -353,6 +357,20 @@ def _stack_right_aligned(
         dim, width - bottom.shape[dim], bottom.shape[dim]
     ).copy_(bottom)
     return out
+
+
+def new_block(
+    visible: Sequence[int], lengths: Sequence[int]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The new columns of a pass feeding ``lengths[i]`` tokens to a row that sees
+    ``visible[i]`` columns, left-padded to the longest: ``(seen, positions)``, ``[rows,
+    width]`` arrays, a row's padding unseen and numbered as its first new token."""
+    counts = np.asarray(lengths, dtype=np.int64)
+    width = int(counts.max())
+    offset = np.arange(width, dtype=np.int64)[None, :] - (width - counts)[:, None]
+    seen = offset >= 0
+    positions = np.asarray(visible, dtype=np.int64)[:, None] + np.maximum(offset, 0)
+    return seen, positions
 
 
 def upload(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:

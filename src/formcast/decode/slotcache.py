@@ -42,7 +42,7 @@ import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
 from formcast.decode.forward import call_model
-from formcast.decode.kvcache import RowCache, upload
+from formcast.decode.kvcache import RowCache, new_block, upload
 from formcast.errors import InvalidOptionError
 
 __all__ = [
@@ -231,16 +231,11 @@ class SlotCache:
         new = max(lengths)
         if self.used + new > self.width:
             self._make_room(new)
-        columns = torch.zeros((self.rows, new), dtype=torch.bool)
-        positions = torch.zeros((self.rows, new), dtype=torch.long)
-        for i, count in enumerate(lengths):
-            start = self.visible[i]
-            columns[i, new - count :] = True
-            positions[i, new - count :] = torch.arange(start, start + count)
-            positions[i, : new - count] = start
-            self.visible[i] += count
+        seen, positions = new_block(self.visible, lengths)
+        self.visible = [v + count for v, count in zip(self.visible, lengths, strict=True)]
+        columns = torch.from_numpy(seen)
         self.attention[: self.rows, self.used : self.used + new] = upload(columns, self.device)
-        return columns, positions
+        return columns, torch.from_numpy(positions)
 
     def run(
         self, input_ids: torch.Tensor, positions: torch.Tensor, runner: PassRunner
