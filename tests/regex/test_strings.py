@@ -41,7 +41,9 @@ CASES: list[Case] = [
 test_hand_written_cases, test_samples_are_valid = case_tests(CASES)
 
 
-UNSUPPORTED: list[Unsupported] = []
+UNSUPPORTED: list[Unsupported] = [
+    ({"type": "string", "format": "color"}, "format", "/", "generation"),
+]
 
 
 test_unsupported_keywords = unsupported_tests(UNSUPPORTED)

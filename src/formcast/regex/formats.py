@@ -5,7 +5,7 @@ characters only).
 * :data:`STRING_FORMATS`: conservative regexes for ``format`` values; what they match
   passes jsonschema's format checker and the matching Pydantic type.
 * :data:`SPEC_STRING_FORMATS`: the exact RFC 3986 grammars ``specification`` mode uses
-  for ``uri``, ``uri-reference`` and the IRI forms.
+  for ``uri`` and ``uri-reference``.
 * :data:`PYDANTIC_FORMS`: what Pydantic writes and reads where its JSON Schema formats
   say otherwise (naive date-times, signed durations); :mod:`formcast.schema` puts them
   into the patterns of the schemas it generates, as it does :func:`url_regex` for URL
@@ -189,12 +189,10 @@ _URI_TEMPLATE = (
 
 SPEC_STRING_FORMATS: dict[str, str] = {
     "uri": _URI_RFC,
-    "iri": _URI_RFC,
     "uri-reference": f"(?:{_URI_RFC}|{_URI_RELATIVE})",
-    "iri-reference": f"(?:{_URI_RFC}|{_URI_RELATIVE})",
 }
 """Exact RFC 3986 grammars, used in ``specification`` mode in place of the conservative
-``uri`` (IRIs and IRI references get the ASCII subset: every URI is an IRI).
+``uri`` (the IRI forms, exact in both modes, are in :mod:`formcast.regex.more_formats`).
 
 Unbounded in length: with ``maxLength`` the conservative regex is used instead."""
 
