@@ -227,3 +227,15 @@ def test_trie_fields_of_the_live_node_walk() -> None:
     assert trie.repeats.tolist() == [4] and trie.repeated.tolist() == [2]  # b"ab" twice
     many = [b""] + [bytes([97, 97 + k % 26, 97 + k // 26]) for k in range(40)]
     _assert_walk_fields(Vocabulary.from_token_bytes(many, eos_token_ids=[0]))
+
+
+@pytest.mark.parametrize("given", [None, "HuggingFaceTB/SmolLM2-135M-Instruct", 42])
+def test_compile_without_a_tokenizer_says_what_was_expected(given: Any) -> None:
+    import formcast
+    from formcast.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match="expected a Hugging Face tokenizer") as caught:
+        formcast.compile(int, given)
+    assert repr(given)[:20] in str(caught.value)
+    if isinstance(given, str):
+        assert "AutoTokenizer.from_pretrained('HuggingFaceTB" in str(caught.value)

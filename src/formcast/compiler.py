@@ -57,6 +57,17 @@ def vocabulary_of(tokenizer: Any) -> Vocabulary:
     tokenizer object. First call ~0.3 s for a 49k-token vocabulary."""
     if isinstance(tokenizer, Vocabulary):
         return tokenizer
+    if not callable(getattr(tokenizer, "get_vocab", None)):
+        hint = (
+            f" (to load one by name: transformers.AutoTokenizer.from_pretrained({tokenizer!r}))"
+            if isinstance(tokenizer, str)
+            else ""
+        )
+        raise InvalidOptionError(
+            "expected a Hugging Face tokenizer (an object with get_vocab(), such as "
+            "transformers.AutoTokenizer.from_pretrained(...)) or a formcast Vocabulary, "
+            f"found {type(tokenizer).__name__} {tokenizer!r:.60}{hint}"
+        )
     with _lock:
         known = _vocabularies.get(id(tokenizer))
         if known is not None and known[0] is tokenizer:

@@ -55,7 +55,7 @@ from formcast.decode.forcing import ForcedTokenizer
 from formcast.decode.forward import attention_kernels, call_model
 from formcast.decode.jsonscan import Member
 from formcast.decode.kvcache import RowCache, SharedPrefix, upload
-from formcast.decode.masks import allowed_mask, budget_restricts, model_device
+from formcast.decode.masks import allowed_mask, budget_narrows, budget_restricts, model_device
 from formcast.decode.records import (
     FieldSteering,
     Generation,
@@ -119,7 +119,7 @@ class _Row:
     generation: Generation
     started: float
     rng: torch.Generator | None = None
-    budget_bound: bool = False  # the budget removed a choice at some step
+    budget_bound: bool = False  # the budget changed a token the model would have chosen
     text: RowText | None = None  # the emitted bytes read as JSON (guard or steering)
     steer: FieldSteer | None = None
     limit: int | None = None  # FieldSteering.max_generated_tokens
@@ -284,8 +284,8 @@ class BatchDecoder:
             return []  # the joining prompts are still being prefilled
         scores = torch.cat(logits) if len(logits) > 1 else logits[0]
         width = scores.shape[-1]
-        masks = [self._row_mask(row, width) for row in self._running]
-        chosen = self._choose(scores, torch.stack(masks))  # the step's one synchronisation
+        masks, free = zip(*(self._row_mask(row, width) for row in self._running), strict=True)
+        chosen = self._choose(scores, torch.stack(masks), free)  # the step's one synchronisation
         ended: list[_Row] = []
         keep: list[int] = []
         for i, (row, token) in enumerate(zip(self._running, chosen, strict=True)):
@@ -397,21 +397,39 @@ class BatchDecoder:
         )
         return out.logits[:, -1, :]  # type: ignore[no-any-return]
 
-    def _row_mask(self, row: _Row, width: int) -> torch.Tensor:
+    def _row_mask(self, row: _Row, width: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The row's allowed tokens on the device: the constraint's (budget-safe) mask,
         less the loop guard's and the field steering's bans unless they would leave
-        nothing allowed. Decided on the host (no synchronisation)."""
+        nothing allowed; and, where the budget removes a token that could still end well,
+        the same mask without the budget (what the model would choose from), else None.
+        Decided on the host (no synchronisation)."""
         tokens_left = self.max_new_tokens - row.generation.completion_tokens
         restricted = budget_restricts(row.cursor, tokens_left)
-        row.budget_bound |= restricted
         mask = allowed_mask(row.cursor, width, self.device, tokens_left)
+        free = None
+        if budget_narrows(row.cursor, tokens_left):
+            free = allowed_mask(row.cursor, width, self.device, UNREACHABLE)
         if row.text is None:
-            return mask
+            return mask, free
         looping = row.text.loop_bans()
         banned = looping + (row.steer.bans(row.text) if row.steer is not None else [])
         if not banned:
-            return mask
-        allowed = row.cursor.allowed_token_ids(tokens_left if restricted else None)
+            return mask, free
+        mask = self._trim(row, mask, banned, looping, tokens_left if restricted else None)
+        if free is not None:
+            free = self._trim(row, free, banned, [], UNREACHABLE)
+        return mask, free
+
+    def _trim(
+        self,
+        row: _Row,
+        mask: torch.Tensor,
+        banned: list[int],
+        looping: list[int],
+        tokens_left: int | None,
+    ) -> torch.Tensor:
+        """``mask`` less the banned tokens, unless that would leave nothing allowed."""
+        allowed = row.cursor.allowed_token_ids(tokens_left)
         hit = np.intersect1d(np.asarray(banned, dtype=np.int64), allowed)
         if hit.size == 0 or hit.size == allowed.size:
             return mask  # nothing to remove, or validity first: keep the last allowed
@@ -421,21 +439,69 @@ class BatchDecoder:
         trimmed[upload(torch.from_numpy(hit.astype(np.int64)), self.device)] = False
         return trimmed
 
-    def _choose(self, logits: torch.Tensor, allowed: torch.Tensor) -> list[int]:
-        """One token id per running row from the masked logits (host ints)."""
+    def _choose(
+        self,
+        logits: torch.Tensor,
+        allowed: torch.Tensor,
+        free: Sequence[torch.Tensor | None],
+    ) -> list[int]:
+        """One token id per running row from the masked logits (host ints).
+
+        A row whose budget narrowed its mask (``free`` holds its mask without the budget)
+        is marked budget-bound when the budget changed its token: greedily, when the
+        argmax without the budget is not the argmax with it; sampling, when a sample
+        drawn without the budget is one the budget removes (that row then takes a sample
+        drawn under the budget: the pair draws from the budget-safe distribution
+        exactly)."""
         masked = logits.masked_fill(~allowed, float("-inf"))
+        narrowed = [i for i, f in enumerate(free) if f is not None]
+        unbudgeted: torch.Tensor | None = None
+        if narrowed:
+            free_masks = torch.stack([f for f in free if f is not None])
+            unbudgeted = logits[narrowed].masked_fill(~free_masks, float("-inf"))
         options = self.sampling
         if options.temperature == 0:
-            return [int(t) for t in masked.argmax(dim=-1).tolist()]
+            picks = masked.argmax(dim=-1)
+            if unbudgeted is None:
+                return [int(t) for t in picks.tolist()]
+            both = torch.cat([picks, unbudgeted.argmax(dim=-1)]).tolist()
+            chosen = [int(t) for t in both[: len(picks)]]
+            for i, best in zip(narrowed, both[len(picks) :], strict=True):
+                if chosen[i] != int(best):
+                    self._running[i].budget_bound = True
+            return chosen
+        probs = self._probabilities(masked)
+        wanted: list[torch.Tensor] = []
+        if unbudgeted is not None:
+            free_probs = self._probabilities(unbudgeted)
+            for k, i in enumerate(narrowed):
+                rng = self._running[i].rng
+                wanted.append(torch.multinomial(free_probs[k], 1, generator=rng))
+        samples = [
+            torch.multinomial(probs[i], 1, generator=row.rng) for i, row in enumerate(self._running)
+        ]
+        picks = torch.cat(samples)
+        if not wanted:
+            return [int(t) for t in picks.tolist()]
+        rows = torch.tensor(narrowed, device=picks.device)
+        free_picks = torch.cat(wanted)
+        kept = allowed[rows, free_picks]  # the budget left the unbudgeted sample allowed
+        picks[rows] = torch.where(kept, free_picks, picks[rows])
+        both = torch.cat([picks, kept.long()]).tolist()  # one synchronisation
+        for i, ok in zip(narrowed, both[len(samples) :], strict=True):
+            if not ok:
+                self._running[i].budget_bound = True
+        return [int(t) for t in both[: len(samples)]]
+
+    def _probabilities(self, masked: torch.Tensor) -> torch.Tensor:
+        """The sampling distribution of masked logits (temperature, then top-p)."""
+        options = self.sampling
         probs = torch.softmax(masked.float() / options.temperature, dim=-1)
         if options.top_p < 1.0:
             sorted_probs, order = probs.sort(dim=-1, descending=True)
             drop = sorted_probs.cumsum(dim=-1) - sorted_probs > options.top_p
             probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs.masked_fill(drop, 0))
-        picks = [
-            torch.multinomial(probs[i], 1, generator=row.rng) for i, row in enumerate(self._running)
-        ]
-        return [int(t) for t in torch.cat(picks).tolist()]
+        return probs
 
     # -- rows ----------------------------------------------------------------------------
     def _new_row(self, request: RowRequest) -> _Row:

@@ -48,7 +48,8 @@ class ExtractionResult(Generic[T]):
         error: what went wrong for this item (batch extraction never raises per item).
         raw_text: the generated text.
         finish_reason: ``"stop"`` (the model ended the output) or ``"length"`` (the token
-            budget ran out; the output is still complete and valid).
+            budget ended the output, or changed a token the model would have chosen; the
+            output is still complete and valid).
         prompt_tokens, completion_tokens, forced_tokens: token counts; forced tokens were
             appended by jump-forward without sampling and are part of completion_tokens.
         seconds: wall time of the final attempt's generation, from the moment its row
