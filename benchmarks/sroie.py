@@ -62,6 +62,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import re
 import statistics
 import sys
@@ -76,7 +77,11 @@ import formcast
 from formcast.automaton.text import number_candidates
 from formcast.extraction.prompts import DEFAULT_USER
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sroie"
+#: The receipts: ``FORMCAST_SROIE_DIR`` when set (a machine without the shared folder).
+DATA = Path(
+    os.environ.get("FORMCAST_SROIE_DIR")
+    or Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sroie"
+)
 FIELDS = ("company", "date", "address", "total")
 
 

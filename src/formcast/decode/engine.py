@@ -64,6 +64,7 @@ class SlotEngine:
     """The slot cache of one model and the runner of its passes.
 
     Attributes:
+        passes: decoding passes run so far (prefills, which run apart, not counted).
         captures: graphs captured so far; ``capture_seconds`` their total time.
         fallback: why passes run eagerly after a failed capture (None while graphs work).
     """
@@ -72,6 +73,7 @@ class SlotEngine:
         self.model = model
         self.mode: EngineMode = mode
         self.cache: SlotCache | None = None
+        self.passes = 0
         self.captures = 0
         self.capture_seconds = 0.0
         self.fallback: str | None = None
@@ -101,6 +103,7 @@ class SlotEngine:
     def __call__(self, cache: SlotCache, size: int, new: int) -> torch.Tensor:
         """Run the pass ``cache`` prepared over its first ``size`` slots, ``new`` tokens
         per row: ``[size, vocab]`` logits on the device (valid until the next pass)."""
+        self.passes += 1
         if self.mode == "compile":
             return cache.forward(size, new, model=compiled(self.model))
         if self.mode == "graphs" and self.fallback is None and new <= MAX_GRAPH_TOKENS:
