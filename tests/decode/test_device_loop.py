@@ -33,6 +33,7 @@ from formcast.decode.batching import BatchDecoder, RowRequest, fill_from_end
 from formcast.decode.engine import SlotEngine, slot_mode
 from formcast.decode.forward import cache_keyword
 from formcast.decode.logits import FieldSteering, ForcedTokenizer, LoopGuard, SamplingOptions
+from formcast.errors import InvalidOptionError
 from formcast.index import TokenIndex
 from formcast.vocabulary import Vocabulary
 
@@ -416,3 +417,22 @@ def test_no_pass_uses_a_deprecated_cache_keyword(
         _decode_all(tiny_model, tokenizer, vocabulary, 2, SlotEngine(tiny_model, "eager"))
         _decode_all(tiny_model, tokenizer, vocabulary, 2)
     assert not [w for w in caught if "past_key_values" in str(w.message)]
+
+
+def test_slots_are_sized_to_the_device_memory(
+    monkeypatch: pytest.MonkeyPatch, tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
+) -> None:
+    """Where the device's free memory holds fewer rows than the batch size, fewer rows
+    decode at once (with a warning) and the outputs stay the same; where not even one
+    row fits, the error says how much one row needs."""
+    per_row = 256 * slotcache_module.column_bytes(tiny_model.config, torch.float32)
+    free = int(2.5 * per_row / slotcache_module.MEMORY_SHARE)  # two rows of 256 columns
+    monkeypatch.setattr(slotcache_module, "device_free_memory", lambda device: free)
+    engine = SlotEngine(tiny_model, "eager")
+    with pytest.warns(RuntimeWarning, match="keeps 2 rows at once instead of 3"):
+        outputs = _decode_all(tiny_model, tokenizer, vocabulary, 3, engine)
+    assert engine.cache is not None and engine.cache.slots == 2
+    assert outputs == _decode_all(tiny_model, tokenizer, vocabulary, 2)
+    monkeypatch.setattr(slotcache_module, "device_free_memory", lambda device: per_row // 4)
+    with pytest.raises(InvalidOptionError, match="expected one row of 256 KV columns"):
+        _decode_all(tiny_model, tokenizer, vocabulary, 3, SlotEngine(tiny_model, "eager"))

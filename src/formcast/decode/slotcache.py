@@ -145,30 +145,37 @@ def column_bytes(config: Any, dtype: torch.dtype) -> int:
     return layers * 2 * heads * head_dim * torch.empty((), dtype=dtype).element_size()
 
 
+def device_free_memory(device: torch.device) -> int | None:
+    """Free bytes on ``device`` (CUDA only; None where the device does not say)."""
+    if device.type != "cuda":
+        return None
+    return int(torch.cuda.mem_get_info(device)[0])
+
+
 def fitting_slots(model: Any, slots: int, width: int) -> int:
     """``slots``, or fewer when :data:`MEMORY_SHARE` of the device's free memory holds
-    fewer rows of ``width`` columns (CUDA only; other devices do not say).
+    fewer rows of ``width`` columns (where the device says how much is free).
 
     Raises:
         InvalidOptionError: not even one row of ``width`` columns fits.
     """
     parameter = next(model.parameters())
-    if parameter.device.type != "cuda":
+    free = device_free_memory(parameter.device)
+    if free is None:
         return slots
-    free, _ = torch.cuda.mem_get_info(parameter.device)
     per_row = width * column_bytes(model.config, parameter.dtype)
     fit = int(free * MEMORY_SHARE) // per_row
     if fit < 1:
         raise InvalidOptionError(
-            f"expected one row of {width} KV columns ({per_row / 2**20:.0f} MiB) to fit in "
-            f"{MEMORY_SHARE:.0%} of the device's free memory ({free / 2**20:.0f} MiB), found "
-            "less; use a shorter prompt or max_new_tokens, or free device memory"
+            f"expected one row of {width} KV columns ({per_row / 2**20:.1f} MiB) to fit in "
+            f"{MEMORY_SHARE:.0%} of the device's free memory ({free / 2**20:.1f} MiB), "
+            "found less; use a shorter prompt or max_new_tokens, or free device memory"
         )
     if fit < slots:
         warnings.warn(
             f"formcast keeps {fit} rows at once instead of {slots}: {slots} rows of {width} "
-            f"KV columns need {slots * per_row / 2**30:.1f} GiB, more than "
-            f"{MEMORY_SHARE:.0%} of the device's free memory ({free / 2**30:.1f} GiB)",
+            f"KV columns need {slots * per_row / 2**30:.2f} GiB, more than "
+            f"{MEMORY_SHARE:.0%} of the device's free memory ({free / 2**30:.2f} GiB)",
             RuntimeWarning,
             stacklevel=3,
         )
