@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from typing_extensions import assert_type
 
 import formcast
-from formcast import ExtractionResult, Extractor, FromText, Grammar, LoopGuard, Regex
+from formcast import ExtractionResult, Extractor, FromText, Grammar, LoopGuard, Partial, Regex
 from formcast.extraction.options import ExtractOptions
 
 
@@ -75,6 +75,17 @@ def decorators() -> None:
 
     assert_type(company_of("ACME, total 3.50"), Receipt)
     assert_type(total_of("ACME, total 3.50", currency="USD"), float)
+    for item in company_of.stream("ACME, total 3.50"):
+        print(item)
+
+
+def streams(extractor: Extractor) -> None:
+    assert_type(formcast.stream(Receipt, "t", every=2), Iterator[Partial[Receipt] | Receipt])
+    for item in extractor.stream(Receipt, "t", max_new_tokens=64):
+        if isinstance(item, Receipt):
+            assert_type(item.total, float)
+    pairs = extractor.stream_many(Receipt, ["t"], batch_size=4)
+    assert_type(pairs, Iterator[tuple[int, Partial[Receipt] | ExtractionResult[Receipt]]])
 
 
 def extractor_methods(extractor: Extractor) -> None:

@@ -43,3 +43,8 @@ def decorated_functions_keep_their_signature() -> None:
     total_of(42)  # type: ignore[arg-type]
     len(total_of("ACME, total 3.50"))  # type: ignore[arg-type]  # a float, not a str
     formcast.function(seeds=3)  # type: ignore[call-overload]
+
+
+def streams_of_what_cannot_stream(extractor: Extractor) -> None:
+    formcast.stream(int, "3")  # type: ignore[type-var]
+    extractor.stream(Receipt, "t", max_new_tokenz=5)  # type: ignore[call-arg]

@@ -33,13 +33,14 @@ from formcast.errors import (
 
 if TYPE_CHECKING:
     from formcast.annotations import Choice, Regex
-    from formcast.api import extract, extract_many, function, get_default_extractor
+    from formcast.api import extract, extract_many, function, get_default_extractor, stream
     from formcast.automaton import LazyAutomaton, PushdownAutomaton
     from formcast.cache import clear_disk_cache, save_to_disk_cache
     from formcast.compiler import compile
     from formcast.cursor import Cursor
     from formcast.decode.logits import FormcastLogitsProcessor, LoopGuard, SamplingOptions
     from formcast.extraction.extractor import ExtractionResult, Extractor, PromptTemplate
+    from formcast.extraction.partial import Partial
     from formcast.grammar import Grammar
     from formcast.index import TokenIndex
     from formcast.limits import Limits
@@ -54,6 +55,7 @@ _LAZY = {
     "extract_many": "formcast.api",
     "function": "formcast.api",
     "get_default_extractor": "formcast.api",
+    "stream": "formcast.api",
     "compile": "formcast.compiler",
     "clear_disk_cache": "formcast.cache",
     "Choice": "formcast.annotations",
@@ -67,6 +69,7 @@ _LAZY = {
     "ExtractionResult": "formcast.extraction.extractor",
     "Extractor": "formcast.extraction.extractor",
     "PromptTemplate": "formcast.extraction.extractor",
+    "Partial": "formcast.extraction.partial",
     "LazyAutomaton": "formcast.automaton",
     "PushdownAutomaton": "formcast.automaton",
     "Cursor": "formcast.cursor",
@@ -98,6 +101,7 @@ __all__ = [
     "ModelLoadError",
     "NoTextValueError",
     "OutputValidationError",
+    "Partial",
     "PromptTemplate",
     "PushdownAutomaton",
     "Regex",
@@ -117,6 +121,7 @@ __all__ = [
     "get_default_extractor",
     "save_to_disk_cache",
     "schema_to_regex",
+    "stream",
 ]
 
 

@@ -13,12 +13,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ParamSpec, TypeVar, cast, overload
 
+from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from formcast.constraint import Grammar, Regex
-from formcast.extraction.decorator import Decorator
-from formcast.extraction.extractor import ExtractionResult, Extractor
+from formcast.extraction.decorator import Decorator, ModelBacked
+from formcast.extraction.extractor import STREAM_EVERY, ExtractionResult, Extractor
 from formcast.extraction.options import ExtractManyOptions, ExtractOptions
+from formcast.extraction.partial import Partial
 
 __all__ = [
     "ExtractManyWithModel",
@@ -26,11 +28,13 @@ __all__ = [
     "extract_many",
     "function",
     "get_default_extractor",
+    "stream",
 ]
 
 T = TypeVar("T")
 P = ParamSpec("P")
 R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
 ModelChoice = Extractor | str | os.PathLike[str] | None
 
 _default: Extractor | None = None
@@ -84,6 +88,19 @@ def extract(
     return _resolve(model).extract(output, text, **options)
 
 
+def stream(
+    output: type[M],
+    text: str,
+    *,
+    model: ModelChoice = None,
+    every: int = STREAM_EVERY,
+    **options: Unpack[ExtractOptions],
+) -> Iterator[Partial[M] | M]:
+    """``formcast.Partial[output]`` instances as the output is written, then the validated
+    ``output`` itself; see :meth:`Extractor.stream`."""
+    return _resolve(model).stream(output, text, every=every, **options)
+
+
 class ExtractManyWithModel(ExtractManyOptions, total=False):
     """The options of :func:`formcast.extract_many`: those of
     :meth:`Extractor.extract_many`, and ``model`` (as for :func:`formcast.extract`)."""
@@ -117,7 +134,7 @@ def extract_many(
 @overload
 def function(
     fn: Callable[P, R], /, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
-) -> Callable[P, R]: ...
+) -> ModelBacked[P, R]: ...
 @overload
 def function(
     fn: None = None, /, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
@@ -130,7 +147,7 @@ def function(
     *,
     model: ModelChoice = None,
     **options: Unpack[ExtractOptions],
-) -> Callable[P, R] | Decorator:
+) -> ModelBacked[P, R] | Decorator:
     """Decorator over the default (or given) model; see :meth:`Extractor.function`.
 
     The model is loaded when the function is decorated, not when it is called.

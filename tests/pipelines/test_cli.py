@@ -87,6 +87,29 @@ def test_jsonl_rows_keep_their_fields_and_order(
     assert "wrote 7 rows" in result.stderr and "(0 with an error)" in result.stderr
 
 
+def test_stream_writes_partials_to_stdout(
+    tiny_model_dir: Path, tiny_extractor: Any, tmp_path: Path
+) -> None:
+    texts = [f"{n} crates of pears" for n in range(3)]
+    source = write_lines(
+        tmp_path / "in.jsonl",
+        *(json.dumps({"id": f"r{n}", "text": t}) for n, t in enumerate(texts)),
+    )
+    out = tmp_path / "out.jsonl"
+
+    result = run(*extract_args(tiny_model_dir, source, out, "--stream"))
+
+    assert result.exit_code == 0, result.output
+    rows = read_rows(out)
+    assert [r["value"] for r in rows] == expected_values(tiny_extractor, texts)
+    partials = [json.loads(line) for line in result.stdout.splitlines()]
+    assert partials and {p["id"] for p in partials} <= {"r0", "r1", "r2"}
+    for partial in partials:
+        final = next(r["value"] for r in rows if r["id"] == partial["id"])
+        for key, value in partial["partial"].items():  # each a prefix of the final value
+            assert key in final and str(final[key]).startswith(str(value)[:1])
+
+
 def test_bad_rows_become_error_rows_that_say_where(tiny_model_dir: Path, tmp_path: Path) -> None:
     source = write_lines(
         tmp_path / "in.jsonl",

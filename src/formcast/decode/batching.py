@@ -223,6 +223,18 @@ class BatchDecoder:
         """Whether :meth:`step` has work (rows to run or results to return)."""
         return bool(self._running or self._waiting or self._prefilling or self._done)
 
+    def outputs(self) -> Iterator[tuple[Any, Sequence[int]]]:
+        """Each row's key and the output token ids it holds so far (the rows that have
+        not produced a token yet included); for streaming. The lists are the rows' own:
+        read them before the next :meth:`step`."""
+        for row in self._running:
+            yield row.key, row.generation.token_ids
+        for group in self._prefilling:
+            for row in group.rows:
+                yield row.key, row.generation.token_ids
+        for row in self._waiting:
+            yield row.key, row.generation.token_ids
+
     def add(self, request: RowRequest) -> None:
         """Queue a row; it is prefilled by the next :meth:`step`.
 

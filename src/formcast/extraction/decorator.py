@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from formcast.errors import InvalidOptionError, SchemaError
@@ -21,23 +21,35 @@ if TYPE_CHECKING:
     # for annotations only: formcast.extraction.extractor imports this module for Extractor.function
     from formcast.extraction.extractor import Extractor
 
-__all__ = ["Decorator", "decorator_of", "model_backed"]
+__all__ = ["Decorator", "ModelBacked", "decorator_of", "model_backed"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class ModelBacked(Protocol[P, R_co]):
+    """A model-backed function: called, it returns the extracted value; its
+    ``stream(...)``, called with the same arguments, yields ``formcast.Partial`` instances
+    of the return type as the output is written, then the value itself (see
+    :meth:`formcast.Extractor.stream`; the return type must be a Pydantic model)."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def stream(self, *args: P.args, **kwargs: P.kwargs) -> Iterator[Any]: ...
 
 
 class Decorator(Protocol):
     """What ``@extractor.function(**options)`` returns: it turns a function into a
     model-backed one with the same signature."""
 
-    def __call__(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
+    def __call__(self, fn: Callable[P, R], /) -> ModelBacked[P, R]: ...
 
 
 def decorator_of(extractor: Extractor, options: ExtractOptions) -> Decorator:
     """The decorator that applies :func:`model_backed` with ``extractor`` and ``options``."""
 
-    def decorate(fn: Callable[P, R], /) -> Callable[P, R]:
+    def decorate(fn: Callable[P, R], /) -> ModelBacked[P, R]:
         return model_backed(extractor, fn, options)
 
     return decorate
@@ -45,7 +57,7 @@ def decorator_of(extractor: Extractor, options: ExtractOptions) -> Decorator:
 
 def model_backed(
     extractor: Extractor, fn: Callable[P, R], options: ExtractOptions
-) -> Callable[P, R]:
+) -> ModelBacked[P, R]:
     """``fn`` with its body replaced by an extraction of its return type, by ``extractor``
     with ``options``. The instruction is the ``instructions`` option, else ``fn``'s
     docstring, else a sentence naming ``fn``.
@@ -95,7 +107,14 @@ def model_backed(
         text = _arguments_text(bound.arguments)
         return typing.cast(R, extractor.extract(output, text, **call_options))
 
-    return call
+    def stream(*args: P.args, **kwargs: P.kwargs) -> Iterator[Any]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        text = _arguments_text(bound.arguments)
+        return extractor.stream(output, text, **call_options)
+
+    call.stream = stream  # type: ignore[attr-defined]
+    return typing.cast(ModelBacked[P, R], call)
 
 
 def _arguments_text(arguments: Mapping[str, Any]) -> str:

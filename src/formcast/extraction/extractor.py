@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import EllipsisType
 from typing import Any, ParamSpec, TypeVar, overload
 
+from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from formcast.compiler import compile_spec, vocabulary_of
@@ -47,7 +48,7 @@ from formcast.errors import (
     NoTextValueError,
 )
 from formcast.extraction.attempts import Request
-from formcast.extraction.decorator import Decorator, decorator_of, model_backed
+from formcast.extraction.decorator import Decorator, ModelBacked, decorator_of, model_backed
 from formcast.extraction.options import (
     BatchOptions,
     ExtractManyOptions,
@@ -56,6 +57,7 @@ from formcast.extraction.options import (
     read_batch_options,
     read_plan,
 )
+from formcast.extraction.partial import Partial, partial_of
 from formcast.extraction.prompts import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_SYSTEM,
@@ -68,7 +70,7 @@ from formcast.extraction.prompts import (
     with_feedback,
 )
 from formcast.extraction.results import Attempt, ExtractionResult
-from formcast.extraction.scheduler import Scheduler
+from formcast.extraction.scheduler import Progress, Scheduler
 from formcast.index import TokenIndex
 from formcast.models import load_default_model, load_pretrained
 from formcast.schema import Mode
@@ -88,6 +90,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+#: Output tokens between two partials of a stream while a string grows, by default.
+STREAM_EVERY = 4
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -351,16 +357,71 @@ class Extractor:
         finally:
             bar.close()
 
+    def stream(
+        self,
+        output: type[M],
+        text: str,
+        *,
+        every: int = STREAM_EVERY,
+        **options: Unpack[ExtractOptions],
+    ) -> Iterator[Partial[M] | M]:
+        """Extract one ``output`` from ``text``, yielding what is known as it is written.
+
+        Yields ``formcast.Partial[output]`` instances (``output``'s fields, each optional,
+        nested models and lists partial too): one when a value closes or a new one
+        opens, and one at most every ``every`` output tokens while a string grows (the
+        open string as far as written). A value that validator steering rolls back, or
+        a whole attempt made again with feedback, is taken back in the next partial. The
+        last item is the validated ``output`` instance itself, not a partial. Options
+        and errors are those of :meth:`extract`; the output type must be a Pydantic
+        model class.
+
+        Cost: the rows are decoded as by :meth:`extract`; each partial reads the output
+        so far once (a few microseconds per output byte).
+        """
+        model = _stream_model(output, every)
+        check_options(options)
+        scheduler = self._scheduler(output, options, 1, raise_item_errors=True)
+        for event in scheduler.events([text], "input", "continuous", every):
+            if isinstance(event, Progress):
+                yield typing.cast(Partial[M], partial_of(model, event.data))
+            else:
+                yield typing.cast(M, event.unwrap())
+
+    def stream_many(
+        self,
+        output: type[M],
+        texts: Iterable[str],
+        *,
+        every: int = STREAM_EVERY,
+        **options: Unpack[ExtractManyOptions],
+    ) -> Iterator[tuple[int, Partial[M] | ExtractionResult[M]]]:
+        """Like :meth:`extract_many` (continuous batching, texts read lazily), yielding
+        ``(index, item)`` pairs as rows progress: ``Partial[output]`` instances as in
+        :meth:`stream`, then the text's :class:`ExtractionResult` as its last item (its
+        ``value`` the validated model, or its ``error``). Pairs of different texts
+        interleave; ``index`` is the text's position in ``texts``. The ``order`` option
+        does not apply: every item comes as soon as it is known."""
+        model = _stream_model(output, every)
+        batch, each = read_batch_options(options)
+        check_options(each)
+        scheduler = self._scheduler(output, each, batch.batch_size, raise_item_errors=False)
+        for event in scheduler.events(texts, "completion", batch.batching, every):
+            if isinstance(event, Progress):
+                yield event.position, typing.cast(Partial[M], partial_of(model, event.data))
+            else:
+                yield event.index, typing.cast(ExtractionResult[M], event)
+
     @overload
     def function(
         self, fn: Callable[P, R], /, **options: Unpack[ExtractOptions]
-    ) -> Callable[P, R]: ...
+    ) -> ModelBacked[P, R]: ...
     @overload
     def function(self, fn: None = None, /, **options: Unpack[ExtractOptions]) -> Decorator: ...
 
     def function(
         self, fn: Callable[P, R] | None = None, /, **options: Unpack[ExtractOptions]
-    ) -> Callable[P, R] | Decorator:
+    ) -> ModelBacked[P, R] | Decorator:
         """Decorator: a typed function becomes a model-backed one, with the same signature.
 
         The docstring is the instruction (the ``instructions`` option replaces it), the
@@ -368,7 +429,8 @@ class Extractor:
         model, ``int``, ``list[Model]``, ``Literal``, ``Enum``, ``Optional``, dates...).
         Use as ``@extractor.function`` or ``@extractor.function(max_new_tokens=64)``. The
         constraint is compiled at decoration time, so an unsupported return type fails at
-        import, not at call.
+        import, not at call. The decorated function's ``stream(...)`` takes the same
+        arguments and streams partial objects (:meth:`stream`).
         """
         if fn is None:
             return decorator_of(self, options)
@@ -512,6 +574,17 @@ class Extractor:
             return list(tokenizer.encode(rendered, add_special_tokens=False))
         plain = "\n\n".join(m["content"] for m in messages) + "\n\n"
         return list(tokenizer.encode(plain))
+
+
+def _stream_model(output: Any, every: int) -> type[BaseModel]:
+    """The model class a stream's partials are made of; a bad ``every`` is refused."""
+    if not (isinstance(output, type) and issubclass(output, BaseModel)):
+        raise InvalidOptionError(
+            f"expected a Pydantic model class to stream partial objects of, found {output!r}"
+        )
+    if not isinstance(every, int) or every < 1:
+        raise InvalidOptionError(f"expected every >= 1 (output tokens), found {every!r}")
+    return output
 
 
 def _instructions(spec: OutputSpec) -> str:

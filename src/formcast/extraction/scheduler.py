@@ -37,10 +37,11 @@ from formcast.extraction.attempts import (
     to_result,
 )
 from formcast.extraction.options import Batching, Order, Plan
+from formcast.extraction.partial import read_prefix
 from formcast.extraction.results import ExtractionResult
 from formcast.index import TokenIndex
 
-__all__ = ["Prepare", "Scheduler"]
+__all__ = ["Prepare", "Progress", "Scheduler"]
 
 #: Prepares one attempt at a text: ``(position, text, feedback or None) -> Request``.
 Prepare = Callable[[int, str, str | None], Request]
@@ -53,6 +54,28 @@ class _Item:
     text: str
     request: Request
     history: list[Outcome] = field(default_factory=list)
+    streamed: Any = None  # the values of the last progress, when streaming
+    streamed_tokens: int = 0  # the output tokens at the last progress
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A streamed row's output so far: its text's position, the values the JSON prefix
+    holds (:func:`~formcast.extraction.partial.read_prefix`) and the bytes."""
+
+    position: int
+    data: Any
+    raw: bytes
+
+
+def _shape(data: Any) -> Any:
+    """``data`` with every string leaf the same: what changes when a value closes, a
+    member or item opens, or a value is taken back, but not while a string grows."""
+    if isinstance(data, dict):
+        return {k: _shape(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_shape(v) for v in data]
+    return "" if isinstance(data, str) else data
 
 
 class Scheduler:
@@ -97,6 +120,17 @@ class Scheduler:
         self, texts: Iterable[str], order: Order, batching: Batching
     ) -> Iterator[ExtractionResult[Any]]:
         """Every text's result, in ``order``; a text is read only when a row is free."""
+        for event in self.events(texts, order, batching, None):
+            if isinstance(event, ExtractionResult):
+                yield event
+
+    def events(
+        self, texts: Iterable[str], order: Order, batching: Batching, every: int | None
+    ) -> Iterator[ExtractionResult[Any] | Progress]:
+        """Every text's result, in ``order``; with ``every``, also each row's
+        :class:`Progress` after a step, when a value closed or was taken back, or when
+        ``every`` tokens were added since the row's last progress (results then come in
+        completion order, each after its row's last progress)."""
         decoder = self.decoder
         source = enumerate(texts)
         waiting: dict[int, ExtractionResult[Any]] = {}  # ended before an earlier text
@@ -106,6 +140,8 @@ class Scheduler:
             if decoder.busy:
                 with self.lock:
                     finished = decoder.step()
+                if every is not None:
+                    yield from self._progress(every)
                 for row in finished:
                     result = self._finish(row)
                     if result is not None:
@@ -120,6 +156,25 @@ class Scheduler:
                     next_index += 1
             if self._exhausted and not self._retries and not decoder.busy:
                 return
+
+    def _progress(self, every: int) -> Iterator[Progress]:
+        """The rows whose output moved enough since their last progress."""
+        token_bytes = self.index.vocabulary.token_bytes
+        for key, token_ids in self.decoder.outputs():
+            item: _Item = key
+            count = len(token_ids)
+            if count == item.streamed_tokens and item.streamed is not None:
+                continue
+            raw = b"".join(token_bytes[t] for t in token_ids)
+            data = read_prefix(raw.decode("utf-8", errors="ignore"))
+            if data is None and item.streamed is None:
+                continue  # nothing to show yet
+            if data == item.streamed and item.streamed is not None:
+                continue
+            moved = abs(count - item.streamed_tokens) >= every
+            if moved or item.streamed is None or _shape(data) != _shape(item.streamed):
+                item.streamed, item.streamed_tokens = data, count
+                yield Progress(item.request.position, data, raw)
 
     def _fill(
         self, source: Iterator[tuple[int, str]], batching: Batching

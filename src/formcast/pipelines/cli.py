@@ -36,6 +36,7 @@ from formcast.pipelines.rows import (
     check_input_columns,
     error_columns,
     extract_columns,
+    result_columns,
 )
 
 if TYPE_CHECKING:  # imported when a model loads: `formcast --help` needs no torch
@@ -123,6 +124,12 @@ def main() -> None:
     help="Unroll recursive output types this many times [default: exact at any depth].",
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first row with an error (exit 1).")
+@click.option(
+    "--stream",
+    is_flag=True,
+    help="Also write each row's partial values to stdout as they are generated (JSON "
+    'lines: the row\'s id field and "partial"); the output type must be a Pydantic class.',
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--ray", "use_ray", is_flag=True, help="Run through formcast.ray (Ray Data).")
 @click.option(
@@ -151,6 +158,7 @@ def extract(
     mode: str | None,
     max_recursion_depth: int | None,
     fail_fast: bool,
+    stream: bool,
     progress: bool,
     use_ray: bool,
     concurrency: int,
@@ -173,9 +181,11 @@ def extract(
     }
     done = _done_ids(output_path, id_field)
     rows = (r for r in read_rows(input_path, text_field, id_field) if _key(r.id) not in done)
-    job = _Job(output, model, device, dtype, batch_size, options, fail_fast)
+    job = _Job(output, model, device, dtype, batch_size, options, fail_fast, stream, id_field)
     tally = _Tally()
     try:
+        if use_ray and stream:
+            raise click.BadParameter("cannot stream with --ray", param_hint="--stream")
         if use_ray:
             written = _run_ray(job, rows, concurrency, num_gpus)
         else:  # the model loads before the progress bar starts, so that it shows rows/s
@@ -393,6 +403,8 @@ class _Job:
     batch_size: int
     options: dict[str, Any]
     fail_fast: bool
+    stream: bool = False
+    id_field: str = "id"
 
 
 def _load_extractor(job: _Job) -> Extractor:
@@ -413,11 +425,42 @@ def _run_here(
     """Extract in this process, a chunk of rows at a time; yields in input order."""
     for chunk in _chunks(rows, job.batch_size * BATCHES_PER_CHUNK, job.fail_fast):
         texts = [row.text for row in chunk]
+        if job.stream:
+            for row, added in zip(chunk, _streamed_columns(job, extractor, chunk), strict=True):
+                yield row, _output_row(row, added)
+            continue
         columns = extract_columns(
             extractor, job.output, texts, batch_size=job.batch_size, **job.options
         )
         for row, added in zip(chunk, columns, strict=True):
             yield row, _output_row(row, added)
+
+
+def _streamed_columns(
+    job: _Job, extractor: Extractor, chunk: list[InputRow]
+) -> list[dict[str, Any]]:
+    """The output columns of each text, in order, writing every partial value to stdout
+    as a JSON line (``{<id field>: row id, "partial": {...}}``) as rows progress."""
+    from formcast.extraction.partial import Partial
+
+    columns: list[dict[str, Any] | None] = [None] * len(chunk)
+    pending: list[tuple[int, str]] = []
+    for position, row in enumerate(chunk):
+        if isinstance(row.text, str):
+            pending.append((position, row.text))
+        else:
+            columns[position] = error_columns(row.text)
+    ids = [chunk[p].id for p, _ in pending]
+    items = extractor.stream_many(
+        job.output, [t for _, t in pending], batch_size=job.batch_size, **job.options
+    )
+    for index, item in items:
+        if isinstance(item, Partial):
+            partial = item.model_dump(mode="json", exclude_none=True)
+            _write(sys.stdout, {job.id_field: ids[index], "partial": partial})
+        else:
+            columns[pending[index][0]] = result_columns(item)
+    return [c if c is not None else error_columns(RuntimeError("no result")) for c in columns]
 
 
 def _chunks(rows: Iterable[InputRow], size: int, fail_fast: bool) -> Iterator[list[InputRow]]:
