@@ -30,12 +30,12 @@ _keywords: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def cache_keyword(model: Any) -> str:
-    """``"cache"`` when the model's ``forward`` takes it (newer transformers), else
-    ``"past_key_values"``. Read once per model."""
+    """``"cache"`` when the model's ``forward`` (or the model itself, a plain callable)
+    takes it (newer transformers), else ``"past_key_values"``. Read once per model."""
     found = _keywords.get(model)
     if found is None:
         try:
-            parameters = inspect.signature(model.forward).parameters
+            parameters = inspect.signature(getattr(model, "forward", model)).parameters
         except (TypeError, ValueError):  # a forward without a readable signature
             parameters = {}  # type: ignore[assignment]
         found = "cache" if "cache" in parameters else "past_key_values"
