@@ -7,10 +7,11 @@
 
 Each row keeps its columns and gains formcast's output columns (:mod:`formcast.pipelines.rows`:
 ``value`` as JSON text, ``error``, ``finish_reason``, ``prompt_tokens``,
-``generated_tokens``). The work runs in a pool of Ray actors (``Dataset.map_batches``
-with a callable class): each actor loads the model once and extracts a batch of rows
-per call with :meth:`formcast.Extractor.extract_many`. The constraint is compiled once,
-on the driver, and shipped to the actors with the job; they never compile it.
+``generated_tokens``, ``spans`` as JSON text). The work runs in a pool of Ray actors
+(``Dataset.map_batches`` with a callable class): each actor loads the model once and
+extracts a batch of rows per call with :meth:`formcast.Extractor.extract_many`. The
+constraint is compiled once, on the driver, and shipped to the actors with the job; they
+never compile it.
 
 Faults: a row without a usable text (null, not a string, empty, too long for the
 context window) gets an ``error`` and the rest of its batch is unaffected. An actor
@@ -52,6 +53,7 @@ from formcast.pipelines.rows import (
     FINISH_REASON,
     GENERATED_TOKENS,
     PROMPT_TOKENS,
+    SPANS,
     VALUE,
     check_input_columns,
     extract_columns,
@@ -66,6 +68,7 @@ OUTPUT_TYPES: dict[str, pa.DataType] = {
     FINISH_REASON: pa.string(),
     PROMPT_TOKENS: pa.int64(),
     GENERATED_TOKENS: pa.int64(),
+    SPANS: pa.string(),
 }
 
 # The options of extract_many that decide the compiled constraint.

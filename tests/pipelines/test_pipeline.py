@@ -33,6 +33,7 @@ def test_columns_of_good_and_bad_rows(tiny_extractor: Any) -> None:
         "finish_reason": result.finish_reason,
         "prompt_tokens": result.prompt_tokens,
         "generated_tokens": result.generated_tokens,
+        "spans": "{}",
     }
     assert rows[1]["error"].startswith("EmptyInputError: expected a non-empty text")
     assert rows[2] == {
@@ -41,6 +42,7 @@ def test_columns_of_good_and_bad_rows(tiny_extractor: Any) -> None:
         "finish_reason": None,
         "prompt_tokens": 0,
         "generated_tokens": 0,
+        "spans": None,
     }
 
 

@@ -26,7 +26,14 @@ needs_ray = pytest.mark.skipif(
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-OUTPUT_COLUMNS = ["value", "error", "finish_reason", "prompt_tokens", "generated_tokens"]
+OUTPUT_COLUMNS = [
+    "value",
+    "error",
+    "finish_reason",
+    "prompt_tokens",
+    "generated_tokens",
+    "spans",
+]
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:

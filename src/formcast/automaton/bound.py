@@ -167,6 +167,33 @@ class BoundAutomaton(TableAutomaton[Key]):
             return DEAD
         return self._closure(moved, live)
 
+    # -- provenance ---------------------------------------------------------------------
+    def slot_bytes(self, data: bytes) -> list[int]:
+        """For each byte of ``data`` (an output this automaton accepts, or a prefix of
+        one), the slot (its index in ``slots``) whose text automaton read it, or -1: the
+        bytes of the values copied from the text. A byte that both a slot and the schema
+        could read counts as the slot's when the state after it is still inside a slot.
+
+        Cost: one step per byte (the entries are built already when ``data`` was
+        decoded with this automaton)."""
+        state = self.initial
+        inside: list[int] = []
+        for byte in data:
+            schemas, members = self._sets[state]
+            kinds = [
+                kind
+                for kind, text_state, _ in members
+                if int(self.texts[kind].row(text_state)[byte]) != DEAD
+            ]
+            nxt = int(self.step(np.array([state], np.int32), np.array([byte], np.uint8))[0])
+            if kinds and any(int(self._schema_row(s)[byte]) != DEAD for s in schemas):
+                kinds = kinds if nxt != DEAD and self._sets[nxt][1] else []
+            inside.append(kinds[0] if kinds else -1)
+            state = nxt
+            if state == DEAD:
+                break
+        return inside + [-1] * (len(data) - len(inside))
+
     # -- how the table is built: one entry at a time, or a whole row -------------------
     def _build_entries(
         self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]

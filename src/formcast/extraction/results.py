@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from formcast.decode.records import FinishReason
@@ -62,6 +63,13 @@ class ExtractionResult(Generic[T]):
         index: the text's position in the input of ``extract_many`` (0 for ``run`` and
             ``extract``), so results taken in completion order can be matched to their
             texts.
+        spans: where each value copied from the text (``FromText``) came from: its JSON
+            pointer in the output (``/company``, ``/items/2/name``) -> ``(start, end)``
+            character offsets into the input, ``text[start:end]`` being the value up to
+            its ``FromText`` whitespace and case options. A value the text holds several
+            times has every occurrence, in text order (a substring automaton cannot tell
+            equal substrings apart); a number the text writes in another form has none.
+            Empty without ``FromText`` values or without a value.
 
     The fields before ``attempts`` describe the final attempt.
     """
@@ -79,6 +87,7 @@ class ExtractionResult(Generic[T]):
     history: tuple[Attempt, ...] = ()
     generated_tokens: int = 0
     index: int = 0
+    spans: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -17,12 +17,14 @@ every text's :class:`~formcast.extraction.results.ExtractionResult` in input ord
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from formcast.automaton.bound import BoundAutomaton
 from formcast.constraint import OutputSpec
 from formcast.cursor import Cursor
 from formcast.decode.batching import BatchDecoder, Finished, RowRequest
@@ -38,6 +40,7 @@ from formcast.extraction.attempts import (
 )
 from formcast.extraction.options import Batching, Order, Plan
 from formcast.extraction.partial import read_prefix
+from formcast.extraction.provenance import text_spans
 from formcast.extraction.results import ExtractionResult
 from formcast.index import TokenIndex
 
@@ -230,7 +233,17 @@ class Scheduler:
             item.request = again
             self._retries.append(item)
             return None
-        return to_result(item.history, self.compile_seconds, item.request.position)
+        result = to_result(item.history, self.compile_seconds, item.request.position)
+        cursor = item.request.cursor
+        if cursor is None or result.error is not None:
+            return result
+        bound = cursor.index.automaton
+        if not isinstance(bound, BoundAutomaton):
+            return result
+        raw = result.raw_text
+        slots = bound.slot_bytes(raw.encode("utf-8"))
+        spans = text_spans(item.text, raw, slots, [slot.options for slot in bound.slots])
+        return dataclasses.replace(result, spans=spans)
 
     def _failed(self, position: int, error: FormcastError) -> ExtractionResult[Any]:
         if self.raise_item_errors:

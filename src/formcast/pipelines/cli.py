@@ -32,6 +32,7 @@ from formcast.errors import FormcastError, InvalidRowError, UserError
 from formcast.pipelines.rows import (
     ERROR,
     OUTPUT_COLUMNS,
+    SPANS,
     VALUE,
     check_input_columns,
     error_columns,
@@ -529,8 +530,13 @@ def _run_ray(
 def _output_row(row: InputRow, added: dict[str, Any]) -> dict[str, Any]:
     """The row as written: its fields, then the output columns with ``value`` decoded
     (JSON lines hold nested values, see :mod:`formcast.pipelines.rows`)."""
-    value = added[VALUE]
-    return {**row.fields, **added, VALUE: None if value is None else json.loads(value)}
+    value, spans = added[VALUE], added[SPANS]
+    return {
+        **row.fields,
+        **added,
+        VALUE: None if value is None else json.loads(value),
+        SPANS: None if spans is None else json.loads(spans),
+    }
 
 
 # -- writing ----------------------------------------------------------------------------------

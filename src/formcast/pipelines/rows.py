@@ -10,6 +10,11 @@ A row goes in with a text (and any other fields, which are kept) and comes out w
 | ``finish_reason`` | str or null | ``"stop"`` or ``"length"``; null when nothing was generated |
 | ``prompt_tokens`` | int | tokens of the final attempt's prompt (0 when nothing was generated) |
 | ``generated_tokens`` | int | tokens generated over every attempt, forced ones included |
+| ``spans`` | str or null | where ``FromText`` values came from (JSON text, see below) |
+
+``spans`` maps the JSON pointer of each ``FromText`` value to its ``[start, end]``
+character offsets in the text (``{"/company": [[0, 21]]}``, ``ExtractionResult.spans``);
+it is null when ``error`` is set.
 
 ``value`` is JSON text rather than a nested column because a dataset's column needs one
 type in every block: an optional field that is null in one block and a string in the
@@ -17,8 +22,8 @@ next, a union, a ``Regex`` output (a string) or a failed row would each give Arr
 another type, and the job would fail when blocks are joined or written. JSON text is one
 type, loses nothing (dates, decimals and enums as the model's JSON encodes them) and
 reads back with ``json.loads`` or ``Model.model_validate_json``. The command line writes
-JSON lines, which hold nested values without a schema, so there ``value`` is written as
-the JSON value itself.
+JSON lines, which hold nested values without a schema, so there ``value`` (and ``spans``)
+is written as the JSON value itself.
 
 This module imports neither click nor ray.
 """
@@ -44,6 +49,7 @@ __all__ = [
     "GENERATED_TOKENS",
     "OUTPUT_COLUMNS",
     "PROMPT_TOKENS",
+    "SPANS",
     "VALUE",
     "check_input_columns",
     "describe_error",
@@ -57,8 +63,9 @@ ERROR = "error"
 FINISH_REASON = "finish_reason"
 PROMPT_TOKENS = "prompt_tokens"
 GENERATED_TOKENS = "generated_tokens"
+SPANS = "spans"
 #: The columns added to every row, in this order.
-OUTPUT_COLUMNS = (VALUE, ERROR, FINISH_REASON, PROMPT_TOKENS, GENERATED_TOKENS)
+OUTPUT_COLUMNS = (VALUE, ERROR, FINISH_REASON, PROMPT_TOKENS, GENERATED_TOKENS, SPANS)
 
 _log = logging.getLogger(__name__)
 
@@ -77,6 +84,7 @@ def result_columns(result: ExtractionResult[Any]) -> dict[str, Any]:
         FINISH_REASON: result.finish_reason if generated else None,
         PROMPT_TOKENS: result.prompt_tokens if generated else 0,
         GENERATED_TOKENS: result.generated_tokens,
+        SPANS: None if result.error is not None else _json_text(dict(result.spans)),
     }
 
 
@@ -88,6 +96,7 @@ def error_columns(error: BaseException) -> dict[str, Any]:
         FINISH_REASON: None,
         PROMPT_TOKENS: 0,
         GENERATED_TOKENS: 0,
+        SPANS: None,
     }
 
 
