@@ -45,9 +45,10 @@ from typing import Any
 import torch
 from sroie import Receipt, ShapedReceipt, load_receipts  # the script's folder is on sys.path
 from throughput import prompts_of, random_llama
-from transformers.cache_utils import Cache, DynamicLayer
+from transformers.cache_utils import Cache
 
 import formcast
+from formcast.decode.slotcache import SlotLayer, kv_shape
 
 
 def _synchronise() -> None:
@@ -58,53 +59,31 @@ def _synchronise() -> None:
 # -- the reference: a plain greedy loop over fixed buffers --------------------------------
 
 
-class _FixedLayer(DynamicLayer):  # type: ignore[misc]
-    """Keys and values in fixed buffers; a pass writes its columns at ``columns``."""
-
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor) -> None:
-        super().__init__()
-        self.keys, self.values = keys, values
-        self.columns = torch.zeros(1, dtype=torch.long, device=keys.device)
-        self.dtype, self.device = keys.dtype, keys.device
-        self.is_initialized = True
-
-    def lazy_initialization(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        self.keys.index_copy_(2, self.columns, key_states)
-        self.values.index_copy_(2, self.columns, value_states)
-        return self.keys, self.values
-
-    def get_seq_length(self, *args: Any) -> int:
-        return int(self.keys.shape[2])
-
-    def get_mask_sizes(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
-        return int(self.keys.shape[2]), 0
-
-
 def _cache_keyword(model: Any) -> str:
     parameters = inspect.signature(model.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
 
 
-def _fixed_cache(model: Any, rows: int, width: int) -> list[_FixedLayer]:
-    config = model.config
-    heads = config.num_key_value_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+def _fixed_cache(model: Any, rows: int, width: int) -> list[SlotLayer]:
+    """Zeroed KV buffers of ``rows`` rows and ``width`` columns per layer, written at the
+    columns each layer's ``columns`` tensor holds (formcast's slot layer, used plainly)."""
+    layers, heads, head_dim = kv_shape(model.config)
     parameter = next(model.parameters())
     shape = (rows, heads, width, head_dim)
+    column = torch.zeros(1, dtype=torch.long, device=parameter.device)
     return [
-        _FixedLayer(parameter.new_zeros(shape), parameter.new_zeros(shape))
-        for _ in range(config.num_hidden_layers)
+        SlotLayer(parameter.new_zeros(shape), parameter.new_zeros(shape), column)
+        for _ in range(layers)
     ]
 
 
-def _views(layers: list[_FixedLayer], start: int, stop: int) -> Any:
+def _views(layers: list[SlotLayer], start: int, stop: int, columns: torch.Tensor) -> Any:
     """A cache over rows ``start:stop`` of the buffers (views: writes land in them)."""
-    return Cache(layers=[_FixedLayer(la.keys[start:stop], la.values[start:stop]) for la in layers])
+    rows = [
+        SlotLayer(layer.buffers[0][start:stop], layer.buffers[1][start:stop], columns)
+        for layer in layers
+    ]
+    return Cache(layers=rows)
 
 
 @dataclass
@@ -152,9 +131,7 @@ def reference(model: Any, prompts: list[list[int]], steps: int, graphs: bool) ->
         causal = torch.ones((longest, width), dtype=torch.bool, device=device).tril()
         seen = visible[start : start + len(part), None, None, :] & causal[None, None]
         bias = torch.zeros(seen.shape, dtype=dtype, device=device).masked_fill(~seen, hidden)
-        cache = _views(layers, start, start + len(part))
-        for layer in cache.layers:
-            layer.columns = torch.arange(longest, device=device)
+        cache = _views(layers, start, start + len(part), torch.arange(longest, device=device))
         with torch.inference_mode():
             out = model(
                 input_ids=ids.to(device),

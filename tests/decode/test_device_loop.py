@@ -334,7 +334,6 @@ def test_an_engine_reuses_its_slots_and_reallocates_for_more(
 
 def test_a_failed_capture_warns_and_decodes_eagerly(
     growing_outputs: Any,
-    monkeypatch: pytest.MonkeyPatch,
     tiny_model: Any,
     tokenizer: Any,
     vocabulary: Vocabulary,
@@ -385,20 +384,13 @@ def test_fixed_slots_refuse_sliding_window_layers() -> None:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
-def test_graphs_decode_as_eager_passes_on_cuda(tokenizer: Any, vocabulary: Vocabulary) -> None:
+def test_graphs_decode_as_eager_passes_on_cuda(
+    tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
+) -> None:
     """On CUDA, captured passes give the eager slot passes' outputs (float32)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import copy
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=49_216,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-    )
-    model = LlamaForCausalLM(config).cuda().eval()
+    model = copy.deepcopy(tiny_model).cuda()
     eager = _decode_all(model, tokenizer, vocabulary, 3, SlotEngine(model, "eager"))
     engine = SlotEngine(model, "graphs")
     assert _decode_all(model, tokenizer, vocabulary, 3, engine) == eager
