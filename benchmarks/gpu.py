@@ -36,7 +36,6 @@ above 0.9x of it (the check that its host work stays hidden or small).
 from __future__ import annotations
 
 import argparse
-import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from throughput import prompts_of, random_llama
 from transformers.cache_utils import Cache
 
 import formcast
+from formcast.decode.forward import cache_keyword
 from formcast.decode.slotcache import SlotLayer, kv_shape
 
 
@@ -57,11 +57,6 @@ def _synchronise() -> None:
 
 
 # -- the reference: a plain greedy loop over fixed buffers --------------------------------
-
-
-def _cache_keyword(model: Any) -> str:
-    parameters = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in parameters else "past_key_values"
 
 
 def _fixed_cache(model: Any, rows: int, width: int) -> list[SlotLayer]:
@@ -109,7 +104,7 @@ def reference(model: Any, prompts: list[list[int]], steps: int, graphs: bool) ->
     prefilled 16 rows at a time, then every row decodes one token per pass."""
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
-    keyword = _cache_keyword(model)
+    keyword = cache_keyword(model)
     _synchronise()
     prefill_started = time.perf_counter()
     rows, longest = len(prompts), max(len(p) for p in prompts)

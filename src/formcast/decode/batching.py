@@ -202,7 +202,7 @@ class BatchDecoder:
         self.device = model_device(model)
         self._running: list[_Row] = []
         self._cache: RowCache | SlotCache = RowCache.empty_rows(0, self.device)
-        self._slot_limit = capacity  # fewer once an engine's slots are sized to memory
+        self._limit = capacity  # rows at once: fewer where an engine's slots hold fewer
         self._waiting: list[_Row] = []  # added, not yet prefilling
         self._prefilling: list[_Prefill] = []  # groups whose prompts are partly fed
         self._done: list[_Row] = []  # ended before any forward pass
@@ -216,7 +216,7 @@ class BatchDecoder:
 
     @property
     def free_slots(self) -> int:
-        return min(self.capacity, self._slot_limit) - self.rows
+        return self._limit - self.rows
 
     @property
     def busy(self) -> bool:
@@ -324,9 +324,8 @@ class BatchDecoder:
         if self.engine is not None and not isinstance(self._cache, SlotCache):
             columns = max(len(row.pending) for row in self._waiting) + self.max_new_tokens
             self._cache = self.engine.slots(self.capacity, columns)
-            self._slot_limit = self._cache.slots
-        prefilling = sum(len(group.rows) for group in self._prefilling)
-        room = min(self.capacity, self._slot_limit) - len(self._running) - prefilling
+            self._limit = min(self.capacity, self._cache.slots)
+        room = self.free_slots + len(self._waiting)  # slots not running nor prefilling
         joining, self._waiting = self._waiting[:room], self._waiting[room:]
         for rows, cache in self._prefill_groups(joining):
             self._prefilling.append(_Prefill(rows, cache))
@@ -397,8 +396,7 @@ class BatchDecoder:
         input_ids = torch.from_numpy(ids)
         if isinstance(cache, SlotCache):
             assert self.engine is not None
-            _, positions = cache.feed(counts)
-            return cache.run(input_ids, positions, self.engine)
+            return cache.run(input_ids, cache.feed(counts), self.engine)
         attention, positions = cache.feed(counts)
         out = call_model(
             self.model,

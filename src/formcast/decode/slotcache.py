@@ -191,8 +191,9 @@ class SlotCache:
         slots: rows the buffers hold (see :func:`fitting_slots`).
         width: columns of the buffers (see :func:`static_width`).
 
-    The methods mirror :class:`RowCache`'s, so the decoder drives both the same way;
-    :meth:`run` replaces the model call of a pass.
+    The methods mirror :class:`RowCache`'s, so the decoder drives both the same way,
+    except that :meth:`feed` gives only the position ids, which :meth:`run` takes in
+    place of the model call of a pass.
     """
 
     def __init__(self, model: Any, slots: int, width: int) -> None:
@@ -202,7 +203,6 @@ class SlotCache:
         self.device, self.dtype = parameter.device, parameter.dtype
         self.kv_shape = kv_shape(model.config)
         self.visible: list[int] = []
-        self.first: list[int] = []
         self.used = 0
         #: Called with no argument whenever the buffers are reallocated (graphs over the
         #: old ones must be dropped).
@@ -212,7 +212,7 @@ class SlotCache:
     def reset(self) -> None:
         """No rows (the buffers are kept, their contents hidden)."""
         self.attention.zero_()
-        self.visible, self.first, self.used = [], [], 0
+        self.visible, self.used = [], 0
 
     # -- the decoder's side (as RowCache) -------------------------------------------------
     @property
@@ -230,11 +230,10 @@ class SlotCache:
     def compact(self) -> None:
         self._repack(max(self.visible, default=0))
 
-    def feed(self, lengths: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    def feed(self, lengths: Sequence[int]) -> torch.Tensor:
         """Columns ``used .. used + w`` for a pass feeding ``lengths[i]`` tokens to row
         ``i`` (``w`` the longest, left-padded): marks them in the mask and returns the
-        host ``[rows, w]`` new-column mask and position ids (the pass reads both from
-        its own buffers: see :meth:`run`)."""
+        host ``[rows, w]`` position ids for :meth:`run`."""
         new = max(lengths)
         if self.used + new > self.width:
             self._make_room(new)
@@ -242,7 +241,7 @@ class SlotCache:
         self.visible = [v + count for v, count in zip(self.visible, lengths, strict=True)]
         columns = torch.from_numpy(seen)
         self.attention[: self.rows, self.used : self.used + new] = upload(columns, self.device)
-        return columns, torch.from_numpy(positions)
+        return torch.from_numpy(positions)
 
     def run(
         self, input_ids: torch.Tensor, positions: torch.Tensor, runner: PassRunner
@@ -279,7 +278,7 @@ class SlotCache:
         ``model`` replaces the cache's model (a compiled one) when given."""
         ids, positions = self.inputs(size, new)
         write = self._write_columns[:new]
-        torch.add(self._offsets[:new], self.write_from, out=write)
+        torch.add(self._column_numbers[:new], self.write_from, out=write)
         seen = self.attention[:size, None, :] & (
             self._column_numbers[None, None, :] <= write[None, :, None]
         )
@@ -329,7 +328,6 @@ class SlotCache:
             self.attention[slot] = False
             self.attention[slot, start : self.used] = True
             self.visible.append(count)
-            self.first.append(start)
 
     def keep_rows(self, keep: Sequence[int]) -> None:
         """Keep only the rows ``keep``, in that order: row ``keep[j]`` moves to slot
@@ -344,7 +342,6 @@ class SlotCache:
                 values.index_copy_(0, target, values.index_select(0, source))
             self.attention.index_copy_(0, target, self.attention.index_select(0, source))
         self.visible = [self.visible[i] for i in keep]
-        self.first = [self.first[i] for i in keep]
 
     def hide_from(self, row: int, position: int) -> None:
         """Hide row ``row``'s tokens at positions ``position`` and later."""
@@ -375,7 +372,6 @@ class SlotCache:
             kept = order.values[:, self.width - target :].bool()
             self.attention[:rows] = False
             self.attention[:rows, :target] = kept
-        self.first = [target - v for v in self.visible]
         self.used = target
 
     def _widen(self, width: int) -> None:
@@ -400,7 +396,6 @@ class SlotCache:
         ]
         self.attention = torch.zeros((self.slots, width), dtype=torch.bool, device=self.device)
         self.write_from = torch.zeros((), dtype=torch.long, device=self.device)
-        self._offsets = torch.arange(width, device=self.device)
         self._column_numbers = torch.arange(width, device=self.device)
         self._write_columns = torch.zeros(width, dtype=torch.long, device=self.device)
         self._caches: dict[tuple[int, int], Any] = {}
