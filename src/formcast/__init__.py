@@ -33,7 +33,16 @@ from formcast.errors import (
 
 if TYPE_CHECKING:
     from formcast.annotations import Choice, Regex
-    from formcast.api import extract, extract_many, function, get_default_extractor, stream
+    from formcast.api import (
+        aextract,
+        aextract_many,
+        astream,
+        extract,
+        extract_many,
+        function,
+        get_default_extractor,
+        stream,
+    )
     from formcast.automaton import LazyAutomaton, PushdownAutomaton
     from formcast.cache import clear_disk_cache, save_to_disk_cache
     from formcast.compiler import compile
@@ -51,6 +60,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _LAZY = {
+    "aextract": "formcast.api",
+    "aextract_many": "formcast.api",
+    "astream": "formcast.api",
     "extract": "formcast.api",
     "extract_many": "formcast.api",
     "function": "formcast.api",
@@ -113,6 +125,9 @@ __all__ = [
     "UnsupportedSchemaError",
     "UserError",
     "Vocabulary",
+    "aextract",
+    "aextract_many",
+    "astream",
     "clear_disk_cache",
     "compile",
     "extract",

@@ -8,9 +8,10 @@ an :class:`Extractor`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, ParamSpec, TypeVar, cast, overload
 
 from pydantic import BaseModel
@@ -24,6 +25,9 @@ from formcast.extraction.partial import Partial
 
 __all__ = [
     "ExtractManyWithModel",
+    "aextract",
+    "aextract_many",
+    "astream",
     "extract",
     "extract_many",
     "function",
@@ -101,6 +105,29 @@ def stream(
     return _resolve(model).stream(output, text, every=every, **options)
 
 
+async def aextract(
+    output: Any, text: str, *, model: ModelChoice = None, **options: Unpack[ExtractOptions]
+) -> Any:
+    """:func:`extract`, awaited; concurrent calls decode together in one batch (see
+    :meth:`Extractor.aextract`). The model is loaded, the first time, in a worker thread."""
+    extractor = await asyncio.to_thread(_resolve, model)
+    return await extractor.aextract(output, text, **options)
+
+
+async def astream(
+    output: type[M],
+    text: str,
+    *,
+    model: ModelChoice = None,
+    every: int = STREAM_EVERY,
+    **options: Unpack[ExtractOptions],
+) -> AsyncIterator[Partial[M] | M]:
+    """:func:`stream`, as an async iterator; see :meth:`Extractor.astream`."""
+    extractor = await asyncio.to_thread(_resolve, model)
+    async for item in extractor.astream(output, text, every=every, **options):
+        yield item
+
+
 class ExtractManyWithModel(ExtractManyOptions, total=False):
     """The options of :func:`formcast.extract_many`: those of
     :meth:`Extractor.extract_many`, and ``model`` (as for :func:`formcast.extract`)."""
@@ -129,6 +156,17 @@ def extract_many(
     see :meth:`Extractor.extract_many`."""
     model = options.pop("model", None)
     return _resolve(model).extract_many(output, texts, **cast(ExtractManyOptions, options))
+
+
+async def aextract_many(
+    output: Any, texts: Iterable[str], **options: Unpack[ExtractManyWithModel]
+) -> AsyncIterator[ExtractionResult[Any]]:
+    """:func:`extract_many`, as an async iterator in the shared batch of the async calls;
+    see :meth:`Extractor.aextract_many`."""
+    model = options.pop("model", None)
+    extractor = await asyncio.to_thread(_resolve, model)
+    async for result in extractor.aextract_many(output, texts, **cast(ExtractManyOptions, options)):
+        yield result
 
 
 @overload

@@ -428,3 +428,89 @@ def test_slots_are_sized_to_the_device_memory(
     monkeypatch.setattr(slotcache_module, "device_free_memory", lambda device: per_row // 4)
     with pytest.raises(InvalidOptionError, match="expected one row of 256 KV columns"):
         _decode_all(tiny_model, tokenizer, vocabulary, 3, SlotEngine(tiny_model, "eager"))
+
+
+# ------------------------------------------------------------- rows dropped, decoders side by side
+
+
+@pytest.mark.parametrize("slots", [False, True])
+def test_dropped_rows_leave_the_others_as_they_were(
+    slots: bool, growing_outputs: Any, tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
+) -> None:
+    """Rows dropped while waiting, while their prompt is half prefilled and while running
+    never come back, free their slots at once, and the other rows decode as if the
+    dropped ones had never been there."""
+    index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
+    prompts = [list(tokenizer.encode(f"Text: {t} >>", add_special_tokens=False)) for t in TEXTS]
+    steering = FieldSteering(_second_value_rejected, max_retries=1)
+    decoder = BatchDecoder(
+        tiny_model,
+        capacity=3,
+        max_new_tokens=30,
+        forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
+        loop_guard=LoopGuard(),
+        engine=SlotEngine(tiny_model, "eager") if slots else None,
+        prefill_tokens=6,
+    )
+    for key in (0, 1, "gone-waiting"):
+        decoder.add(RowRequest(key, prompts[int(key == 1)], index.cursor(), steering))
+    assert decoder.remove(lambda key: key == "gone-waiting") == 1 and decoder.free_slots == 1
+    decoder.add(RowRequest("gone-prefilling", prompts[1], index.cursor(), steering))
+    finished = {done.key: done.generation for done in decoder.step()}
+    assert decoder.holds_rows and not finished  # a chunk of every prompt is in the cache
+    assert decoder.remove(lambda key: key == "gone-prefilling") == 1
+    while len(decoder._running) < 2:
+        finished.update((done.key, done.generation) for done in decoder.step())
+    decoder.add(RowRequest("gone-running", prompts[2], index.cursor(), steering))
+    for _ in range(3):
+        finished.update((done.key, done.generation) for done in decoder.step())
+    assert decoder.remove(lambda key: key == "gone-running") == 1
+    while decoder.busy:
+        finished.update((done.key, done.generation) for done in decoder.step())
+    assert set(finished) == {0, 1}
+    expected = growing_outputs[2][:2]
+    assert [(finished[k].text, finished[k].rollbacks) for k in (0, 1)] == expected
+
+
+def test_two_decoders_share_one_engine_safely(
+    growing_outputs: Any, tiny_model: Any, tokenizer: Any, vocabulary: Vocabulary
+) -> None:
+    """Decoders stepped in turn over one engine (two calls at once): the first takes the
+    slots, the second grows its own cache, and both give the growing cache's outputs; once
+    the first has no row in them, the second takes the slots over."""
+    engine = SlotEngine(tiny_model, "eager")
+    index = TokenIndex(LazyAutomaton(EVENT), vocabulary)
+    prompts = [list(tokenizer.encode(f"Text: {t} >>", add_special_tokens=False)) for t in TEXTS]
+    steering = FieldSteering(_second_value_rejected, max_retries=1)
+
+    def decoder() -> BatchDecoder:
+        return BatchDecoder(
+            tiny_model,
+            capacity=2,
+            max_new_tokens=30,
+            forced_tokenizer=ForcedTokenizer(tokenizer, vocabulary),
+            loop_guard=LoopGuard(),
+            engine=engine,
+        )
+
+    first, second = decoder(), decoder()
+    runs = [
+        first.run(RowRequest(i, p, index.cursor(), steering) for i, p in enumerate(prompts)),
+        second.run(RowRequest(i, p, index.cursor(), steering) for i, p in enumerate(prompts)),
+    ]
+    outputs: list[dict[int, Any]] = [{}, {}]
+    while runs:
+        for k, run in enumerate(list(runs)):
+            done = next(run, None)
+            if done is None:
+                runs.remove(run)
+            else:
+                outputs[k][done.key] = (done.generation.text, done.generation.rollbacks)
+        if first.holds_rows:
+            assert engine.serves(first) and not engine.serves(second)
+    expected = growing_outputs[2][: len(TEXTS)]
+    assert [[o[i] for i in range(len(TEXTS))] for o in outputs] == [expected, expected]
+    third = decoder()
+    third.add(RowRequest(0, prompts[0], index.cursor()))
+    third.step()
+    assert engine.serves(third)

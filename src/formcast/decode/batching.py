@@ -41,7 +41,7 @@ torch is imported here; :mod:`formcast.decode.logits` builds on this module.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,8 @@ class RowRequest:
         steering: field-level validation with rollback for this row, or None.
         seed: the row's sampling seed (with a temperature): a row's samples then
             depend on its seed alone, not on the rows it shares the batch with.
+        prefix: the shared prefix of this row's prompt, in place of the decoder's (rows
+            of different output types in one batch each have their own).
     """
 
     key: Any
@@ -98,6 +100,7 @@ class RowRequest:
     cursor: Cursor
     steering: FieldSteering | None = None
     seed: int | None = None
+    prefix: SharedPrefix | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ class _Row:
     start_token: int = 0  # the prompt's last token (fed again on a rollback to the start)
     forced: list[bool] = field(default_factory=list)  # per output token (with text only)
     closed: list[Member] = field(default_factory=list)  # members closed, not yet judged
+    prefix: SharedPrefix | None = None  # the prefix whose KV the row's prefill may copy
 
 
 @dataclass
@@ -219,6 +223,11 @@ class BatchDecoder:
         return self._limit - self.rows
 
     @property
+    def holds_rows(self) -> bool:
+        """Whether rows are in the KV cache (running, or partly prefilled)."""
+        return bool(self._running or self._prefilling)
+
+    @property
     def busy(self) -> bool:
         """Whether :meth:`step` has work (rows to run or results to return)."""
         return bool(self._running or self._waiting or self._prefilling or self._done)
@@ -253,6 +262,29 @@ class BatchDecoder:
             self._done.append(row)  # needs no forward pass, hence no slot
         else:
             self._waiting.append(row)
+
+    def remove(self, unwanted: Callable[[Any], bool]) -> int:
+        """Drop the rows whose key ``unwanted`` accepts, wherever they are (waiting,
+        prefilling, running, or ended and not yet returned): their slots are free at
+        once. Returns how many were dropped. Cost: one copy of the cache's kept rows when
+        running rows go."""
+        count = self.rows + len(self._done)
+        self._done = [row for row in self._done if not unwanted(row.key)]
+        self._waiting = [row for row in self._waiting if not unwanted(row.key)]
+        groups = []
+        for group in self._prefilling:
+            keep = [i for i, row in enumerate(group.rows) if not unwanted(row.key)]
+            if keep and len(keep) < len(group.rows):
+                group.cache.keep_rows(keep)
+                group.rows = [group.rows[i] for i in keep]
+            if keep:
+                groups.append(group)
+        self._prefilling = groups
+        keep = [i for i, row in enumerate(self._running) if not unwanted(row.key)]
+        if len(keep) < len(self._running):
+            with torch.inference_mode():
+                self._drop_running(keep)
+        return count - self.rows - len(self._done)
 
     def step(self) -> list[Finished]:
         """Prefill the rows that joined, run one forward pass for the others, choose one
@@ -308,23 +340,30 @@ class BatchDecoder:
             else:
                 keep.append(i)
         if ended:
-            order = fill_from_end(len(self._running), keep)
-            self._running = [self._running[i] for i in order]
-            self._cache.keep_rows(order)
+            self._drop_running(keep)
         waste = self._cache.waste()
         if waste > max(COMPACT_MIN_COLUMNS, COMPACT_SHARE * self._cache.width):
             self._cache.compact()
         return ended
+
+    def _drop_running(self, keep: list[int]) -> None:
+        """Keep only the running rows ``keep`` (ascending), the fewest moved."""
+        order = fill_from_end(len(self._running), keep)
+        self._running = [self._running[i] for i in order]
+        self._cache.keep_rows(order)
 
     def _start_prefills(self) -> None:
         """Group the waiting rows that have room for prefilling (the first time with an
         engine, its slot cache is made first: its size may bound the room)."""
         if not self._waiting:
             return
-        if self.engine is not None and not isinstance(self._cache, SlotCache):
+        engine = self.engine
+        if engine is not None and not self.holds_rows and not engine.serves(self):
             columns = max(len(row.pending) for row in self._waiting) + self.max_new_tokens
-            self._cache = self.engine.slots(self.capacity, columns)
-            self._limit = min(self.capacity, self._cache.slots)
+            slots = engine.slots(self.capacity, columns, self)
+            # None: another decoder's rows are in the slots; this one grows a cache
+            self._cache = slots or RowCache.empty_rows(0, self.device)
+            self._limit = self.capacity if slots is None else min(self.capacity, slots.slots)
         room = self.free_slots + len(self._waiting)  # slots not running nor prefilling
         joining, self._waiting = self._waiting[:room], self._waiting[room:]
         for rows, cache in self._prefill_groups(joining):
@@ -354,27 +393,28 @@ class BatchDecoder:
         """The joining rows in groups prefilled together, each with its cache: rows that
         share as many prefix tokens, of similar lengths (padding within
         ``PREFILL_PADDING``)."""
-        by_shared: dict[int, list[_Row]] = {}
+        by_shared: dict[tuple[int, int], list[_Row]] = {}
         for row in rows:
             shared = self._shared_length(row)
             row.pending = row.pending[shared:]
-            by_shared.setdefault(shared, []).append(row)
-        for shared, group in sorted(by_shared.items()):
+            by_shared.setdefault((shared, id(row.prefix) if shared else 0), []).append(row)
+        for (shared, _), group in sorted(by_shared.items()):
             group.sort(key=lambda r: len(r.pending))
+            prefix = group[0].prefix
             for part in _similar_lengths(group):
                 if shared:
-                    assert self.prefix is not None
-                    yield part, self.prefix.rows(len(part), shared, self.device)
+                    assert prefix is not None
+                    yield part, prefix.rows(len(part), shared, self.device)
                 else:
                     yield part, RowCache.empty_rows(len(part), self.device)
 
     def _shared_length(self, row: _Row) -> int:
-        if self.prefix is None:
+        if row.prefix is None:
             return 0
         prompt = row.pending[: row.prompt_length]
-        shared = self.prefix.usable_length(prompt)
+        shared = row.prefix.usable_length(prompt)
         if shared > 0:
-            self.prefix.compute(self.model, self.device)
+            row.prefix.compute(self.model, self.device)
         return shared
 
     def _forward(
@@ -519,6 +559,7 @@ class BatchDecoder:
         generation = Generation(prompt_tokens=len(prompt))
         started = time.perf_counter()
         row = _Row(request.key, request.cursor, prompt, len(prompt), generation, started)
+        row.prefix = request.prefix or self.prefix
         if request.seed is not None and self.sampling.temperature > 0:
             row.rng = torch.Generator(device=self.device).manual_seed(request.seed)
         guard, steering = self.loop_guard, request.steering

@@ -18,7 +18,10 @@ needs more slots or columns) and runs that cache's passes:
   seconds).
 * ``"eager"``: the same passes, run as they are: the CPU's check of the slot path.
 
-One engine serves one decoder at a time (the extractor's lock guarantees it).
+The slots serve one decoder at a time: a decoder takes them when it starts with no row
+in its cache, and another decoder may take them over once none of the holder's rows is
+in them; a decoder that starts meanwhile (a second call running beside the first) gets
+None and grows its own cache. The extractor's lock keeps passes one at a time.
 """
 
 from __future__ import annotations
@@ -79,15 +82,21 @@ class SlotEngine:
         self.fallback: str | None = None
         self._graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
         self._pool: Any = None
+        self._holder: weakref.ref[Any] | None = None  # the decoder the slots serve
 
-    def slots(self, capacity: int, columns: int) -> SlotCache:
+    def slots(self, capacity: int, columns: int, holder: Any = None) -> SlotCache | None:
         """An empty slot cache of at least ``capacity`` slots (fewer when the device's
         memory holds fewer: see :func:`~formcast.decode.slotcache.fitting_slots`) and
-        room for rows of ``columns`` columns; the last one, reset, when it is big enough.
+        room for rows of ``columns`` columns, for ``holder``; the last one, reset, when it
+        is big enough. None while another holder has rows in them (its ``holds_rows``).
 
         Raises:
             InvalidOptionError: not even one row of that width fits in memory.
         """
+        current = None if self._holder is None else self._holder()
+        if current is not None and current is not holder and current.holds_rows:
+            return None
+        self._holder = None if holder is None else weakref.ref(holder)
         width = static_width(columns)
         cache = self.cache
         if cache is not None and cache.slots >= capacity and cache.width >= width:
@@ -99,6 +108,10 @@ class SlotEngine:
         self.cache = SlotCache(self.model, slots, width)
         self.cache.on_reallocate = self._drop_graphs
         return self.cache
+
+    def serves(self, holder: Any) -> bool:
+        """Whether the slots are ``holder``'s (the last :meth:`slots` was its)."""
+        return self._holder is not None and self._holder() is holder
 
     def __call__(self, cache: SlotCache, size: int, new: int) -> torch.Tensor:
         """Run the pass ``cache`` prepared over its first ``size`` slots, ``new`` tokens

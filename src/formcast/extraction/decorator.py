@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from formcast.errors import InvalidOptionError, SchemaError
@@ -32,7 +32,9 @@ class ModelBacked(Protocol[P, R_co]):
     """A model-backed function: called, it returns the extracted value; its
     ``stream(...)``, called with the same arguments, yields ``formcast.Partial`` instances
     of the return type as the output is written, then the value itself (see
-    :meth:`formcast.Extractor.stream`; the return type must be a Pydantic model)."""
+    :meth:`formcast.Extractor.stream`; the return type must be a Pydantic model). A
+    model-backed ``async def`` is a coroutine function (:meth:`formcast.Extractor.aextract`:
+    concurrent calls decode in one batch) and its ``stream(...)`` an async iterator."""
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
@@ -100,18 +102,42 @@ def model_backed(
         or f"Compute the result of {fn.__name__}.",
     }
 
+    def text_of(*args: Any, **kwargs: Any) -> str:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return _arguments_text(bound.arguments)
+
+    if inspect.iscoroutinefunction(fn):
+        return _awaitable(extractor, typing.cast(Callable[P, R], fn), output, text_of, call_options)
+
     @functools.wraps(fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        text = _arguments_text(bound.arguments)
-        return typing.cast(R, extractor.extract(output, text, **call_options))
+        return typing.cast(R, extractor.extract(output, text_of(*args, **kwargs), **call_options))
 
     def stream(*args: P.args, **kwargs: P.kwargs) -> Iterator[Any]:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        text = _arguments_text(bound.arguments)
-        return extractor.stream(output, text, **call_options)
+        return extractor.stream(output, text_of(*args, **kwargs), **call_options)
+
+    call.stream = stream  # type: ignore[attr-defined]
+    return typing.cast(ModelBacked[P, R], call)
+
+
+def _awaitable(
+    extractor: Extractor,
+    fn: Callable[P, R],
+    output: Any,
+    text_of: Callable[..., str],
+    options: ExtractOptions,
+) -> ModelBacked[P, R]:
+    """The model-backed version of an ``async def``: a coroutine function awaiting
+    :meth:`~formcast.Extractor.aextract` (concurrent calls share one batch); its
+    ``stream(...)`` is :meth:`~formcast.Extractor.astream`, an async iterator."""
+
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return await extractor.aextract(output, text_of(*args, **kwargs), **options)
+
+    def stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        return extractor.astream(output, text_of(*args, **kwargs), **options)
 
     call.stream = stream  # type: ignore[attr-defined]
     return typing.cast(ModelBacked[P, R], call)

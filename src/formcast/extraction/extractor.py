@@ -26,7 +26,8 @@ import threading
 import time
 import typing
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -41,6 +42,7 @@ from formcast.decode.engine import SlotEngine, slot_mode
 from formcast.decode.forcing import ForcedTokenizer
 from formcast.decode.kvcache import SharedPrefix, common_prefix_length
 from formcast.decode.masks import model_device
+from formcast.decode.records import LoopGuard, SamplingOptions
 from formcast.errors import (
     ContextLengthError,
     EmptyInputError,
@@ -71,6 +73,7 @@ from formcast.extraction.prompts import (
 )
 from formcast.extraction.results import Attempt, ExtractionResult
 from formcast.extraction.scheduler import Progress, Scheduler
+from formcast.extraction.shared import SharedBatch, job_events
 from formcast.index import TokenIndex
 from formcast.models import load_default_model, load_pretrained
 from formcast.schema import Mode
@@ -126,6 +129,8 @@ class Extractor:
             seconds). ``False``: the growing cache, eagerly, on any device. Fixed slots
             need a model whose layers all attend to every token; for another model (a
             sliding window) a warning says so and the growing cache is used.
+        async_batch_size: rows that concurrent async calls (:meth:`aextract`,
+            :meth:`aextract_many`, :meth:`astream`) decode together at most.
     """
 
     def __init__(
@@ -140,9 +145,12 @@ class Extractor:
         whitespace: bool | int = False,
         max_recursion_depth: int | None = None,
         compile: bool | None = None,
+        async_batch_size: int = 32,
     ) -> None:
         if max_new_tokens < 1:
             raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
+        if not isinstance(async_batch_size, int) or async_batch_size < 1:
+            raise InvalidOptionError(f"expected async_batch_size >= 1, found {async_batch_size!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.prompt_template = prompt_template or PromptTemplate()
@@ -158,6 +166,8 @@ class Extractor:
         self._lock = threading.Lock()
         self._prefix_lock = threading.Lock()
         self._prefixes: OrderedDict[tuple[int, ...], SharedPrefix] = OrderedDict()
+        self.async_batch_size = async_batch_size
+        self._shared = SharedBatch(self._lock, self._shared_decoder)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -412,6 +422,93 @@ class Extractor:
             else:
                 yield event.index, typing.cast(ExtractionResult[M], event)
 
+    # -- async calls: one continuous batch shared by every concurrent call ---------------
+    @overload
+    async def aextract(
+        self, output: type[T], text: str, **options: Unpack[ExtractOptions]
+    ) -> T: ...
+    @overload
+    async def aextract(
+        self, output: Regex | Grammar, text: str, **options: Unpack[ExtractOptions]
+    ) -> str: ...
+    @overload
+    async def aextract(self, output: Any, text: str, **options: Unpack[ExtractOptions]) -> Any: ...
+
+    async def aextract(self, output: Any, text: str, **options: Unpack[ExtractOptions]) -> Any:
+        """:meth:`extract`, awaited: the decoding runs in the extractor's worker thread
+        (the event loop is never blocked), and concurrent calls on this extractor decode
+        together in one continuous batch of up to ``async_batch_size`` rows, the way the
+        rows of one :meth:`extract_many` do (calls with the same budget, sampling,
+        jump-forward and loop guard share it, whatever their output types). Cancelling
+        the awaiting task frees the call's row. Options, results and errors are those of
+        :meth:`extract`; a call's error fails that call alone."""
+        return (await self.arun(output, text, **options)).unwrap()
+
+    async def arun(
+        self, output: Any, text: str, **options: Unpack[ExtractOptions]
+    ) -> ExtractionResult[Any]:
+        """:meth:`run`, awaited, in the shared batch of :meth:`aextract`."""
+        check_options(options)
+        scheduler = self._scheduler(output, options, 1, raise_item_errors=True, shared=True)
+        events = job_events(
+            self._shared, scheduler, [text], order="input", batching="continuous", every=None
+        )
+        async for event in events:
+            assert isinstance(event, ExtractionResult)
+            return event
+        raise AssertionError("a call's job ended without its result")  # pragma: no cover
+
+    async def aextract_many(
+        self, output: Any, texts: Iterable[str], **options: Unpack[ExtractManyOptions]
+    ) -> AsyncIterator[ExtractionResult[Any]]:
+        """:meth:`extract_many`, as an async iterator, in the shared batch of
+        :meth:`aextract`: this call's texts join the rows of every other async call
+        (``batch_size`` of them at most at once, by default ``async_batch_size``).
+        ``texts`` is read in the worker thread, one text per free row. Leaving the loop
+        early frees the call's rows. It shows no progress bar, and refuses ``progress``.
+        """
+        if "progress" in options:
+            raise InvalidOptionError("expected no progress option: aextract_many shows no bar")
+        batch, each = read_batch_options({"batch_size": self.async_batch_size, **options})
+        check_options(each)
+        scheduler = self._scheduler(
+            output, each, 1, raise_item_errors=False, shared=True, max_rows=batch.batch_size
+        )
+        events = job_events(
+            self._shared,
+            scheduler,
+            texts,
+            order=batch.order,
+            batching=batch.batching,
+            every=None,
+        )
+        async for event in events:
+            assert isinstance(event, ExtractionResult)
+            yield event
+
+    async def astream(
+        self,
+        output: type[M],
+        text: str,
+        *,
+        every: int = STREAM_EVERY,
+        **options: Unpack[ExtractOptions],
+    ) -> AsyncIterator[Partial[M] | M]:
+        """:meth:`stream`, as an async iterator, in the shared batch of :meth:`aextract`:
+        ``formcast.Partial[output]`` instances as values close, then the validated
+        ``output`` instance."""
+        model = _stream_model(output, every)
+        check_options(options)
+        scheduler = self._scheduler(output, options, 1, raise_item_errors=True, shared=True)
+        events = job_events(
+            self._shared, scheduler, [text], order="input", batching="continuous", every=every
+        )
+        async for event in events:
+            if isinstance(event, Progress):
+                yield typing.cast(Partial[M], partial_of(model, event.data))
+            else:
+                yield typing.cast(M, event.unwrap())
+
     @overload
     def function(
         self, fn: Callable[P, R], /, **options: Unpack[ExtractOptions]
@@ -455,9 +552,12 @@ class Extractor:
         batch_size: int,
         *,
         raise_item_errors: bool,
+        shared: bool = False,
+        max_rows: int | None = None,
     ) -> Scheduler:
         """The call's constraint, options, prompt parts and decoder, read and checked
-        before any text is read.
+        before any text is read. ``shared``: the decoder is the one the async calls with
+        the same settings share, and the call has ``max_rows`` rows in it at most.
 
         Raises:
             SchemaError, InvalidOptionError: a bad output type or options, including a
@@ -471,16 +571,17 @@ class Extractor:
             check_budget(Cursor(index), plan.budget)
         instructions = plan.instructions or _instructions(spec)
         schema = spec.json_schema
-        decoder = BatchDecoder(
-            self.model,
-            capacity=batch_size,
-            max_new_tokens=plan.budget,
-            forced_tokenizer=self._forced_tokenizer if plan.jump_forward else None,
-            sampling=plan.sampling,
-            pad_token_id=_pad_id(self.tokenizer),
-            loop_guard=plan.loop_guard,
-            prefix=self._shared_prefix(schema, instructions) if plan.share_prefix else None,
-            engine=self._slot_engine(),
+        prefix = self._shared_prefix(schema, instructions) if plan.share_prefix else None
+        settings = DecodeSettings(
+            plan.budget,
+            SamplingOptions(plan.sampling.temperature, plan.sampling.top_p),
+            plan.jump_forward,
+            plan.loop_guard,
+        )
+        decoder = (
+            self._shared.decoder(settings)
+            if shared
+            else self._decoder(settings, batch_size, prefix)
         )
 
         def prepare(position: int, text: str, feedback: str | None) -> Request:
@@ -495,7 +596,31 @@ class Extractor:
             compile_seconds=compile_seconds,
             lock=self._lock,
             raise_item_errors=raise_item_errors,
+            prefix=prefix,
+            max_rows=max_rows,
         )
+
+    def _decoder(
+        self, settings: DecodeSettings, capacity: int, prefix: SharedPrefix | None = None
+    ) -> BatchDecoder:
+        """A decoder of ``capacity`` rows that decode with ``settings``."""
+        return BatchDecoder(
+            self.model,
+            capacity=capacity,
+            max_new_tokens=settings.budget,
+            forced_tokenizer=self._forced_tokenizer if settings.jump_forward else None,
+            sampling=settings.sampling,
+            pad_token_id=_pad_id(self.tokenizer),
+            loop_guard=settings.loop_guard,
+            prefix=prefix,
+            engine=self._slot_engine(),
+        )
+
+    def _shared_decoder(self, settings: Hashable) -> BatchDecoder:
+        """The decoder that async calls with these settings share (rows bring their own
+        prefixes)."""
+        assert isinstance(settings, DecodeSettings)
+        return self._decoder(settings, self.async_batch_size)
 
     def _slot_engine(self) -> SlotEngine | None:
         """The engine of this extractor's fixed slots (made on first use, again if the
@@ -574,6 +699,16 @@ class Extractor:
             return list(tokenizer.encode(rendered, add_special_tokens=False))
         plain = "\n\n".join(m["content"] for m in messages) + "\n\n"
         return list(tokenizer.encode(plain))
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """What rows must have in common to decode in one batch (one decoder)."""
+
+    budget: int
+    sampling: SamplingOptions  # without a seed: each row has its own
+    jump_forward: bool
+    loop_guard: LoopGuard | None
 
 
 def _stream_model(output: Any, every: int) -> type[BaseModel]:

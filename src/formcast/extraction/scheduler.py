@@ -28,6 +28,7 @@ from formcast.automaton.bound import BoundAutomaton
 from formcast.constraint import OutputSpec
 from formcast.cursor import Cursor
 from formcast.decode.batching import BatchDecoder, Finished, RowRequest
+from formcast.decode.kvcache import SharedPrefix
 from formcast.errors import FormcastError, InvalidOptionError
 from formcast.extraction.attempts import (
     Outcome,
@@ -44,7 +45,7 @@ from formcast.extraction.provenance import text_spans
 from formcast.extraction.results import ExtractionResult
 from formcast.index import TokenIndex
 
-__all__ = ["Prepare", "Progress", "Scheduler"]
+__all__ = ["Ordering", "Prepare", "Progress", "Scheduler"]
 
 #: Prepares one attempt at a text: ``(position, text, feedback or None) -> Request``.
 Prepare = Callable[[int, str, str | None], Request]
@@ -56,6 +57,7 @@ class _Item:
 
     text: str
     request: Request
+    owner: Scheduler
     history: list[Outcome] = field(default_factory=list)
     streamed: Any = None  # the values of the last progress, when streaming
     streamed_tokens: int = 0  # the output tokens at the last progress
@@ -81,6 +83,27 @@ def _shape(data: Any) -> Any:
     return "" if isinstance(data, str) else data
 
 
+class Ordering:
+    """Results put in their call's order: ``"input"`` holds a result back until those of
+    the texts before it have come; ``"completion"`` passes each on at once."""
+
+    def __init__(self, order: Order) -> None:
+        self.order = order
+        self._waiting: dict[int, ExtractionResult[Any]] = {}  # ended before an earlier text
+        self._next = 0
+
+    def ready(self, results: Iterable[ExtractionResult[Any]]) -> Iterator[ExtractionResult[Any]]:
+        """The results that may be given now, ``results`` among them."""
+        if self.order == "completion":
+            yield from results
+            return
+        for result in results:
+            self._waiting[result.index] = result
+        while self._next in self._waiting:
+            yield self._waiting.pop(self._next)
+            self._next += 1
+
+
 class Scheduler:
     """The scheduling of one call's texts (see the module docstring).
 
@@ -94,6 +117,9 @@ class Scheduler:
         compile_seconds: recorded in every result.
         lock: held around each decoder step (one model, one forward pass at a time).
         raise_item_errors: raise a text's error instead of returning it as a result.
+        prefix: the shared prefix of the call's prompts, given with each row (a decoder
+            shared by several calls has none of its own).
+        max_rows: this call's rows in the decoder at most (None: as many as are free).
     """
 
     def __init__(
@@ -107,6 +133,8 @@ class Scheduler:
         compile_seconds: float,
         lock: threading.Lock,
         raise_item_errors: bool,
+        prefix: SharedPrefix | None = None,
+        max_rows: int | None = None,
     ) -> None:
         self.decoder = decoder
         self.index = index
@@ -116,6 +144,9 @@ class Scheduler:
         self.compile_seconds = compile_seconds
         self.lock = lock
         self.raise_item_errors = raise_item_errors
+        self.prefix = prefix
+        self.max_rows = max_rows
+        self._active = 0  # this call's rows in the decoder
         self._retries: deque[_Item] = deque()
         self._exhausted = False  # every text has been read
 
@@ -134,37 +165,38 @@ class Scheduler:
         :class:`Progress` after a step, when a value closed or was taken back, or when
         ``every`` tokens were added since the row's last progress (results then come in
         completion order, each after its row's last progress)."""
-        decoder = self.decoder
         source = enumerate(texts)
-        waiting: dict[int, ExtractionResult[Any]] = {}  # ended before an earlier text
-        next_index = 0
+        ordering = Ordering(order)
         while True:
-            done = self._fill(source, batching)
-            if decoder.busy:
+            done = self.fill(source, batching)
+            if self.decoder.busy:
                 with self.lock:
-                    finished = decoder.step()
+                    finished = self.decoder.step()
                 if every is not None:
-                    yield from self._progress(every)
-                for row in finished:
-                    result = self._finish(row)
-                    if result is not None:
-                        done.append(result)
-            if order == "completion":
-                yield from done
-            else:
-                for result in done:
-                    waiting[result.index] = result
-                while next_index in waiting:
-                    yield waiting.pop(next_index)
-                    next_index += 1
-            if self._exhausted and not self._retries and not decoder.busy:
+                    yield from self.progress(every)
+                done.extend(self.finish_all(finished))
+            yield from ordering.ready(done)
+            if self.done:
                 return
 
-    def _progress(self, every: int) -> Iterator[Progress]:
-        """The rows whose output moved enough since their last progress."""
+    @property
+    def done(self) -> bool:
+        """Whether every text has been read and has its result."""
+        return self._exhausted and not self._retries and not self._active
+
+    def finish_all(self, rows: Iterable[Finished]) -> list[ExtractionResult[Any]]:
+        """The results of this scheduler's rows that ended (those that go back to the
+        queue for a new attempt give none)."""
+        results = (self._finish(row) for row in rows)
+        return [result for result in results if result is not None]
+
+    def progress(self, every: int) -> Iterator[Progress]:
+        """This scheduler's rows whose output moved enough since their last progress."""
         token_bytes = self.index.vocabulary.token_bytes
         for key, token_ids in self.decoder.outputs():
             item: _Item = key
+            if item.owner is not self:
+                continue  # another call's row in a shared batch
             count = len(token_ids)
             if count == item.streamed_tokens and item.streamed is not None:
                 continue
@@ -179,27 +211,34 @@ class Scheduler:
                 item.streamed, item.streamed_tokens = data, count
                 yield Progress(item.request.position, data, raw)
 
-    def _fill(
-        self, source: Iterator[tuple[int, str]], batching: Batching
+    def fill(
+        self, source: Iterator[tuple[int, str]], batching: Batching, most: int | None = None
     ) -> list[ExtractionResult[Any]]:
-        """Fill the free rows, retries first, then new texts; the texts that failed
-        before running."""
-        decoder = self.decoder
+        """Fill the free rows (``most`` of them at most, and this call's ``max_rows``),
+        retries first, then new texts; the texts that failed before running."""
         failures: list[ExtractionResult[Any]] = []
-        if batching == "static" and decoder.rows:
+        if batching == "static" and self._active:
             return failures
-        while decoder.free_slots > 0:
+        added = 0
+        while self._has_room(added, most):
             if self._retries:
                 self._add(self._retries.popleft())
-                continue
-            taken = None if self._exhausted else next(source, None)
-            if taken is None:
+            elif self._exhausted or (taken := next(source, None)) is None:
                 self._exhausted = True
                 break
-            failed = self._admit(*taken)
-            if failed is not None:
-                failures.append(failed)
+            else:
+                failed = self._admit(*taken)
+                if failed is not None:
+                    failures.append(failed)
+                    continue
+            added += 1
         return failures
+
+    def _has_room(self, added: int, most: int | None) -> bool:
+        """Whether one more row may join: a free slot, below ``max_rows`` and ``most``."""
+        if self.decoder.free_slots < 1 or (most is not None and added >= most):
+            return False
+        return self.max_rows is None or self._active < self.max_rows
 
     def _admit(self, position: int, text: str) -> ExtractionResult[Any] | None:
         """Queue a new text; its error result when it cannot run."""
@@ -207,7 +246,7 @@ class Scheduler:
         if request.error is not None:
             return self._failed(position, request.error)
         try:
-            self._add(_Item(text, request))
+            self._add(_Item(text, request, self))
         except InvalidOptionError as error:  # a budget too small for this text's values
             return self._failed(position, error)
         return None
@@ -218,11 +257,14 @@ class Scheduler:
         steering = steering_for(self.spec, self.plan, generated_tokens(item.history))
         seed = self.plan.seed_for(request.position, len(item.history))
         cursor = request.cursor or Cursor(self.index)
-        self.decoder.add(RowRequest(item, request.prompt, cursor, steering, seed))
+        row = RowRequest(item, request.prompt, cursor, steering, seed, self.prefix)
+        self.decoder.add(row)
+        self._active += 1
 
     def _finish(self, row: Finished) -> ExtractionResult[Any] | None:
         """The item's result, or None when it goes back to the queue for a new attempt."""
         item: _Item = row.key
+        self._active -= 1
         item.history.append(outcome(row.generation, self.spec.parse))
 
         def reprompt(request: Request, feedback: str) -> Request:
