@@ -512,9 +512,10 @@ def table(results: list[SchemaResult]) -> str:
     ]
     masks = [m for r in results for m in r.mask_us]
     lines.append(f"time to first mask, ms (p50/p75/p95/p99/max): {percentiles(compiled)}")
+    mean = f"{statistics.fmean(masks):,.1f}" if masks else "n/a"
     lines.append(
         f"time per mask, us      (p50/p75/p95/p99/max): {percentiles(masks)}"
-        f"  over {len(masks):,} masks"
+        f"  over {len(masks):,} masks, mean {mean}"
     )
     refusals = collections.Counter(r.keyword for r in results if r.status == "unsupported")
     lines.append(
@@ -684,9 +685,11 @@ def main() -> None:
             for result in run_all(files, args.timeout, args.memory_mb, True, engine):
                 results.append(result)
                 record: dict[str, Any] = {"engine": engine, **asdict(result)}
-                record["mask_us_p50"] = (
-                    statistics.median(result.mask_us) if result.mask_us else None
-                )
+                masks = result.mask_us
+                record["mask_us_p50"] = statistics.median(masks) if masks else None
+                record["mask_us_max"] = max(masks) if masks else None
+                record["mask_us_sum"] = sum(masks)
+                record["masks"] = len(masks)
                 del record["mask_us"]
                 out.write(json.dumps(record) + "\n")
                 out.flush()

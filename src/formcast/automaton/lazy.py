@@ -25,7 +25,9 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,12 @@ from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr_arra
 from formcast.automaton.parse import build_nfa, show_pattern
 from formcast.automaton.table import DEAD, INITIAL_CAPACITY, UNBUILT, TableAutomaton
 from formcast.limits import DEFAULT_LIMITS, Limits
+
+native_subset: ModuleType | None
+try:  # the subset construction in C, built at install time where a C compiler is found
+    from formcast import _subset as native_subset
+except ImportError:  # pragma: no cover (the Python construction below does the same work)
+    native_subset = None
 
 __all__ = ["DEAD", "LazyAutomaton"]
 
@@ -220,6 +228,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         self._relative: dict[tuple[tuple[int, ...], int], _Relative] = {}
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
         self._distances = DistanceTables(nfa, tree)
+        self._native: Any = None  # the C construction's NFA (see _native_nfa)
         self._lock = threading.Lock()
 
     def _find_irregular_copies(self) -> set[tuple[int, int]]:
@@ -408,7 +417,12 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         A state inside one regular copy takes its row from the template's (see
         :meth:`_copy_segments`); any other joins its members' moves."""
         members = self._sets[sid]
-        segments = self._single_segments(members) if len(members) == 1 else None
+        native = self._native if self._native is not None else self._native_nfa()
+        segments = None
+        if native is not None:
+            segments = native.segments(tuple(members))
+        elif len(members) == 1:
+            segments = self._single_segments(members)
         if segments is None:
             segments = self._copy_segments(members)
         if segments is None:
@@ -425,6 +439,32 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
                 target = self._add_state(successors)
             row[lo : hi + 1] = target
         self._table[sid] = row  # readers see each entry as UNBUILT or final, never stale
+
+    def _native_nfa(self) -> Any:
+        """The NFA of the C subset construction (:mod:`formcast._subset`), made on the
+        first row built, or None where that module was not built (or is switched off, as
+        the tests do by setting :data:`native_subset` to None). It reads this automaton's
+        edge index without copying it, and memoizes closures per NFA state as the Python
+        construction does. Cost: O(blocks + extras) once per edge index, O(1) after."""
+        if native_subset is None:
+            return None
+        edges = self._edges
+        blocks, extra_sources, extra_offsets, extra_targets = edges.native_parts
+        self._native = native_subset.Nfa(
+            edges.byte_offsets,
+            edges.byte_lo,
+            edges.byte_hi,
+            edges.byte_dst,
+            edges.eps_offsets,
+            edges.eps_dst,
+            edges.reads,
+            blocks,
+            extra_sources,
+            extra_offsets,
+            extra_targets,
+            self._final,
+        )
+        return self._native
 
     def _single_segments(
         self, members: frozenset[int]
@@ -694,6 +734,21 @@ class _EdgeIndex:
             reads=_ints(reads),
             tree=BlockTree.of(nfa.blocks),
             nfa=nfa,
+        )
+
+    @cached_property
+    def native_parts(self) -> tuple[npt.NDArray[np.int64], ...]:
+        """The blocks (a row of :class:`Block`'s fields each) and the extras (a CSR over
+        their sorted sources) as int64 arrays, the layout of :mod:`formcast._subset`."""
+        nfa = self.nfa
+        blocks = np.array([[*block] for block in nfa.blocks], dtype=np.int64)
+        sources = sorted(nfa.extras)
+        targets = [nfa.extras[source] for source in sources]
+        return (
+            blocks.reshape(len(nfa.blocks), len(Block._fields)),
+            np.array(sources, dtype=np.int64),
+            np.cumsum([0, *map(len, targets)], dtype=np.int64),
+            np.array([t for group in targets for t in group], dtype=np.int64),
         )
 
     def indexes(self, nfa: Nfa) -> bool:

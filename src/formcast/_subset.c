@@ -1,0 +1,654 @@
+/* formcast._subset: the subset construction of a lazy byte DFA's row, in C.
+ *
+ * formcast.automaton.lazy builds a DFA state's row the first time a walk reaches it: the
+ * byte edges of the state's NFA members, the epsilon closure of every target, and the
+ * union of those closures over each run of bytes. In Python that costs ~50-600 us a row,
+ * most of it in closures through counted repeats and subroutine calls (virtual copies of
+ * a template, see formcast.automaton.nfa.Block). This module does the same work on the
+ * same NFA, with the same meaning, in C: a virtual state's edges are its template
+ * state's, shifted into its copy, plus the repeat's glue at a copy's end and the edges a
+ * parent attached to that id (Nfa.extras), resolved down the nesting of blocks.
+ *
+ * It is optional: lazy.py keeps its Python construction where this module was not built,
+ * and the tests compare both on random patterns (tests/automaton/test_native_subset.py).
+ *
+ * Nfa(byte_offsets, byte_lo, byte_hi, byte_dst, eps_offsets, eps_dst, reads, blocks,
+ *     extra_sources, extra_offsets, extra_targets, final)
+ *   every array an int64 buffer: the CSR of the concrete states' byte and epsilon edges
+ *   (formcast.automaton.lazy._EdgeIndex), reads[s] = 1 where concrete s has a byte edge,
+ *   blocks as rows of the 11 fields of Block (sorted by base), the extras as a CSR over
+ *   sorted sources. The buffers are held (not copied) for the object's life.
+ * .segments(members) -> [(lo, hi, frozenset of NFA ids)]: the row of the DFA state whose
+ *   members are given, as disjoint byte runs in ascending order (adjacent runs with equal
+ *   successors joined); bytes in no run lead to the dead state.
+ * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
+ *   state) reachable from `state` by epsilon edges.
+ *
+ * Closures are memoized per NFA state for the object's life; the caller serialises calls
+ * (lazy.py builds rows under the automaton's lock). Ids out of range raise ValueError. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VIRTUAL_BASE ((int64_t)1 << 40)
+#define BLOCK_FIELDS 11
+#define BUFFERS 11
+
+typedef struct {
+    int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
+} Block;
+
+/* -- growable int64 vectors ------------------------------------------------------------ */
+typedef struct {
+    int64_t *data;
+    Py_ssize_t size, capacity;
+} Vec;
+
+static int vec_reserve(Vec *v, Py_ssize_t extra) {
+    if (v->size + extra <= v->capacity) return 0;
+    Py_ssize_t capacity = v->capacity ? v->capacity : 64;
+    while (capacity < v->size + extra) capacity *= 2;
+    int64_t *data = PyMem_Realloc(v->data, (size_t)capacity * sizeof(int64_t));
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->data = data;
+    v->capacity = capacity;
+    return 0;
+}
+
+static int vec_push(Vec *v, int64_t x) {
+    if (v->size >= v->capacity && vec_reserve(v, 1) < 0) return -1;
+    v->data[v->size++] = x;
+    return 0;
+}
+
+static void vec_free(Vec *v) {
+    PyMem_Free(v->data);
+    v->data = NULL;
+    v->size = v->capacity = 0;
+}
+
+/* -- an int64 -> int64 map, and a set cleared in O(1) (open addressing) ------------------ */
+static inline uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+typedef struct {
+    int64_t *keys; /* -1: empty (ids are >= 0) */
+    int64_t *values;
+    Py_ssize_t capacity, size; /* capacity: a power of two */
+} Map;
+
+static int map_grow(Map *m) {
+    Py_ssize_t capacity = m->capacity ? 2 * m->capacity : 1024;
+    int64_t *keys = PyMem_Malloc((size_t)capacity * sizeof(int64_t));
+    int64_t *values = PyMem_Malloc((size_t)capacity * sizeof(int64_t));
+    if (!keys || !values) {
+        PyMem_Free(keys);
+        PyMem_Free(values);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(keys, 0xff, (size_t)capacity * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < m->capacity; i++) {
+        if (m->keys[i] < 0) continue;
+        Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)m->keys[i]) & (uint64_t)(capacity - 1));
+        while (keys[slot] >= 0) slot = (slot + 1) & (capacity - 1);
+        keys[slot] = m->keys[i];
+        values[slot] = m->values[i];
+    }
+    PyMem_Free(m->keys);
+    PyMem_Free(m->values);
+    m->keys = keys;
+    m->values = values;
+    m->capacity = capacity;
+    return 0;
+}
+
+static int map_get(const Map *m, int64_t key, int64_t *value) {
+    if (!m->capacity) return 0;
+    Py_ssize_t mask = m->capacity - 1;
+    Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)key) & (uint64_t)mask);
+    while (m->keys[slot] >= 0) {
+        if (m->keys[slot] == key) {
+            *value = m->values[slot];
+            return 1;
+        }
+        slot = (slot + 1) & mask;
+    }
+    return 0;
+}
+
+static int map_put(Map *m, int64_t key, int64_t value) { /* key not present */
+    if (2 * (m->size + 1) > m->capacity && map_grow(m) < 0) return -1;
+    Py_ssize_t mask = m->capacity - 1;
+    Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)key) & (uint64_t)mask);
+    while (m->keys[slot] >= 0) slot = (slot + 1) & mask;
+    m->keys[slot] = key;
+    m->values[slot] = value;
+    m->size++;
+    return 0;
+}
+
+static void map_free(Map *m) {
+    PyMem_Free(m->keys);
+    PyMem_Free(m->values);
+    m->keys = m->values = NULL;
+    m->capacity = m->size = 0;
+}
+
+typedef struct {
+    int64_t *keys;
+    uint32_t *stamps; /* a slot holds a key of this search iff its stamp is `stamp` */
+    Py_ssize_t capacity, size;
+    uint32_t stamp;
+} Seen;
+
+static void seen_clear(Seen *s) {
+    s->size = 0;
+    if (++s->stamp == 0) { /* wrapped: forget every old stamp */
+        if (s->stamps) memset(s->stamps, 0, (size_t)s->capacity * sizeof(uint32_t));
+        s->stamp = 1;
+    }
+}
+
+static int seen_insert(Seen *s, int64_t key); /* 1: added, 0: there already, -1: error */
+
+static int seen_grow(Seen *s) {
+    Py_ssize_t old_capacity = s->capacity;
+    int64_t *old_keys = s->keys;
+    uint32_t *old_stamps = s->stamps;
+    uint32_t stamp = s->stamp;
+    Py_ssize_t capacity = old_capacity ? 2 * old_capacity : 1024;
+    s->keys = PyMem_Malloc((size_t)capacity * sizeof(int64_t));
+    s->stamps = PyMem_Calloc((size_t)capacity, sizeof(uint32_t));
+    if (!s->keys || !s->stamps) {
+        PyMem_Free(s->keys);
+        PyMem_Free(s->stamps);
+        s->keys = old_keys;
+        s->stamps = old_stamps;
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->capacity = capacity;
+    s->size = 0;
+    s->stamp = 1;
+    for (Py_ssize_t i = 0; i < old_capacity; i++)
+        if (old_stamps[i] == stamp) seen_insert(s, old_keys[i]); /* room: cannot fail */
+    PyMem_Free(old_keys);
+    PyMem_Free(old_stamps);
+    return 0;
+}
+
+static int seen_insert(Seen *s, int64_t key) {
+    if (2 * (s->size + 1) > s->capacity && seen_grow(s) < 0) return -1;
+    Py_ssize_t mask = s->capacity - 1;
+    Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)key) & (uint64_t)mask);
+    while (s->stamps[slot] == s->stamp) {
+        if (s->keys[slot] == key) return 0;
+        slot = (slot + 1) & mask;
+    }
+    s->keys[slot] = key;
+    s->stamps[slot] = s->stamp;
+    s->size++;
+    return 1;
+}
+
+/* -- the NFA ----------------------------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer views[BUFFERS];
+    int held;
+    const int64_t *boff, *blo, *bhi, *bdst, *eoff, *edst, *reads;
+    Py_ssize_t n;           /* concrete states */
+    Py_ssize_t byte_edges;  /* entries of blo/bhi/bdst */
+    Py_ssize_t eps_edges;   /* entries of edst */
+    const Block *blocks;
+    Py_ssize_t nblocks;
+    const int64_t *extra_src, *extra_off, *extra_dst;
+    Py_ssize_t nextras;
+    int64_t final;
+    Map closures; /* state -> offset in pool: pool[offset] = size, then the members */
+    Vec pool;
+    /* scratch */
+    Seen seen;
+    Vec stack, found, eps, edges, chain, join;
+} Nfa;
+
+static int out_of_range(int64_t state) {
+    PyErr_Format(PyExc_ValueError, "expected an NFA state id, found %lld", (long long)state);
+    return -1;
+}
+
+/* The block whose copies hold the virtual `state`, or NULL (ValueError). */
+static const Block *block_of(const Nfa *self, int64_t state) {
+    Py_ssize_t lo = 0, hi = self->nblocks; /* bisect_right over the bases, minus one */
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (self->blocks[mid].base <= state)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0) return NULL;
+    const Block *block = &self->blocks[lo - 1];
+    if (block->span <= 0 || state >= block->base + block->copies * block->span) return NULL;
+    return block;
+}
+
+static inline int64_t shifted(int64_t state, int64_t concrete_shift, int64_t virtual_shift) {
+    return state + (state < VIRTUAL_BASE ? concrete_shift : virtual_shift);
+}
+
+/* Walk the virtual `state` down to its concrete template state: self->chain then holds,
+ * per level from the outermost, (block index, copy, template state, the level's state). */
+static int descend(Nfa *self, int64_t state, int64_t *concrete) {
+    self->chain.size = 0;
+    while (state >= VIRTUAL_BASE) {
+        const Block *block = block_of(self, state);
+        if (!block) return out_of_range(state);
+        int64_t j = (state - block->base) / block->span, local = (state - block->base) % block->span;
+        int64_t template = local < block->size_c ? block->s0 + local : block->v0 + local - block->size_c;
+        if (vec_reserve(&self->chain, 4) < 0) return -1;
+        int64_t *level = self->chain.data + self->chain.size;
+        level[0] = block - self->blocks;
+        level[1] = j;
+        level[2] = template;
+        level[3] = state;
+        self->chain.size += 4;
+        state = template;
+    }
+    if (state < 0 || state >= self->n) return out_of_range(state);
+    *concrete = state;
+    return 0;
+}
+
+static inline void copy_shifts(const Block *block, int64_t j, int64_t *cs, int64_t *vs) {
+    int64_t first = block->base + j * block->span;
+    *cs = first - block->s0;
+    *vs = first + block->size_c - block->v0;
+}
+
+/* Append the byte edges of `state` to self->edges as (lo, hi, target) triples. */
+static int byte_edges_of(Nfa *self, int64_t state) {
+    int64_t concrete;
+    Vec *out = &self->edges;
+    Py_ssize_t start = out->size;
+    if (state < VIRTUAL_BASE) {
+        if (state < 0 || state >= self->n) return out_of_range(state);
+        concrete = state;
+        self->chain.size = 0;
+    } else if (descend(self, state, &concrete) < 0) {
+        return -1;
+    }
+    int64_t a = self->boff[concrete], b = self->boff[concrete + 1];
+    if (vec_reserve(out, 3 * (b - a)) < 0) return -1;
+    for (int64_t k = a; k < b; k++) {
+        out->data[out->size++] = self->blo[k];
+        out->data[out->size++] = self->bhi[k];
+        out->data[out->size++] = self->bdst[k];
+    }
+    for (Py_ssize_t level = self->chain.size - 4; level >= 0; level -= 4) {
+        const int64_t *at = self->chain.data + level;
+        int64_t cs, vs;
+        copy_shifts(&self->blocks[at[0]], at[1], &cs, &vs);
+        for (Py_ssize_t k = start + 2; k < out->size; k += 3) out->data[k] = shifted(out->data[k], cs, vs);
+    }
+    return 0;
+}
+
+/* The epsilon targets of `state` into self->eps, and whether it is important (a byte
+ * edge out, or the final state). */
+static int eps_of(Nfa *self, int64_t state, int *important) {
+    Vec *out = &self->eps;
+    out->size = 0;
+    int64_t concrete;
+    if (state < VIRTUAL_BASE) {
+        if (state < 0 || state >= self->n) return out_of_range(state);
+        concrete = state;
+        self->chain.size = 0;
+    } else if (descend(self, state, &concrete) < 0) {
+        return -1;
+    }
+    *important = self->reads[concrete] != 0 || state == self->final;
+    int64_t a = self->eoff[concrete], b = self->eoff[concrete + 1];
+    if (vec_reserve(out, b - a) < 0) return -1;
+    for (int64_t k = a; k < b; k++) out->data[out->size++] = self->edst[k];
+    for (Py_ssize_t level = self->chain.size - 4; level >= 0; level -= 4) {
+        const int64_t *at = self->chain.data + level;
+        const Block *block = &self->blocks[at[0]];
+        int64_t j = at[1], template = at[2], here = at[3], cs, vs;
+        copy_shifts(block, j, &cs, &vs);
+        for (Py_ssize_t k = 0; k < out->size; k++) out->data[k] = shifted(out->data[k], cs, vs);
+        if (template == block->x_end) { /* the repeat's glue (Block.glue) */
+            int64_t last = block->copies - 1, lcs, lvs;
+            copy_shifts(block, last, &lcs, &lvs);
+            if (j < last) {
+                int64_t ncs, nvs;
+                copy_shifts(block, j + 1, &ncs, &nvs);
+                if (vec_push(out, shifted(block->x_start, ncs, nvs)) < 0) return -1;
+                int64_t low = block->low > 1 ? block->low : 1;
+                if (block->bounded && j >= low - 1 &&
+                    vec_push(out, shifted(block->x_end, lcs, lvs)) < 0)
+                    return -1;
+            } else if (!block->bounded) {
+                if (vec_push(out, shifted(block->x_start, lcs, lvs)) < 0) return -1;
+                if (vec_push(out, block->exit) < 0) return -1;
+            }
+        }
+        Py_ssize_t lo = 0, hi = self->nextras; /* the edges a parent attached to `here` */
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (self->extra_src[mid] < here)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < self->nextras && self->extra_src[lo] == here) {
+            for (int64_t k = self->extra_off[lo]; k < self->extra_off[lo + 1]; k++)
+                if (vec_push(out, self->extra_dst[k]) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+static int compare_ids(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The offset in self->pool of the closure of `state` (computed once). */
+static int closure_of(Nfa *self, int64_t state, int64_t *offset) {
+    if (map_get(&self->closures, state, offset)) return 0;
+    Seen *seen = &self->seen;
+    Vec *stack = &self->stack, *found = &self->found;
+    seen_clear(seen);
+    stack->size = found->size = 0;
+    if (seen_insert(seen, state) < 0 || vec_push(stack, state) < 0) return -1;
+    while (stack->size) {
+        int64_t x = stack->data[--stack->size];
+        int important;
+        if (eps_of(self, x, &important) < 0) return -1;
+        if (important && vec_push(found, x) < 0) return -1;
+        for (Py_ssize_t k = 0; k < self->eps.size; k++) {
+            int64_t y = self->eps.data[k];
+            int added = seen_insert(seen, y);
+            if (added < 0) return -1;
+            if (added && vec_push(stack, y) < 0) return -1;
+        }
+    }
+    qsort(found->data, (size_t)found->size, sizeof(int64_t), compare_ids);
+    *offset = self->pool.size;
+    if (vec_reserve(&self->pool, found->size + 1) < 0) return -1;
+    self->pool.data[self->pool.size++] = found->size;
+    memcpy(self->pool.data + self->pool.size, found->data, (size_t)found->size * sizeof(int64_t));
+    self->pool.size += found->size;
+    return map_put(&self->closures, state, *offset);
+}
+
+static PyObject *frozenset_of(const int64_t *ids, Py_ssize_t count) {
+    PyObject *items = PyTuple_New(count);
+    if (!items) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *id = PyLong_FromLongLong(ids[i]);
+        if (!id) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(items, i, id);
+    }
+    PyObject *set = PyFrozenSet_New(items);
+    Py_DECREF(items);
+    return set;
+}
+
+static int append_segment(PyObject *list, int lo, int hi, const int64_t *ids, Py_ssize_t count) {
+    PyObject *set = frozenset_of(ids, count);
+    if (!set) return -1;
+    PyObject *segment = Py_BuildValue("(iiN)", lo, hi, set);
+    if (!segment) return -1;
+    int status = PyList_Append(list, segment);
+    Py_DECREF(segment);
+    return status;
+}
+
+static PyObject *Nfa_segments(Nfa *self, PyObject *members) {
+    PyObject *sequence = PySequence_Fast(members, "expected a sequence of NFA state ids");
+    if (!sequence) return NULL;
+    self->edges.size = 0;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        long long member = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sequence, i));
+        if ((member == -1 && PyErr_Occurred()) || byte_edges_of(self, member) < 0) {
+            Py_DECREF(sequence);
+            return NULL;
+        }
+    }
+    Py_DECREF(sequence);
+    Py_ssize_t edges = self->edges.size / 3;
+    /* the closure of each edge's target, as an offset in the pool (which may move) */
+    Vec targets = {0};
+    if (vec_reserve(&targets, edges) < 0) return NULL;
+    unsigned char starts[257] = {0};
+    for (Py_ssize_t e = 0; e < edges; e++) {
+        const int64_t *edge = self->edges.data + 3 * e;
+        if (edge[0] < 0 || edge[1] > 255 || edge[0] > edge[1]) {
+            vec_free(&targets);
+            PyErr_SetString(PyExc_ValueError, "expected byte ranges within 0..255");
+            return NULL;
+        }
+        starts[edge[0]] = 1;
+        starts[edge[1] + 1] = 1;
+        if (closure_of(self, edge[2], &targets.data[e]) < 0) {
+            vec_free(&targets);
+            return NULL;
+        }
+    }
+    PyObject *list = PyList_New(0);
+    Vec *join = &self->join;
+    Vec previous = {0};
+    int previous_lo = -1, previous_hi = -2, failed = list == NULL;
+    for (int a = 0; a < 256 && !failed;) {
+        int b = a + 1;
+        while (b < 256 && !starts[b]) b++;
+        /* the bytes [a, b) are read alike by every edge */
+        join->size = 0;
+        int covered = 0;
+        for (Py_ssize_t e = 0; e < edges && !failed; e++) {
+            const int64_t *edge = self->edges.data + 3 * e;
+            if (edge[0] > a || edge[1] < a) continue;
+            covered = 1;
+            const int64_t *closure = self->pool.data + targets.data[e];
+            if (vec_reserve(join, closure[0]) < 0) {
+                failed = 1;
+                break;
+            }
+            memcpy(join->data + join->size, closure + 1, (size_t)closure[0] * sizeof(int64_t));
+            join->size += closure[0];
+        }
+        if (failed) break;
+        if (covered) {
+            qsort(join->data, (size_t)join->size, sizeof(int64_t), compare_ids);
+            Py_ssize_t unique = 0;
+            for (Py_ssize_t k = 0; k < join->size; k++)
+                if (!unique || join->data[k] != join->data[unique - 1]) join->data[unique++] = join->data[k];
+            join->size = unique;
+            if (previous_hi == a - 1 && previous.size == unique &&
+                !memcmp(previous.data, join->data, (size_t)unique * sizeof(int64_t))) {
+                previous_hi = b - 1; /* the same successors: one run */
+            } else {
+                if (previous_lo >= 0 &&
+                    append_segment(list, previous_lo, previous_hi, previous.data, previous.size) < 0) {
+                    failed = 1;
+                    break;
+                }
+                previous.size = 0;
+                if (vec_reserve(&previous, unique) < 0) {
+                    failed = 1;
+                    break;
+                }
+                memcpy(previous.data, join->data, (size_t)unique * sizeof(int64_t));
+                previous.size = unique;
+                previous_lo = a;
+                previous_hi = b - 1;
+            }
+        }
+        a = b;
+    }
+    if (!failed && previous_lo >= 0 &&
+        append_segment(list, previous_lo, previous_hi, previous.data, previous.size) < 0)
+        failed = 1;
+    vec_free(&targets);
+    vec_free(&previous);
+    if (failed) {
+        Py_XDECREF(list);
+        return NULL;
+    }
+    return list;
+}
+
+static PyObject *Nfa_closure(Nfa *self, PyObject *arg) {
+    long long state = PyLong_AsLongLong(arg);
+    if (state == -1 && PyErr_Occurred()) return NULL;
+    int64_t offset;
+    if (closure_of(self, state, &offset) < 0) return NULL;
+    return frozenset_of(self->pool.data + offset + 1, self->pool.data[offset]);
+}
+
+static void Nfa_dealloc(Nfa *self) {
+    for (int i = 0; i < self->held; i++) PyBuffer_Release(&self->views[i]);
+    map_free(&self->closures);
+    vec_free(&self->pool);
+    PyMem_Free(self->seen.keys);
+    PyMem_Free(self->seen.stamps);
+    vec_free(&self->stack);
+    vec_free(&self->found);
+    vec_free(&self->eps);
+    vec_free(&self->edges);
+    vec_free(&self->chain);
+    vec_free(&self->join);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Hold `object`'s buffer as int64 items; their count in *count. */
+static const int64_t *hold(Nfa *self, PyObject *object, Py_ssize_t *count, const char *name) {
+    Py_buffer *view = &self->views[self->held];
+    if (PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    self->held++;
+    const char *format = view->format ? view->format : "B";
+    if (format[0] == '<' || format[0] == '=' || format[0] == '@') format++;
+    if (view->itemsize != 8 || (strcmp(format, "q") && strcmp(format, "l"))) {
+        PyErr_Format(PyExc_ValueError, "expected %s as int64 items", name);
+        return NULL;
+    }
+    *count = view->len / 8;
+    return (const int64_t *)view->buf;
+}
+
+static int offsets_valid(const int64_t *offsets, Py_ssize_t n, Py_ssize_t size) {
+    if (offsets[0] != 0) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (offsets[i + 1] < offsets[i]) return 0;
+    return offsets[n] <= size;
+}
+
+static int Nfa_init(Nfa *self, PyObject *args, PyObject *kwargs) {
+    static const char *names[] = {"byte_offsets", "byte_lo", "byte_hi", "byte_dst",
+                                  "eps_offsets", "eps_dst", "reads", "blocks",
+                                  "extra_sources", "extra_offsets", "extra_targets"};
+    PyObject *objects[BUFFERS];
+    long long final;
+    if (kwargs && PyDict_Size(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "Nfa() takes positional arguments only");
+        return -1;
+    }
+    if (self->held) {
+        PyErr_SetString(PyExc_TypeError, "Nfa() is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOL:Nfa", &objects[0], &objects[1], &objects[2],
+                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7],
+                          &objects[8], &objects[9], &objects[10], &final))
+        return -1;
+    const int64_t *data[BUFFERS];
+    Py_ssize_t counts[BUFFERS];
+    for (int i = 0; i < BUFFERS; i++) {
+        data[i] = hold(self, objects[i], &counts[i], names[i]);
+        if (!data[i]) return -1;
+    }
+    Py_ssize_t n = counts[0] - 1;
+    Py_ssize_t byte_edges = counts[1];
+    if (n < 0 || counts[2] != byte_edges || counts[3] != byte_edges || counts[4] != n + 1 ||
+        counts[6] != n || counts[7] % BLOCK_FIELDS || counts[9] != counts[8] + 1 ||
+        !offsets_valid(data[0], n, byte_edges) || !offsets_valid(data[4], n, counts[5]) ||
+        !offsets_valid(data[9], counts[8], counts[10])) {
+        PyErr_SetString(PyExc_ValueError, "expected consistent NFA edge arrays");
+        return -1;
+    }
+    self->boff = data[0];
+    self->blo = data[1];
+    self->bhi = data[2];
+    self->bdst = data[3];
+    self->eoff = data[4];
+    self->edst = data[5];
+    self->reads = data[6];
+    self->blocks = (const Block *)data[7];
+    self->nblocks = counts[7] / BLOCK_FIELDS;
+    self->extra_src = data[8];
+    self->extra_off = data[9];
+    self->extra_dst = data[10];
+    self->nextras = counts[8];
+    self->n = n;
+    self->byte_edges = byte_edges;
+    self->eps_edges = counts[5];
+    self->final = final;
+    return 0;
+}
+
+static PyMethodDef Nfa_methods[] = {
+    {"segments", (PyCFunction)Nfa_segments, METH_O,
+     "segments(members) -> [(lo, hi, frozenset)]: the row of the DFA state of `members`."},
+    {"closure", (PyCFunction)Nfa_closure, METH_O,
+     "closure(state) -> frozenset: the important states epsilon-reachable from `state`."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject NfaType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "formcast._subset.Nfa",
+    .tp_basicsize = sizeof(Nfa),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An NFA's edges, for the subset construction of DFA rows (see the module).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Nfa_init,
+    .tp_dealloc = (destructor)Nfa_dealloc,
+    .tp_methods = Nfa_methods,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "formcast._subset",
+    "The subset construction of a lazy byte DFA's rows, in C (see formcast.automaton.lazy).",
+    -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__subset(void) {
+    if (PyType_Ready(&NfaType) < 0) return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (!module) return NULL;
+    Py_INCREF(&NfaType);
+    if (PyModule_AddObject(module, "Nfa", (PyObject *)&NfaType) < 0) {
+        Py_DECREF(&NfaType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,229 @@
+"""The subset construction in C (``formcast/_subset.c``) against the Python one in
+:mod:`formcast.automaton.lazy`, its reference: the same DFA states, numbered alike, and
+the same rows, on the automaton tests' patterns, random patterns, schema regexes and the
+machines of recursive patterns, with counted repeats kept concrete and made virtual; the
+same closures state by state; and bad arguments refused with ValueError rather than read
+out of bounds."""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_automaton import CALL_CASES, PATTERNS, random_regexes
+from test_nfa_invariants import NESTED_REPEATS, _schema_regexes, nfa_of
+
+import formcast.automaton.lazy as lazy_module
+from formcast.automaton import LazyAutomaton, PushdownAutomaton, compile_automaton
+from formcast.automaton.nfa import VIRTUAL_BASE, Nfa
+from formcast.errors import SchemaError
+
+native_subset = lazy_module.native_subset
+pytestmark = [
+    pytest.mark.skipif(native_subset is None, reason="formcast._subset was not built"),
+    pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning"),
+]
+
+CORPUS = [p for p in PATTERNS if p not in ("", "^", "$")]
+CORPUS += [pattern for pattern, _ in CALL_CASES] + NESTED_REPEATS
+VIRTUAL = pytest.mark.parametrize("virtual", [False, True], ids=["concrete", "virtual"])
+_STATES = 400  # states explored breadth-first per automaton
+
+
+def _explored(
+    nfa: Nfa, native: bool, monkeypatch: pytest.MonkeyPatch, limit: int = _STATES
+) -> LazyAutomaton:
+    """The automaton of ``nfa`` with the rows of up to ``limit`` states built
+    breadth-first, by the C construction or by the Python one."""
+    with monkeypatch.context() as patch:
+        if not native:
+            patch.setattr(lazy_module, "native_subset", None)
+        automaton = LazyAutomaton.of_nfa(nfa)
+        automaton.build_breadth_first(limit)
+        assert (automaton._native is not None) == native
+    return automaton
+
+
+def _differences(python: LazyAutomaton, native: LazyAutomaton) -> list[str]:
+    """Where two automata of one NFA disagree: a state's members, or a built row."""
+    found = []
+    if python.num_states != native.num_states:
+        found.append(f"{python.num_states} states against {native.num_states}")
+    for state, (mine, theirs) in enumerate(zip(python._sets, native._sets, strict=False)):
+        if mine != theirs:
+            found.append(f"state {state}: {sorted(mine)[:8]} against {sorted(theirs)[:8]}")
+    count = min(python.num_states, native.num_states)
+    rows = np.flatnonzero((python.table[:count] != native.table[:count]).any(axis=1))
+    found += [f"row {state} differs" for state in rows[:8].tolist()]
+    return found
+
+
+def _check_same(nfa: Nfa, monkeypatch: pytest.MonkeyPatch, limit: int = _STATES) -> None:
+    python = _explored(nfa, False, monkeypatch, limit)
+    native = _explored(nfa, True, monkeypatch, limit)
+    assert _differences(python, native) == [], nfa.pattern[:120]
+    # and closure by closure, for every member of every state reached
+    members = sorted({m for state in python._sets for m in state})
+    members += [nfa.start, nfa.final]
+    for member in members:
+        assert native._native.closure(member) == python._closure(member), (nfa.pattern, member)
+
+
+@VIRTUAL
+@pytest.mark.parametrize("pattern", CORPUS)
+def test_rows_match_the_python_construction(
+    pattern: str, virtual: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _check_same(nfa_of(pattern, virtual), monkeypatch)
+
+
+@VIRTUAL
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=random_regexes())
+def test_rows_match_on_random_patterns(
+    pattern: str, virtual: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    try:
+        nfa = nfa_of(pattern, virtual)
+    except SchemaError:  # e.g. a pattern that matches nothing
+        return
+    _check_same(nfa, monkeypatch)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_rows_match_on_schema_regexes(monkeypatch: pytest.MonkeyPatch) -> None:
+    regexes = _schema_regexes()
+    if not regexes:
+        pytest.skip("the maskbench data is not here")
+    for regex in regexes:
+        for virtual in (False, True):
+            _check_same(nfa_of(regex, virtual), monkeypatch, limit=150)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(?(DEFINE)(?P<v>\[(?:(?&v)(?:,(?&v))*)?\]|[0-9]{1,3}))(?&v)",
+        r'(?(DEFINE)(?P<o>\{(?:"[a-z]{1,4}":(?&o)(?:,"[a-z]+":(?&o)){0,3})?\}))(?&o)',
+    ],
+)
+def test_machines_of_a_recursive_pattern_match(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machines of a pushdown automaton share one NFA's edges, each with its own start
+    and final state: walking the same words gives the same machine rows both ways."""
+    words = [b"[1,[22,[]],333]", b"[[[[[]]]]]", b'{"ab":{},"c":{"d":{}}}', b"[1,2,3,4,5"]
+    built = []
+    for native in (False, True):
+        with monkeypatch.context() as patch:
+            if not native:
+                patch.setattr(lazy_module, "native_subset", None)
+            automaton = compile_automaton(pattern)
+            assert isinstance(automaton, PushdownAutomaton)
+            verdicts = [automaton.matches(word) for word in words]
+            machines = automaton._machines.automata
+            for machine in machines:
+                machine.build_breadth_first(_STATES)
+            built.append((verdicts, machines))
+    (python_verdicts, python), (native_verdicts, native) = built
+    assert python_verdicts == native_verdicts
+    assert any(machine._native is not None for machine in native)
+    for mine, theirs in zip(python, native, strict=True):
+        assert _differences(mine, theirs) == []
+
+
+def test_a_wrong_construction_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison above fails when the C construction is given a wrong NFA: here one
+    whose final state is another, so acceptance moves and the states' members change."""
+    nfa = nfa_of(r"(ab|a)*c{2,4}d", True)
+    python = _explored(nfa, False, monkeypatch)
+    native = LazyAutomaton.of_nfa(nfa)
+    edges = native._edges
+    assert native_subset is not None
+    native._native = native_subset.Nfa(
+        edges.byte_offsets,
+        edges.byte_lo,
+        edges.byte_hi,
+        edges.byte_dst,
+        edges.eps_offsets,
+        edges.eps_dst,
+        edges.reads,
+        *edges.native_parts,
+        nfa.start,  # not the final state
+    )
+    native.build_breadth_first(_STATES)
+    assert _differences(python, native) != []
+
+
+def _parts(nfa: Nfa) -> list[Any]:
+    automaton = LazyAutomaton.of_nfa(nfa)
+    edges = automaton._edges
+    return [
+        edges.byte_offsets,
+        edges.byte_lo,
+        edges.byte_hi,
+        edges.byte_dst,
+        edges.eps_offsets,
+        edges.eps_dst,
+        edges.reads,
+        *edges.native_parts,
+        nfa.final,
+    ]
+
+
+def test_bad_arguments_are_refused() -> None:
+    assert native_subset is not None
+    nfa = nfa_of(r"x(?:ab){2,40}y", True)
+    parts = _parts(nfa)
+    good = native_subset.Nfa(*parts)
+    with pytest.raises(ValueError):
+        good.segments([nfa.concrete_states + 5])  # past the concrete states
+    with pytest.raises(ValueError):
+        good.segments([-3])
+    with pytest.raises(ValueError):
+        good.closure(VIRTUAL_BASE + nfa.virtual_states + 10**6)  # in no block
+    with pytest.raises(TypeError):
+        good.segments(["a"])
+    short = list(parts)
+    short[1] = array("q", list(parts[1])[:-1])  # one byte edge fewer than the offsets say
+    with pytest.raises(ValueError):
+        native_subset.Nfa(*short)
+    wrong_type = list(parts)
+    wrong_type[2] = np.asarray(parts[2], dtype=np.int32)
+    with pytest.raises(ValueError):
+        native_subset.Nfa(*wrong_type)
+    offsets = list(parts)
+    offsets[0] = array("q", [0, *([10**9] * (len(parts[0]) - 1))])
+    with pytest.raises(ValueError):
+        native_subset.Nfa(*offsets)
+
+
+def test_pickled_automata_build_rows_natively(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C construction's NFA is not pickled: a copy makes its own on its first row."""
+    import pickle
+
+    automaton = LazyAutomaton(r'\{"a":[0-9]{1,5}(?:,"b":"[a-z]{0,9}")?\}')
+    automaton.walk(b'{"a":12')
+    copy = pickle.loads(pickle.dumps(automaton))
+    assert copy._native is None
+    assert copy.matches(b'{"a":12,"b":"xyz"}') and copy._native is not None
+    python = _explored(automaton._nfa, False, monkeypatch)
+    copy.build_breadth_first(_STATES)
+    mine, theirs = _rows_by_members(python), _rows_by_members(copy)
+    shared = mine.keys() & theirs.keys()
+    assert len(shared) > 10
+    assert all(mine[members] == theirs[members] for members in shared)
+
+
+def _rows_by_members(automaton: LazyAutomaton) -> dict[frozenset[int], tuple[frozenset[int], ...]]:
+    """Each built row as the members of its 256 targets, by the members of its state
+    (what does not depend on the order states were numbered in)."""
+    sets, table = automaton._sets, automaton.table
+    return {
+        sets[state]: tuple(sets[target] for target in table[state].tolist())
+        for state in range(automaton.num_states)
+        if table[state, 0] >= 0
+    }
