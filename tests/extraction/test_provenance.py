@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Annotated, Any
@@ -138,3 +139,36 @@ def test_spans_on_the_default_model(default_extractor: Any) -> None:
     assert set(result.spans) <= {"/company", "/total"} and "/company" in result.spans
     for start, end in result.spans["/company"]:
         assert " ".join(text[start:end].split()) == value.company
+
+
+def test_json_leaves_of_a_prefix_are_its_closed_values() -> None:
+    raw = '{"a":"x","b":[12, {"d":"ope'
+    assert {p: raw[s:e] for p, s, e in json_leaves(raw)} == {"/a": "x", "/b/0": "12"}
+    assert json_leaves('{"a":"x","n":12') == [("/a", 6, 7)]  # 12 may still grow
+
+
+def test_streamed_partials_carry_the_spans_of_closed_values(tokenizer: Any) -> None:
+    """Each partial's spans are those of the values closed so far (the result's, for
+    those values), each slicing the text to its value."""
+    model = ScriptedModel(following(tokenizer, [OUTPUT], ASSISTANT))
+    extractor = Extractor(model, tokenizer, max_new_tokens=80)
+    items = list(extractor.stream(Order, TEXT, every=1))
+    partials, final = items[:-1], items[-1]
+    assert isinstance(final, Order)
+    final_spans = extractor.run(Order, TEXT).spans
+    assert partials[0].spans == {} and len(partials[-1].spans) >= len(final_spans) - 1
+    assert all(p.spans.items() <= final_spans.items() for p in partials)
+    grown = [set(p.spans) for p in partials]
+    assert all(a <= b for a, b in itertools.pairwise(grown))
+    for partial in partials:
+        for pointer, found in partial.spans.items():
+            value = partial.model_dump()
+            for step in pointer.strip("/").split("/"):
+                value = value[int(step) if isinstance(value, list) else step]
+            assert value is not None
+            for start, end in found:
+                assert " ".join(TEXT[start:end].lower().split()) == str(value).lower()
+    streamed = [item for _, item in extractor.stream_many(Order, [TEXT], every=1)]
+    assert [p.spans for p in streamed[:-1]] == [p.spans for p in partials]
+    assert isinstance(streamed[-1], formcast.ExtractionResult)
+    assert streamed[-1].spans == final_spans

@@ -110,6 +110,31 @@ def test_stream_writes_partials_to_stdout(
             assert key in final and str(final[key]).startswith(str(value)[:1])
 
 
+def test_streamed_partials_give_the_spans_of_copied_values(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """With ``--from-text``, a partial line holds the spans of the names closed so far,
+    each slicing the row's text to the value."""
+    texts = {f"r{n}": f"pear{n} crates and plums" for n in range(2)}
+    source = write_lines(
+        tmp_path / "in.jsonl", *(json.dumps({"id": k, "text": t}) for k, t in texts.items())
+    )
+    out = tmp_path / "out.jsonl"
+
+    result = run(*extract_args(tiny_model_dir, source, out, "--stream", "--from-text"))
+
+    assert result.exit_code == 0, result.output
+    rows = {r["id"]: r for r in read_rows(out)}
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    spanned = [line for line in lines if "spans" in line]
+    assert spanned, "no partial with a closed name"
+    for line in spanned:
+        text, name = texts[line["id"]], line["partial"]["name"]
+        start, end = line["spans"]["/name"][0]
+        assert text[start:end] == name
+        assert line["spans"]["/name"] == rows[line["id"]]["spans"]["/name"]
+
+
 def test_bad_rows_become_error_rows_that_say_where(tiny_model_dir: Path, tmp_path: Path) -> None:
     source = write_lines(
         tmp_path / "in.jsonl",

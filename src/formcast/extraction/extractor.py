@@ -394,7 +394,7 @@ class Extractor:
         scheduler = self._scheduler(output, options, 1, raise_item_errors=True)
         for event in scheduler.events([text], "input", "continuous", every):
             if isinstance(event, Progress):
-                yield typing.cast(Partial[M], partial_of(model, event.data))
+                yield typing.cast(Partial[M], partial_of(model, event.data, event.spans))
             else:
                 yield typing.cast(M, event.unwrap())
 
@@ -418,7 +418,10 @@ class Extractor:
         scheduler = self._scheduler(output, each, batch.batch_size, raise_item_errors=False)
         for event in scheduler.events(texts, "completion", batch.batching, every):
             if isinstance(event, Progress):
-                yield event.position, typing.cast(Partial[M], partial_of(model, event.data))
+                yield (
+                    event.position,
+                    typing.cast(Partial[M], partial_of(model, event.data, event.spans)),
+                )
             else:
                 yield event.index, typing.cast(ExtractionResult[M], event)
 
@@ -505,7 +508,7 @@ class Extractor:
         )
         async for event in events:
             if isinstance(event, Progress):
-                yield typing.cast(Partial[M], partial_of(model, event.data))
+                yield typing.cast(Partial[M], partial_of(model, event.data, event.spans))
             else:
                 yield typing.cast(M, event.unwrap())
 

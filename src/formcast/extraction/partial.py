@@ -31,6 +31,19 @@ _models: dict[type[BaseModel], type[BaseModel]] = {}
 _lock = threading.RLock()
 
 
+class _PartialModel(BaseModel):
+    """The base of every ``Partial[Model]`` class: the spans of its copied values."""
+
+    _spans: dict[str, tuple[tuple[int, int], ...]] = pydantic.PrivateAttr(default_factory=dict)
+
+    @property
+    def spans(self) -> dict[str, tuple[tuple[int, int], ...]]:
+        """The ``FromText`` values that have closed so far: JSON pointer to their
+        ``(start, end)`` offsets in the input (as ``ExtractionResult.spans``); empty
+        without ``FromText``. A field of the model named ``spans`` hides this."""
+        return self._spans
+
+
 class Partial(Generic[T]):
     """``Partial[Model]``: ``Model``'s fields, each optional, nested models partial too.
 
@@ -50,6 +63,9 @@ class Partial(Generic[T]):
         def model_dump(self, **kwargs: Any) -> dict[str, Any]: ...
 
         def model_dump_json(self, **kwargs: Any) -> str: ...
+
+        @property
+        def spans(self) -> dict[str, tuple[tuple[int, int], ...]]: ...
 
     def __class_getitem__(cls, item: Any) -> Any:
         if isinstance(item, TypeVar):
@@ -72,7 +88,7 @@ def partial_model(model: type[BaseModel]) -> type[BaseModel]:
                 annotation | None,
                 pydantic.Field(default=None, alias=info.alias),
             )
-        bases: Any = (BaseModel, Partial)
+        bases: Any = (_PartialModel, Partial)
         made: type[BaseModel] = pydantic.create_model(
             f"Partial[{model.__name__}]",
             __base__=bases,
@@ -225,17 +241,26 @@ def _array(text: str, at: int) -> tuple[Any, int, bool]:
 # -- validating it --------------------------------------------------------------------------
 
 
-def partial_of(model: type[BaseModel], data: Any) -> BaseModel:
-    """``Partial[model]`` of the values read from a prefix (:func:`read_prefix`); a value
-    the partial type rejects is left out (never raises)."""
+def partial_of(
+    model: type[BaseModel],
+    data: Any,
+    spans: dict[str, tuple[tuple[int, int], ...]] | None = None,
+) -> BaseModel:
+    """``Partial[model]`` of the values read from a prefix (:func:`read_prefix`), with
+    the ``spans`` of its copied values; a value the partial type rejects is left out
+    (never raises)."""
     made = partial_model(model)
     values = data if isinstance(data, dict) else {}
+    found = made()
     for _ in range(64):
         try:
-            return made.model_validate(values)
+            found = made.model_validate(values)
+            break
         except pydantic.ValidationError as error:
             values = _without(values, [e["loc"] for e in error.errors()])
-    return made()
+    if spans and isinstance(found, _PartialModel):
+        found._spans = dict(spans)
+    return found
 
 
 def _without(values: Any, locations: list[tuple[int | str, ...]]) -> Any:

@@ -31,10 +31,15 @@ _SPACE = " \t\r\n"
 
 
 def json_leaves(raw: str) -> list[tuple[str, int, int]]:
-    """Every string and number of a JSON text: its JSON pointer and its character range
-    in ``raw`` (a string's without its quotes)."""
+    """Every string and number of a JSON text, or the closed ones of a prefix of one
+    (a number that ends the prefix may still grow: left out): its JSON pointer and its
+    character range in ``raw`` (a string's without its quotes)."""
     leaves: list[tuple[str, int, int]] = []
-    _leaf(raw, _skip(raw, 0), "", leaves)
+    try:
+        _leaf(raw, _skip(raw, 0), "", leaves)
+    except IndexError:  # a prefix: the leaves closed before its end are found
+        if leaves and leaves[-1][2] == len(raw):
+            leaves.pop()
     return leaves
 
 

@@ -41,7 +41,7 @@ from formcast.extraction.attempts import (
 )
 from formcast.extraction.options import Batching, Order, Plan
 from formcast.extraction.partial import read_prefix
-from formcast.extraction.provenance import text_spans
+from formcast.extraction.provenance import Span, text_spans
 from formcast.extraction.results import ExtractionResult
 from formcast.index import TokenIndex
 
@@ -71,6 +71,7 @@ class Progress:
     position: int
     data: Any
     raw: bytes
+    spans: dict[str, tuple[Span, ...]] = field(default_factory=dict)
 
 
 def _shape(data: Any) -> Any:
@@ -102,6 +103,17 @@ class Ordering:
         while self._next in self._waiting:
             yield self._waiting.pop(self._next)
             self._next += 1
+
+
+def _spans(item: _Item, raw: str) -> dict[str, tuple[Span, ...]]:
+    """The spans in the item's text of the ``FromText`` values of ``raw`` (an output, or
+    a prefix of one: its closed values); empty without ``FromText``."""
+    cursor = item.request.cursor
+    bound = None if cursor is None else cursor.index.automaton
+    if not isinstance(bound, BoundAutomaton):
+        return {}
+    slots = bound.slot_bytes(raw.encode("utf-8"))
+    return text_spans(item.text, raw, slots, [slot.options for slot in bound.slots])
 
 
 class Scheduler:
@@ -209,7 +221,8 @@ class Scheduler:
             moved = abs(count - item.streamed_tokens) >= every
             if moved or item.streamed is None or _shape(data) != _shape(item.streamed):
                 item.streamed, item.streamed_tokens = data, count
-                yield Progress(item.request.position, data, raw)
+                spans = _spans(item, raw.decode("utf-8", errors="ignore"))
+                yield Progress(item.request.position, data, raw, spans)
 
     def fill(
         self, source: Iterator[tuple[int, str]], batching: Batching, most: int | None = None
@@ -276,16 +289,9 @@ class Scheduler:
             self._retries.append(item)
             return None
         result = to_result(item.history, self.compile_seconds, item.request.position)
-        cursor = item.request.cursor
-        if cursor is None or result.error is not None:
+        if result.error is not None:
             return result
-        bound = cursor.index.automaton
-        if not isinstance(bound, BoundAutomaton):
-            return result
-        raw = result.raw_text
-        slots = bound.slot_bytes(raw.encode("utf-8"))
-        spans = text_spans(item.text, raw, slots, [slot.options for slot in bound.slots])
-        return dataclasses.replace(result, spans=spans)
+        return dataclasses.replace(result, spans=_spans(item, result.raw_text))
 
     def _failed(self, position: int, error: FormcastError) -> ExtractionResult[Any]:
         if self.raise_item_errors:

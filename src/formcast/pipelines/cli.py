@@ -441,7 +441,8 @@ def _streamed_columns(
     job: _Job, extractor: Extractor, chunk: list[InputRow]
 ) -> list[dict[str, Any]]:
     """The output columns of each text, in order, writing every partial value to stdout
-    as a JSON line (``{<id field>: row id, "partial": {...}}``) as rows progress."""
+    as a JSON line (``{<id field>: row id, "partial": {...}}``, and ``"spans"`` of its
+    copied values when there are any) as rows progress."""
     from formcast.extraction.partial import Partial
 
     columns: list[dict[str, Any] | None] = [None] * len(chunk)
@@ -458,7 +459,10 @@ def _streamed_columns(
     for index, item in items:
         if isinstance(item, Partial):
             partial = item.model_dump(mode="json", exclude_none=True)
-            _write(sys.stdout, {job.id_field: ids[index], "partial": partial})
+            line = {job.id_field: ids[index], "partial": partial}
+            if item.spans:
+                line["spans"] = {k: [list(s) for s in v] for k, v in item.spans.items()}
+            _write(sys.stdout, line)
         else:
             columns[pending[index][0]] = result_columns(item)
     return [c if c is not None else error_columns(RuntimeError("no result")) for c in columns]
