@@ -245,7 +245,7 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
     states = rng.integers(0, 200_000, size=count).astype(np.int32)
     if count:
         ids[0], states[0] = size - 1, 2**31 - 1
-    trie = SimpleNamespace(repeats=np.zeros(0, dtype=np.int32))
+    trie = SimpleNamespace(repeats=np.zeros(0, dtype=np.int32), repeated=np.zeros(0, np.int32))
     pieces = max(1, count // 3)
     found, reached = _sorted_by_token(
         [ids[:pieces], ids[pieces:]], [states[:pieces], states[pieces:]], size, trie
@@ -255,6 +255,29 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
     assert found.dtype == reached.dtype == np.int32
     assert found.tolist() == ids[alive][order].tolist()
     assert reached.tolist() == states[alive][order].tolist()
+
+
+@pytest.mark.parametrize("count", [0, 40, 20_000])
+def test_a_scattered_row_gives_repeated_tokens_their_originals_state(
+    count: int, trie_walk: str
+) -> None:
+    """Tokens repeating another's bytes (absent from the walk) take the state of the token
+    they repeat, dead or not, in the C scatter as in the numpy one."""
+    from formcast.index import _sorted_by_token
+
+    size = 49_152
+    rng = np.random.default_rng(count)
+    ids = rng.choice(size // 2, size=count, replace=False).astype(np.int32)
+    states = rng.integers(0, 50, size=count).astype(np.int32)
+    repeats = np.arange(size // 2, size // 2 + 300, dtype=np.int32)
+    repeated = rng.integers(0, size // 2, size=300).astype(np.int32)
+    trie = SimpleNamespace(repeats=repeats, repeated=repeated)
+    found, reached = _sorted_by_token([ids], [states], size, trie)
+    expected = np.zeros(size, dtype=np.int32)
+    expected[ids] = states
+    expected[repeats] = expected[repeated]
+    assert found.tolist() == np.flatnonzero(expected).tolist()
+    assert reached.tolist() == expected[found].tolist()
 
 
 @pytest.mark.parametrize("seed", range(6))

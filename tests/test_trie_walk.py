@@ -202,3 +202,41 @@ def test_pack_bits_refuses_an_id_past_the_buffer() -> None:
         native_walk.pack_bits(np.array([3, 64], dtype=np.int32), out)
     with pytest.raises(ValueError, match="found -1"):
         native_walk.pack_bits(np.array([-1], dtype=np.int32), out)
+
+
+@pytest.mark.parametrize("count", [5, 2_000])
+def test_pack_bits_of_sorted_ids_with_runs_in_one_word(count: int) -> None:
+    """A row's ids come sorted: the bits of a word gather before one store."""
+    assert native_walk is not None
+    rng = np.random.default_rng(count)
+    ids = np.sort(rng.permutation(3_000)[:count]).astype(np.int32)
+    out = np.zeros(94, dtype=np.uint32)
+    native_walk.pack_bits(ids, out)
+    flags = np.zeros(94 * 32, dtype=bool)
+    flags[ids] = True
+    assert np.array_equal(out, np.packbits(flags, bitorder="little").view(np.uint32))
+
+
+def test_scatter_pairs_refuses_ids_outside_the_table_and_short_outputs() -> None:
+    assert native_walk is not None
+    table, out_ids, out_states = np.empty((3, 100), dtype=np.int32)
+    none = np.zeros(0, dtype=np.int32)
+    ids, states = np.array([3, 99], dtype=np.int32), np.array([7, 8], dtype=np.int32)
+    kept = native_walk.scatter_pairs(ids, states, table, none, none, out_ids, out_states)
+    assert (kept, out_ids[:kept].tolist(), out_states[:kept].tolist()) == (2, [3, 99], [7, 8])
+    with pytest.raises(ValueError, match=r"expected token ids in \[0, 100\)"):
+        native_walk.scatter_pairs(
+            np.array([100], dtype=np.int32), states[:1], table, none, none, out_ids, out_states
+        )
+    with pytest.raises(ValueError, match=r"expected token ids in \[0, 100\)"):
+        native_walk.scatter_pairs(
+            ids,
+            states,
+            table,
+            np.array([5], np.int32),
+            np.array([-1], np.int32),
+            out_ids,
+            out_states,
+        )
+    with pytest.raises(ValueError):
+        native_walk.scatter_pairs(ids, states, table, none, none, out_ids[:50], out_states)

@@ -21,6 +21,9 @@
  * .segments(members) -> [(lo, hi, frozenset of NFA ids)]: the row of the DFA state whose
  *   members are given, as disjoint byte runs in ascending order (adjacent runs with equal
  *   successors joined); bytes in no run lead to the dead state.
+ * .fill_row(members, row, ids, add_state): the same row written into the int32 buffer
+ *   `row`, each run's successors looked up in the dict `ids` (frozenset -> state id) and
+ *   registered by add_state(frozenset) -> id when new; no Python loop over the runs.
  * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
  *   state) reachable from `state` by epsilon edges.
  *
@@ -517,6 +520,57 @@ static PyObject *Nfa_segments(Nfa *self, PyObject *members) {
     return list;
 }
 
+/* fill_row(members, row, ids, add_state): the row of the DFA state of `members` written
+ * into the int32 buffer `row` (256 entries): each run's successors looked up in the dict
+ * `ids` (frozenset -> state id), registered by add_state(frozenset) -> id when new; the
+ * bytes of no run DEAD (0). */
+static PyObject *Nfa_fill_row(Nfa *self, PyObject *args) {
+    PyObject *members, *row_object, *ids, *add_state;
+    if (!PyArg_ParseTuple(args, "OOO!O:fill_row", &members, &row_object, &PyDict_Type, &ids,
+                          &add_state))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(row_object, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        return NULL;
+    PyObject *result = NULL, *segments = NULL;
+    if (view.len != 256 * 4 || view.itemsize != 4) {
+        PyErr_SetString(PyExc_ValueError, "expected a row of 256 int32 entries");
+        goto done;
+    }
+    segments = Nfa_segments(self, members);
+    if (!segments) goto done;
+    int32_t *row = view.buf;
+    memset(row, 0, 256 * 4);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(segments); i++) {
+        PyObject *segment = PyList_GET_ITEM(segments, i);
+        int lo = (int)PyLong_AsLong(PyTuple_GET_ITEM(segment, 0));
+        int hi = (int)PyLong_AsLong(PyTuple_GET_ITEM(segment, 1));
+        PyObject *successors = PyTuple_GET_ITEM(segment, 2);
+        PyObject *found = PyDict_GetItemWithError(ids, successors); /* borrowed */
+        long long target;
+        if (found) {
+            target = PyLong_AsLongLong(found);
+        } else {
+            if (PyErr_Occurred()) goto done;
+            PyObject *added = PyObject_CallOneArg(add_state, successors);
+            if (!added) goto done;
+            target = PyLong_AsLongLong(added);
+            Py_DECREF(added);
+        }
+        if (target == -1 && PyErr_Occurred()) goto done;
+        if (target < 0 || target > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "expected state ids within int32");
+            goto done;
+        }
+        for (int byte = lo; byte <= hi; byte++) row[byte] = (int32_t)target;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(segments);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyObject *Nfa_closure(Nfa *self, PyObject *arg) {
     long long state = PyLong_AsLongLong(arg);
     if (state == -1 && PyErr_Occurred()) return NULL;
@@ -618,6 +672,9 @@ static int Nfa_init(Nfa *self, PyObject *args, PyObject *kwargs) {
 static PyMethodDef Nfa_methods[] = {
     {"segments", (PyCFunction)Nfa_segments, METH_O,
      "segments(members) -> [(lo, hi, frozenset)]: the row of the DFA state of `members`."},
+    {"fill_row", (PyCFunction)Nfa_fill_row, METH_VARARGS,
+     "fill_row(members, row, ids, add_state): the row of `members` into the int32 buffer `row`,"
+     " each run's successors looked up in `ids`, registered by add_state when new."},
     {"closure", (PyCFunction)Nfa_closure, METH_O,
      "closure(state) -> frozenset: the important states epsilon-reachable from `state`."},
     {NULL, NULL, 0, NULL},

@@ -1,8 +1,11 @@
 """The subset construction of DFA rows in C (``_subset.c``); see
 :meth:`formcast.automaton.lazy.LazyAutomaton._build_row`."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 class Nfa:
     def __init__(
@@ -21,5 +24,13 @@ class Nfa:
         final: int,
         /,
     ) -> None: ...
-    def segments(self, members: Sequence[int], /) -> list[tuple[int, int, frozenset[int]]]: ...
+    def segments(self, members: Iterable[int], /) -> list[tuple[int, int, frozenset[int]]]: ...
+    def fill_row(
+        self,
+        members: Iterable[int],
+        row: npt.NDArray[np.int32],
+        ids: dict[frozenset[int], int],
+        add_state: Callable[[frozenset[int]], int],
+        /,
+    ) -> None: ...
     def closure(self, state: int, /) -> frozenset[int]: ...

@@ -23,10 +23,10 @@
  * only ever change from UNBUILT to their final value (table.py), so concurrent readers
  * see either.
  *
- * Two helpers finish a row at the same cost per token: sort_pairs() orders a small row's
- * (token, state) pairs by token, and pack_bits() writes a row's tokens as a bitmask; each
- * replaces a handful of numpy calls whose fixed cost dominates for rows of a few dozen
- * tokens. */
+ * Three helpers finish a row at the same cost per token: sort_pairs() orders a small row's
+ * (token, state) pairs by token, scatter_pairs() a large one's (through a table over the
+ * vocabulary), and pack_bits() writes a row's tokens as a bitmask; each replaces a
+ * handful of numpy calls (some twenty passes over the vocabulary for a large row). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -370,6 +370,10 @@ static PyObject *pack_bits(PyObject *module, PyObject *args) {
     Py_ssize_t count = held[0].view.len / 4, words = held[1].view.len / 4;
     uint32_t *out = held[1].view.buf;
     memset(out, 0, (size_t)words * 4);
+    /* the bits of one word gather in a register while the ids stay in it (a row's ids
+     * are sorted), then one store: no read-modify-write of memory per id */
+    Py_ssize_t current = -1;
+    uint32_t bits = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         int32_t id = ids[i];
         if (id < 0 || (Py_ssize_t)id >= words * 32) {
@@ -377,17 +381,92 @@ static PyObject *pack_bits(PyObject *module, PyObject *args) {
                          (int)id);
             goto done;
         }
-        out[id >> 5] |= (uint32_t)1 << (id & 31);
+        Py_ssize_t word = id >> 5;
+        if (word != current) {
+            if (current >= 0) out[current] |= bits;
+            current = word;
+            bits = 0;
+        }
+        bits |= (uint32_t)1 << (id & 31);
     }
+    if (current >= 0) out[current] |= bits;
     result = Py_NewRef(Py_None);
 done:
     release(held, 2);
     return result;
 }
 
+PyDoc_STRVAR(scatter_pairs_doc,
+"scatter_pairs(ids, states, table, repeats, repeated, out_ids, out_states) -> kept\n"
+"\n"
+"Order the (id, state) pairs of a large row by id through a table over the vocabulary:\n"
+"the int32 buffer table (one entry a token) is cleared, each ids[i] gets states[i],\n"
+"each repeats[k] the entry of repeated[k] (a token repeating another's bytes), and the\n"
+"tokens whose entry is not DEAD (0) are written in ascending order with their states to\n"
+"out_ids/out_states (each at least as long as the table); their count is returned.\n"
+"O(pairs + vocabulary), the GIL released. ValueError for an id outside the table.");
+
+static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *objects[7];
+    Held held[7];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOO:scatter_pairs", &objects[0], &objects[1], &objects[2],
+                          &objects[3], &objects[4], &objects[5], &objects[6]))
+        return NULL;
+    if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
+    Py_ssize_t count = held[0].view.len / 4;
+    if (take(objects[1], &held[1], 0, 4, count, "states") < 0) goto done;
+    if (take(objects[2], &held[2], 1, 4, 0, "table") < 0) goto done;
+    Py_ssize_t size = held[2].view.len / 4;
+    if (take(objects[3], &held[3], 0, 4, 0, "repeats") < 0) goto done;
+    Py_ssize_t repeats = held[3].view.len / 4;
+    if (take(objects[4], &held[4], 0, 4, repeats, "repeated") < 0) goto done;
+    if (take(objects[5], &held[5], 1, 4, size, "out_ids") < 0) goto done;
+    if (take(objects[6], &held[6], 1, 4, size, "out_states") < 0) goto done;
+    const int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
+    const int32_t *repeat = held[3].view.buf, *original = held[4].view.buf;
+    int32_t *table = held[2].view.buf, *out_ids = held[5].view.buf;
+    int32_t *out_states = held[6].view.buf;
+    int bad = 0;
+    Py_ssize_t kept = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(table, 0, (size_t)size * 4);
+    for (Py_ssize_t i = 0; i < count && !bad; i++) {
+        if (ids[i] < 0 || ids[i] >= size)
+            bad = 1;
+        else
+            table[ids[i]] = states[i];
+    }
+    for (Py_ssize_t k = 0; k < repeats && !bad; k++) {
+        if (repeat[k] < 0 || repeat[k] >= size || original[k] < 0 || original[k] >= size)
+            bad = 1;
+        else
+            table[repeat[k]] = table[original[k]];
+    }
+    if (!bad) {
+        for (Py_ssize_t token = 0; token < size; token++) { /* branchless: rows are dense */
+            int32_t state = table[token];
+            out_ids[kept] = (int32_t)token;
+            out_states[kept] = state;
+            kept += state != DEAD;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_Format(PyExc_ValueError, "expected token ids in [0, %zd)", size);
+    else
+        result = PyLong_FromSsize_t(kept);
+done:
+    release(held, 7);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"sort_pairs", sort_pairs, METH_VARARGS, sort_pairs_doc},
+    {"scatter_pairs", scatter_pairs, METH_VARARGS, scatter_pairs_doc},
     {"pack_bits", pack_bits, METH_VARARGS, pack_bits_doc},
     {NULL, NULL, 0, NULL},
 };

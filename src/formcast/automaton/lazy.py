@@ -418,11 +418,12 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         :meth:`_copy_segments`); any other joins its members' moves."""
         members = self._sets[sid]
         native = self._native if self._native is not None else self._native_nfa()
-        segments = None
-        if native is not None:
-            segments = native.segments(tuple(members))
-        elif len(members) == 1:
-            segments = self._single_segments(members)
+        if native is not None:  # the same row, in C (see _native_nfa)
+            built = np.empty(256, dtype=np.int32)
+            native.fill_row(members, built, self._ids, self._add_state)
+            self._table[sid] = built  # after the registrations, which may grow the table
+            return
+        segments = self._single_segments(members) if len(members) == 1 else None
         if segments is None:
             segments = self._copy_segments(members)
         if segments is None:
