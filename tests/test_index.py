@@ -237,7 +237,7 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
     to a third of the vocabulary) and one scattered over the vocabulary give the same
     pairs: ascending token ids, each with its own state, the dead ones left out; states
     past 2**16 and the vocabulary's last id included."""
-    from formcast.index import _sorted_by_token
+    from formcast.index import _packed_bits, _sorted_by_token
 
     size = 49_152
     rng = np.random.default_rng(count)
@@ -247,7 +247,7 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
         ids[0], states[0] = size - 1, 2**31 - 1
     trie = SimpleNamespace(repeats=np.zeros(0, dtype=np.int32), repeated=np.zeros(0, np.int32))
     pieces = max(1, count // 3)
-    found, reached = _sorted_by_token(
+    found, reached, bits = _sorted_by_token(
         [ids[:pieces], ids[pieces:]], [states[:pieces], states[pieces:]], size, trie
     )
     alive = states != DEAD
@@ -255,6 +255,8 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
     assert found.dtype == reached.dtype == np.int32
     assert found.tolist() == ids[alive][order].tolist()
     assert reached.tolist() == states[alive][order].tolist()
+    if bits is not None:  # the C scatter's bitmask: exactly the row's tokens
+        assert np.array_equal(bits, _packed_bits(found, (size + 31) // 32))
 
 
 @pytest.mark.parametrize("count", [0, 40, 20_000])
@@ -272,12 +274,43 @@ def test_a_scattered_row_gives_repeated_tokens_their_originals_state(
     repeats = np.arange(size // 2, size // 2 + 300, dtype=np.int32)
     repeated = rng.integers(0, size // 2, size=300).astype(np.int32)
     trie = SimpleNamespace(repeats=repeats, repeated=repeated)
-    found, reached = _sorted_by_token([ids], [states], size, trie)
+    found, reached, _ = _sorted_by_token([ids], [states], size, trie)
     expected = np.zeros(size, dtype=np.int32)
     expected[ids] = states
     expected[repeats] = expected[repeated]
     assert found.tolist() == np.flatnonzero(expected).tolist()
     assert reached.tolist() == expected[found].tolist()
+
+
+@pytest.mark.parametrize("count", [0, 30, 5_000])
+def test_a_row_with_plain_tokens_reads_their_states_off_the_chain(
+    count: int, trie_walk: str
+) -> None:
+    """Plain tokens take the state their length reaches on the chain (a DEAD link leaves
+    them out), beside the walked tokens, in the C scatter as in numpy; the C scatter's
+    bitmask holds exactly the row's tokens."""
+    from formcast.index import _packed_bits, _sorted_by_token
+
+    size = 49_152
+    rng = np.random.default_rng(count)
+    chosen = rng.permutation(size)
+    ids = np.sort(chosen[:count]).astype(np.int32)
+    states = rng.integers(1, 50, size=count).astype(np.int32)
+    plain_ids = np.sort(chosen[count : count + 20_000]).astype(np.int32)
+    lengths = rng.integers(1, 6, size=plain_ids.size).astype(np.int32)
+    chain = np.array([9, 11, 12, DEAD, DEAD, DEAD], dtype=np.int32)
+    trie = SimpleNamespace(repeats=np.zeros(0, np.int32), repeated=np.zeros(0, np.int32))
+    found, reached, bits = _sorted_by_token(
+        [ids], [states], size, trie, (plain_ids, lengths, chain)
+    )
+    expected = np.zeros(size, dtype=np.int32)
+    expected[ids] = states
+    expected[plain_ids] = chain[lengths]
+    assert found.tolist() == np.flatnonzero(expected).tolist()
+    assert reached.tolist() == expected[found].tolist()
+    assert (bits is not None) == (trie_walk == "C")
+    if bits is not None:
+        assert np.array_equal(bits, _packed_bits(found, (size + 31) // 32))
 
 
 @pytest.mark.parametrize("seed", range(6))

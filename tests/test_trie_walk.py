@@ -220,23 +220,31 @@ def test_pack_bits_of_sorted_ids_with_runs_in_one_word(count: int) -> None:
 def test_scatter_pairs_refuses_ids_outside_the_table_and_short_outputs() -> None:
     assert native_walk is not None
     table, out_ids, out_states = np.empty((3, 100), dtype=np.int32)
+    bits = np.empty(4, dtype=np.uint32)
     none = np.zeros(0, dtype=np.int32)
     ids, states = np.array([3, 99], dtype=np.int32), np.array([7, 8], dtype=np.int32)
-    kept = native_walk.scatter_pairs(ids, states, table, none, none, out_ids, out_states)
+
+    def scatter(*changed: Any) -> int:
+        arguments = [ids, states, none, none, none, table, none, none, out_ids, out_states, bits]
+        for position, value in changed:
+            arguments[position] = value
+        assert native_walk is not None
+        return int(native_walk.scatter_pairs(*arguments))
+
+    kept = scatter()
     assert (kept, out_ids[:kept].tolist(), out_states[:kept].tolist()) == (2, [3, 99], [7, 8])
+    assert bits.tolist() == [1 << 3, 0, 0, 1 << 3]
     with pytest.raises(ValueError, match=r"expected token ids in \[0, 100\)"):
-        native_walk.scatter_pairs(
-            np.array([100], dtype=np.int32), states[:1], table, none, none, out_ids, out_states
-        )
+        scatter((0, np.array([100, 1], dtype=np.int32)))
     with pytest.raises(ValueError, match=r"expected token ids in \[0, 100\)"):
-        native_walk.scatter_pairs(
-            ids,
-            states,
-            table,
-            np.array([5], np.int32),
-            np.array([-1], np.int32),
-            out_ids,
-            out_states,
+        scatter((6, np.array([5], np.int32)), (7, np.array([-1], np.int32)))
+    with pytest.raises(ValueError, match=r"plain lengths in \[0, 2\)"):  # past the chain
+        scatter(
+            (2, np.array([5], np.int32)),
+            (3, np.array([2], np.int32)),
+            (4, np.array([0, 4], np.int32)),
         )
     with pytest.raises(ValueError):
-        native_walk.scatter_pairs(ids, states, table, none, none, out_ids[:50], out_states)
+        scatter((8, out_ids[:50]))
+    with pytest.raises(ValueError):
+        scatter((10, bits[:3]))  # 100 tokens need 4 words

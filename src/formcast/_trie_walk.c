@@ -25,8 +25,9 @@
  *
  * Three helpers finish a row at the same cost per token: sort_pairs() orders a small row's
  * (token, state) pairs by token, scatter_pairs() a large one's (through a table over the
- * vocabulary), and pack_bits() writes a row's tokens as a bitmask; each replaces a
- * handful of numpy calls (some twenty passes over the vocabulary for a large row). */
+ * vocabulary, the plain tokens' states read off their chain, the row's bitmask written on
+ * the way), and pack_bits() writes a row's tokens as a bitmask; each replaces a handful
+ * of numpy calls (some twenty passes over the vocabulary for a large row). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -397,38 +398,54 @@ done:
 }
 
 PyDoc_STRVAR(scatter_pairs_doc,
-"scatter_pairs(ids, states, table, repeats, repeated, out_ids, out_states) -> kept\n"
+"scatter_pairs(ids, states, plain_ids, plain_lengths, chain, table, repeats, repeated,\n"
+"              out_ids, out_states, out_bits) -> kept\n"
 "\n"
 "Order the (id, state) pairs of a large row by id through a table over the vocabulary:\n"
-"the int32 buffer table (one entry a token) is cleared, each ids[i] gets states[i],\n"
-"each repeats[k] the entry of repeated[k] (a token repeating another's bytes), and the\n"
-"tokens whose entry is not DEAD (0) are written in ascending order with their states to\n"
-"out_ids/out_states (each at least as long as the table); their count is returned.\n"
-"O(pairs + vocabulary), the GIL released. ValueError for an id outside the table.");
+"the int32 buffer table (one entry a token) is cleared; each ids[i] gets states[i];\n"
+"each plain_ids[k] gets chain[plain_lengths[k]] (a plain token's state read off the\n"
+"chain of plain bytes by its length); each repeats[k] the entry of repeated[k] (a token\n"
+"repeating another's bytes). The tokens whose entry is not DEAD (0) are written in\n"
+"ascending order with their states to out_ids/out_states (each at least as long as the\n"
+"table), and as bits to the uint32 buffer out_bits (bit i % 32 of word i // 32, every\n"
+"word of it written); their count is returned. O(pairs + vocabulary), the GIL\n"
+"released. ValueError for an id outside the table or a length outside the chain.");
 
 static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *objects[7];
-    Held held[7];
+    enum { COUNT = 11 };
+    PyObject *objects[COUNT];
+    Held held[COUNT];
     memset(held, 0, sizeof(held));
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOOO:scatter_pairs", &objects[0], &objects[1], &objects[2],
-                          &objects[3], &objects[4], &objects[5], &objects[6]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:scatter_pairs", &objects[0], &objects[1],
+                          &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
+                          &objects[7], &objects[8], &objects[9], &objects[10]))
         return NULL;
     if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
     Py_ssize_t count = held[0].view.len / 4;
     if (take(objects[1], &held[1], 0, 4, count, "states") < 0) goto done;
-    if (take(objects[2], &held[2], 1, 4, 0, "table") < 0) goto done;
-    Py_ssize_t size = held[2].view.len / 4;
-    if (take(objects[3], &held[3], 0, 4, 0, "repeats") < 0) goto done;
-    Py_ssize_t repeats = held[3].view.len / 4;
-    if (take(objects[4], &held[4], 0, 4, repeats, "repeated") < 0) goto done;
-    if (take(objects[5], &held[5], 1, 4, size, "out_ids") < 0) goto done;
-    if (take(objects[6], &held[6], 1, 4, size, "out_states") < 0) goto done;
+    if (take(objects[2], &held[2], 0, 4, 0, "plain_ids") < 0) goto done;
+    Py_ssize_t plain = held[2].view.len / 4;
+    if (take(objects[3], &held[3], 0, 4, plain, "plain_lengths") < 0) goto done;
+    if (take(objects[4], &held[4], 0, 4, 0, "chain") < 0) goto done;
+    Py_ssize_t links = held[4].view.len / 4;
+    if (take(objects[5], &held[5], 1, 4, 0, "table") < 0) goto done;
+    Py_ssize_t size = held[5].view.len / 4;
+    if (take(objects[6], &held[6], 0, 4, 0, "repeats") < 0) goto done;
+    Py_ssize_t repeats = held[6].view.len / 4;
+    if (take(objects[7], &held[7], 0, 4, repeats, "repeated") < 0) goto done;
+    if (take(objects[8], &held[8], 1, 4, size, "out_ids") < 0) goto done;
+    if (take(objects[9], &held[9], 1, 4, size, "out_states") < 0) goto done;
+    if (take(objects[10], &held[10], 1, 4, (size + 31) / 32, "out_bits") < 0) goto done;
     const int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
-    const int32_t *repeat = held[3].view.buf, *original = held[4].view.buf;
-    int32_t *table = held[2].view.buf, *out_ids = held[5].view.buf;
-    int32_t *out_states = held[6].view.buf;
+    const int32_t *plain_ids = held[2].view.buf, *plain_lengths = held[3].view.buf;
+    const int32_t *chain = held[4].view.buf;
+    int32_t *table = held[5].view.buf;
+    const int32_t *repeat = held[6].view.buf, *original = held[7].view.buf;
+    int32_t *out_ids = held[8].view.buf, *out_states = held[9].view.buf;
+    uint32_t *out_bits = held[10].view.buf;
+    Py_ssize_t words = held[10].view.len / 4;
     int bad = 0;
     Py_ssize_t kept = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -439,6 +456,13 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
         else
             table[ids[i]] = states[i];
     }
+    for (Py_ssize_t k = 0; k < plain && !bad; k++) {
+        int32_t id = plain_ids[k], length = plain_lengths[k];
+        if (id < 0 || id >= size || length < 0 || length >= links)
+            bad = 1;
+        else
+            table[id] = chain[length];
+    }
     for (Py_ssize_t k = 0; k < repeats && !bad; k++) {
         if (repeat[k] < 0 || repeat[k] >= size || original[k] < 0 || original[k] >= size)
             bad = 1;
@@ -446,20 +470,30 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
             table[repeat[k]] = table[original[k]];
     }
     if (!bad) {
-        for (Py_ssize_t token = 0; token < size; token++) { /* branchless: rows are dense */
-            int32_t state = table[token];
-            out_ids[kept] = (int32_t)token;
-            out_states[kept] = state;
-            kept += state != DEAD;
+        memset(out_bits, 0, (size_t)words * 4);
+        for (Py_ssize_t first = 0; first < size; first += 32) {
+            Py_ssize_t stop = first + 32 < size ? first + 32 : size;
+            uint32_t bits = 0;
+            for (Py_ssize_t token = first; token < stop; token++) { /* branchless: dense */
+                int32_t state = table[token];
+                int live = state != DEAD;
+                out_ids[kept] = (int32_t)token;
+                out_states[kept] = state;
+                kept += live;
+                bits |= (uint32_t)live << (token - first);
+            }
+            out_bits[first / 32] = bits;
         }
     }
     Py_END_ALLOW_THREADS
     if (bad)
-        PyErr_Format(PyExc_ValueError, "expected token ids in [0, %zd)", size);
+        PyErr_Format(PyExc_ValueError,
+                     "expected token ids in [0, %zd) and plain lengths in [0, %zd)", size,
+                     links);
     else
         result = PyLong_FromSsize_t(kept);
 done:
-    release(held, 7);
+    release(held, COUNT);
     return result;
 }
 

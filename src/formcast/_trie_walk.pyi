@@ -23,11 +23,15 @@ def sort_pairs(ids: _Int32, states: _Int32, /) -> int: ...
 def scatter_pairs(
     ids: _Int32,
     states: _Int32,
+    plain_ids: _Int32,
+    plain_lengths: _Int32,
+    chain: _Int32,
     table: _Int32,
     repeats: _Int32,
     repeated: _Int32,
     out_ids: _Int32,
     out_states: _Int32,
+    out_bits: npt.NDArray[np.uint32],
     /,
 ) -> int: ...
 def pack_bits(ids: _Int32, out: npt.NDArray[np.uint32], /) -> None: ...

@@ -29,10 +29,10 @@ for them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -86,19 +86,32 @@ _NOT_PLAIN = np.setdiff1d(np.arange(_PRINTABLE), PLAIN_BYTES - _SPACE)  # '"' an
 # is there: building the rows of a short list's prefixes costs less than the numpy walk
 # along the NFA's edges (benchmarks/choices.py, the fast and rows paths).
 _JOINT_WALK_MIN = 5_000
+# a row's tokens, their states, and their bitmask when the C scatter wrote it
+_Found = tuple[IntArray, IntArray, npt.NDArray[np.uint32] | None]
+# the plain tokens of a row: their ids, their lengths, and the states of a chain by length
+_Plain = tuple[IntArray, IntArray, IntArray]
 _TABLED = TableAutomaton  # the automata whose table the C walk reads (BoundAutomaton too)
 _ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _joint_step)
 
 
 class _Row:
     """One state's allowed tokens and their next states; the budget distances of those
-    states are filled in on first use (only budget-limited decoding needs them)."""
+    states are filled in on first use (only budget-limited decoding needs them). ``bits``:
+    the tokens as a packed bitmask over the vocabulary (EOS left out), when the C scatter
+    of a large row wrote it on the way (else None: :meth:`TokenIndex.packed_mask` packs
+    the ids)."""
 
-    __slots__ = ("distances", "next_states", "token_ids")
+    __slots__ = ("bits", "distances", "next_states", "token_ids")
 
-    def __init__(self, token_ids: IntArray, next_states: IntArray) -> None:
+    def __init__(
+        self,
+        token_ids: IntArray,
+        next_states: IntArray,
+        bits: npt.NDArray[np.uint32] | None = None,
+    ) -> None:
         self.token_ids = token_ids
         self.next_states = next_states
+        self.bits = bits
         self.distances: IntArray | None = None
 
 
@@ -372,11 +385,21 @@ class TokenIndex:
         cached = self._packed.get(key)
         if cached is not None:
             return cached
-        ids = self.row(state)[0]
-        if self.is_accepting(state):
-            eos = np.fromiter(sorted(self.vocabulary.eos_token_ids), dtype=np.int32)
-            ids = np.union1d(ids, eos).astype(np.int32)
-        packed = _packed_bits(ids, (width + 31) // 32)
+        found = self._row(state)
+        words = (width + 31) // 32
+        accepting = self.is_accepting(state)
+        eos = np.fromiter(sorted(self.vocabulary.eos_token_ids), dtype=np.int32)
+        if found.bits is not None and found.bits.size <= words:
+            # the bits the C scatter wrote: no pass over the row's ~50k ids
+            packed = np.zeros(words, dtype=np.uint32)
+            packed[: found.bits.size] = found.bits
+            if accepting and eos.size:
+                packed |= _packed_bits(eos, words)
+        else:
+            ids = found.token_ids
+            if accepting:
+                ids = np.union1d(ids, eos).astype(np.int32)
+            packed = _packed_bits(ids, words)
         packed.setflags(write=False)
         with self._lock:
             return self._packed.setdefault(key, packed)
@@ -416,8 +439,9 @@ class TokenIndex:
             row.distances = per_state[inverse].astype(np.int32)
         return row.distances
 
-    def _walk_vocabulary(self, state: int) -> tuple[IntArray, IntArray]:
-        """Every token allowed in ``state`` and the state it leads to.
+    def _walk_vocabulary(self, state: int) -> _Found:
+        """Every token allowed in ``state`` and the state it leads to (and their bitmask,
+        where the C scatter wrote it: see :func:`_sorted_by_token`).
 
         Plain tokens (every byte stands for itself inside a JSON string: most of a
         vocabulary) take a shortcut wherever plain bytes cannot tell tokens apart:
@@ -437,16 +461,23 @@ class TokenIndex:
         chain = None
         if joint is None or joint.single_nodes(np.full(1, state, np.int32))[0, 0] == NO_NODE:
             chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
+        plain: _Plain | None = None
         if chain is None:
             trie = vocabulary.token_trie
-            ids, states = self._walk_trie(trie, state, joint)
         else:
             trie = vocabulary.other_trie
-            ids, states = self._walk_trie(trie, state, joint)
             if chain.size > 1 and chain[1] != DEAD:  # else no plain token is allowed
-                ids.append(vocabulary.plain_token_ids)
-                states.append(chain[vocabulary.lengths[vocabulary.plain_token_ids]])
-        return _sorted_by_token(ids, states, vocabulary.size, trie)
+                plain = (vocabulary.plain_token_ids, vocabulary.plain_token_lengths, chain)
+        automaton = self.automaton
+        if joint is None and native_walk is not None and isinstance(automaton, _TABLED):
+
+            def finish(ids: IntArray, states: IntArray) -> _Found:
+                # on the walk's own buffers, before they are given back: no copy of them
+                return _sorted_by_token([ids], [states], vocabulary.size, trie, plain)
+
+            return _walk_natively(automaton, trie, state, finish)
+        ids, states = self._walk_trie(trie, state, joint)
+        return _sorted_by_token(ids, states, vocabulary.size, trie, plain)
 
     def _joint_automaton(self) -> LazyAutomaton | None:
         """The automaton when its deterministic nodes are worth walking directly (it
@@ -535,7 +566,7 @@ class TokenIndex:
         of live inner nodes; nothing over the dead part of the trie."""
         automaton = self.automaton
         if joint is None and native_walk is not None and isinstance(automaton, _TABLED):
-            return _walk_natively(automaton, trie, state)
+            return _walk_natively(automaton, trie, state, _copied)
         found_ids: list[IntArray] = []
         found_states: list[IntArray] = []
         nodes = np.arange(trie.levels[0].node_bytes.size if trie.levels else 0, dtype=np.int32)
@@ -640,15 +671,28 @@ class TokenIndex:
         return whole
 
 
+def _copied(ids: IntArray, states: IntArray) -> tuple[list[IntArray], list[IntArray]]:
+    """The walk's tokens and states, copied out of its buffers."""
+    return [ids.copy()], [states.copy()]
+
+
+_Finished = TypeVar("_Finished")
+
+
 def _walk_natively(
-    automaton: TableAutomaton[Any], trie: TokenTrie, state: int
-) -> tuple[list[IntArray], list[IntArray]]:
+    automaton: TableAutomaton[Any],
+    trie: TokenTrie,
+    state: int,
+    finish: Callable[[IntArray, IntArray], _Finished],
+) -> _Finished:
     """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk: rounds of
     walking as far as built transitions go, then building those it stopped at (O(live
-    nodes) over all rounds, plus the transitions built)."""
+    nodes) over all rounds, plus the transitions built). Returns ``finish`` of the tokens
+    reached and their states, given as views of the walk's buffers while it still holds
+    them (``finish`` copies what it keeps)."""
     assert native_walk is not None
     if state == DEAD:  # nothing is allowed after a dead end (the walk takes live states)
-        return [], []
+        return finish(_NONE, _NONE)
     flat = trie.flat
     buffers = _BUFFERS.take(flat.token_count, flat.node_count)
     try:
@@ -669,7 +713,7 @@ def _walk_natively(
                 pending_states,
             )
             if not pending:
-                return [ids[:filled].copy()], [states[:filled].copy()]
+                return finish(ids[:filled], states[:filled])
             frontier_nodes = pending_nodes[:pending].copy()
             frontier_states = pending_states[:pending].copy()
             _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
@@ -679,6 +723,8 @@ def _walk_natively(
 
 _ROOT = np.zeros(1, dtype=np.int32)  # the frontier of a walk's first round: the trie's root
 _ROOT.setflags(write=False)
+_NONE = np.zeros(0, dtype=np.int32)
+_NONE.setflags(write=False)
 _Buffers = tuple[IntArray, IntArray, IntArray, IntArray]
 
 
@@ -721,6 +767,7 @@ def _new_buffers(tokens: int, nodes: int) -> _Buffers:
 
 
 _BUFFERS = _WalkBuffers()
+_SCATTER_BUFFERS = _WalkBuffers()  # the scatter of a large row (_sorted_by_token)
 
 
 def _build_children_entries(
@@ -790,39 +837,68 @@ def _slices(first: IntArray, sizes: IntArray, total: int | None = None) -> IntAr
 
 
 def _sorted_by_token(
-    ids: list[IntArray], states: list[IntArray], size: int, trie: TokenTrie
-) -> tuple[IntArray, IntArray]:
+    ids: list[IntArray],
+    states: list[IntArray],
+    size: int,
+    trie: TokenTrie,
+    plain: _Plain | None = None,
+) -> _Found:
     """Concatenate (token, state) pairs (each token at most once), leave out
     :data:`DEAD`, and order them by token id: a sort when they are at most a third of
-    the vocabulary, else a scatter over it (in C where the module is built: ~40 us for
-    50k tokens, against ~400 us in numpy). Tokens repeating another's bytes in ``trie``
-    get that token's state."""
+    the vocabulary, else a scatter over it. Tokens repeating another's bytes in ``trie``
+    get that token's state. ``plain``: the plain tokens too, ``(ids, lengths, chain)``,
+    each token's state ``chain[length]``.
+
+    Where the C module is built, a large row (or one with plain tokens or repeats) is
+    scattered there in one pass each way, its bitmask written on the way (~0.1 ms for
+    50k tokens, against ~0.5 ms of numpy gathers, copies and scatters); the bitmask is
+    None otherwise."""
     found = _concat(ids)
     reached = _concat(states)
+    large = plain is not None or trie.repeats.size or found.size * _SORTED_SHARE > size
+    if native_walk is not None and large:
+        return _scattered(found, reached, plain, size, trie)
+    if plain is not None:
+        plain_ids, lengths, chain = plain
+        found = _concat([found, plain_ids])
+        reached = _concat([reached, chain[lengths]])
     if not trie.repeats.size and found.size * _SORTED_SHARE <= size:
-        return _sorted_pairs(found, reached)
-    if native_walk is not None:  # the same scatter in C: one pass each way
-        buffers = _BUFFERS.take(size, size)  # the walk's, free again by now
-        try:
-            out_ids, out_states, table, _ = buffers
-            kept = native_walk.scatter_pairs(
-                np.ascontiguousarray(found, dtype=np.int32),
-                np.ascontiguousarray(reached, dtype=np.int32),
-                table[:size],
-                np.ascontiguousarray(trie.repeats, dtype=np.int32),
-                np.ascontiguousarray(trie.repeated, dtype=np.int32),
-                out_ids[:size],
-                out_states[:size],
-            )
-            return out_ids[:kept].copy(), out_states[:kept].copy()
-        finally:
-            _BUFFERS.give_back(buffers)
+        return (*_sorted_pairs(found, reached), None)
     table = np.full(size, DEAD, dtype=np.int32)
     table[found] = reached
     if trie.repeats.size:
         table[trie.repeats] = table[trie.repeated]
     token_ids = np.flatnonzero(table).astype(np.int32)
-    return token_ids, table[token_ids]
+    return token_ids, table[token_ids], None
+
+
+def _scattered(
+    found: IntArray, reached: IntArray, plain: _Plain | None, size: int, trie: TokenTrie
+) -> _Found:
+    """:func:`_sorted_by_token` of a large row by the C module's ``scatter_pairs``, on
+    buffers reused from row to row."""
+    assert native_walk is not None
+    plain_ids, lengths, chain = (_NONE, _NONE, _NONE) if plain is None else plain
+    buffers = _SCATTER_BUFFERS.take(size, size)  # out_ids, out_states and the table
+    try:
+        out_ids, out_states, table, _ = buffers
+        bits = np.empty((size + 31) // 32, dtype=np.uint32)
+        kept = native_walk.scatter_pairs(
+            np.ascontiguousarray(found, dtype=np.int32),
+            np.ascontiguousarray(reached, dtype=np.int32),
+            np.ascontiguousarray(plain_ids, dtype=np.int32),
+            np.ascontiguousarray(lengths, dtype=np.int32),
+            np.ascontiguousarray(chain, dtype=np.int32),
+            table[:size],
+            np.ascontiguousarray(trie.repeats, dtype=np.int32),
+            np.ascontiguousarray(trie.repeated, dtype=np.int32),
+            out_ids[:size],
+            out_states[:size],
+            bits,
+        )
+        return out_ids[:kept].copy(), out_states[:kept].copy(), bits
+    finally:
+        _SCATTER_BUFFERS.give_back(buffers)
 
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:

@@ -205,6 +205,12 @@ class Vocabulary:
         return np.flatnonzero(all_plain).astype(np.int32)
 
     @cached_property
+    def plain_token_lengths(self) -> npt.NDArray[np.int32]:
+        """The byte length of each of :attr:`plain_token_ids` (the index reads a plain
+        token's state off a chain by it)."""
+        return self.lengths[self.plain_token_ids]
+
+    @cached_property
     def plain_trie(self) -> TokenTrie:
         """The prefix tree of the plain tokens (every byte in :data:`PLAIN_BYTES`)."""
         return TokenTrie.build(self, self.plain_token_ids)

@@ -38,6 +38,7 @@ IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 INITIAL_CAPACITY = 64
+_FILL_CHUNK = 256  # rows marked UNBUILT at once ahead of registration (256 KB)
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 
 Members = TypeVar("Members", bound=Hashable)
@@ -60,14 +61,15 @@ class TableAutomaton(Generic[Members]):
     _table: IntArray
     _flat: IntArray  # _table as one flat view, for the gather of :meth:`step`
     _accepting: BoolArray
+    _filled: int  # the rows below this one are written (see _register)
     _lock: threading.Lock
 
     # -- storage -------------------------------------------------------------------------
     def _allocate(self, capacity: int) -> None:
         """Give the table and the acceptance flags ``capacity`` states, keeping those
-        registered so far. The rows past them are left unwritten: :meth:`_register` fills a
-        state's row with :data:`UNBUILT` when it registers the state, so the memory of a
-        large table is touched as states come rather than all at once when it doubles
+        registered so far. The rows past them are left unwritten: :meth:`_register` fills
+        them with :data:`UNBUILT` a chunk at a time as states come, so the memory of a
+        large table is touched as it is used rather than all at once when it doubles
         (filling half a GB took ~1 s, one mask's time, in a schema of 260k states).
         O(registered states x 256)."""
         count = len(self._sets)
@@ -80,6 +82,7 @@ class TableAutomaton(Generic[Members]):
         self._table = table
         self._flat = table.reshape(-1)
         self._accepting = accepting
+        self._filled = count  # rows from here on are unwritten (see _register)
 
     def _register(self, members: Members, accepting: bool) -> int:
         """Append a state (its row not built yet) and return its id; doubles the
@@ -87,7 +90,9 @@ class TableAutomaton(Generic[Members]):
         sid = len(self._sets)
         if sid >= self._accepting.shape[0]:
             self._allocate(2 * sid)
-        self._table[sid] = UNBUILT  # before the state exists: no reader sees it unwritten
+        if sid >= self._filled:  # before the state exists: no reader sees it unwritten
+            self._filled = min(sid + _FILL_CHUNK, self._table.shape[0])
+            self._table[sid : self._filled] = UNBUILT
         self._accepting[sid] = accepting
         self._sets.append(members)
         self._ids[members] = sid
