@@ -542,6 +542,9 @@ def _except_cached(
     if any_char is None:
         return "" if low == 0 and "" not in tree else None
 
+    if high is None and low <= 1:  # every way out of the trie ends the same way
+        return _except_shared_tail(tree, alphabet, any_char, low)
+
     def emit(node: dict[str, Any], depth: int) -> str | None:
         alts = []
         if depth >= low and "" not in node:
@@ -559,3 +562,46 @@ def _except_cached(
         return alt(alts)
 
     return emit(tree, 0)
+
+
+def _except_shared_tail(
+    tree: dict[str, Any], alphabet: Ranges, any_char: str, low: int
+) -> str | None:
+    """:func:`except_words` without an upper bound and with ``low <= 1``: the strings that
+    leave the words' trie by a character no word has there, then go on freely, or that
+    stop inside it short of a word (at ``low`` characters or more). Leaving the trie is
+    one alternation whose branches all end at one shared ``any_char*``, so the automaton
+    reaches one state however the trie was left (a branch-by-branch tail makes every
+    prefix of the words a state of its own, each with the row of a free string: ~50k
+    tokens to walk at each character of an object's keys)."""
+
+    def leave(node: dict[str, Any]) -> str | None:
+        children = [k for k in node if k]
+        alts = []
+        others = _class_without(alphabet, "".join(sorted(children)))
+        if others is not None:
+            alts.append(others)
+        for child in children:
+            sub = leave(node[child])
+            if sub is not None:
+                alts.append(lit_char(child) + sub)
+        return alt(alts)
+
+    def stop(node: dict[str, Any], depth: int) -> str | None:
+        alts = []
+        if depth >= low and "" not in node:
+            alts.append("")
+        for child in (k for k in node if k):
+            sub = stop(node[child], depth + 1)
+            if sub is not None:
+                alts.append(lit_char(child) + sub)
+        return alt(alts)
+
+    parts = []
+    left = leave(tree)
+    if left is not None:
+        parts.append(group(left) + repeat(any_char, 0, None))
+    inside = stop(tree, 0)
+    if inside is not None:
+        parts.append(inside)
+    return alt(parts)
