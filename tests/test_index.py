@@ -247,9 +247,10 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
         ids[0], states[0] = size - 1, 2**31 - 1
     trie = SimpleNamespace(repeats=np.zeros(0, dtype=np.int32), repeated=np.zeros(0, np.int32))
     pieces = max(1, count // 3)
-    found, reached, bits = _sorted_by_token(
+    row = _sorted_by_token(
         [ids[:pieces], ids[pieces:]], [states[:pieces], states[pieces:]], size, trie
     )
+    found, reached, bits = row.token_ids, row.next_states, row.bits
     alive = states != DEAD
     order = np.argsort(ids[alive])
     assert found.dtype == reached.dtype == np.int32
@@ -274,7 +275,8 @@ def test_a_scattered_row_gives_repeated_tokens_their_originals_state(
     repeats = np.arange(size // 2, size // 2 + 300, dtype=np.int32)
     repeated = rng.integers(0, size // 2, size=300).astype(np.int32)
     trie = SimpleNamespace(repeats=repeats, repeated=repeated)
-    found, reached, _ = _sorted_by_token([ids], [states], size, trie)
+    row = _sorted_by_token([ids], [states], size, trie)
+    found, reached = row.token_ids, row.next_states
     expected = np.zeros(size, dtype=np.int32)
     expected[ids] = states
     expected[repeats] = expected[repeated]
@@ -300,9 +302,8 @@ def test_a_row_with_plain_tokens_reads_their_states_off_the_chain(
     lengths = rng.integers(1, 6, size=plain_ids.size).astype(np.int32)
     chain = np.array([9, 11, 12, DEAD, DEAD, DEAD], dtype=np.int32)
     trie = SimpleNamespace(repeats=np.zeros(0, np.int32), repeated=np.zeros(0, np.int32))
-    found, reached, bits = _sorted_by_token(
-        [ids], [states], size, trie, (plain_ids, lengths, chain)
-    )
+    row = _sorted_by_token([ids], [states], size, trie, (plain_ids, lengths, chain))
+    found, reached, bits = row.token_ids, row.next_states, row.bits
     expected = np.zeros(size, dtype=np.int32)
     expected[ids] = states
     expected[plain_ids] = chain[lengths]
@@ -339,3 +340,31 @@ def test_the_dead_state_allows_nothing(hand_vocabulary: Vocabulary, trie_walk: s
     ids, following = index.row(DEAD)
     assert ids.size == 0 and following.size == 0
     assert not index.packed_mask(DEAD, hand_vocabulary.size).any()
+
+
+@pytest.mark.parametrize("pattern", [r'"[^"\\]*"', r'\{"a":"(?:[^"\\]|\\.)*"\}', r"[a-z ]{0,30}x"])
+def test_a_dense_row_answers_masks_and_steps_as_brute_force_does(
+    pattern: str, vocabulary: Vocabulary, trie_walk: str
+) -> None:
+    """Rows of most of the vocabulary (inside a string) are kept as a table over the
+    vocabulary by the C scatter: their next_state of every token, their mask and their
+    sorted row, derived later, agree with brute force; the numpy walk keeps sorted rows."""
+    from formcast.index import _packed_bits
+
+    index = TokenIndex(LazyAutomaton(pattern), vocabulary)
+    state = index.walk_bytes(index.initial_state, b'{"a":"' if "a" in pattern else b'"')
+    if state < 0:
+        state = index.walk_bytes(index.initial_state, b"ab")
+    expected = brute_force_row(index, state)
+    words = (vocabulary.size + 31) // 32
+    mask = index.packed_mask(state, vocabulary.size)  # first: the row is made dense here
+    dense = index._rows[state].dense
+    assert (dense is not None) == (trie_walk == "C")
+    assert len(expected) * 3 > vocabulary.size
+    for token in [*range(0, vocabulary.size, 7), vocabulary.size, vocabulary.size + 5, 2**40]:
+        assert index.next_state(state, token) == expected.get(token, -1), token
+    ids = np.fromiter(sorted(expected), dtype=np.int32)
+    if index.is_accepting(state):
+        ids = np.union1d(ids, sorted(vocabulary.eos_token_ids)).astype(np.int32)
+    assert np.array_equal(mask, _packed_bits(ids, words))
+    assert index_row(index, state) == expected

@@ -24,8 +24,8 @@
  * see either.
  *
  * Three helpers finish a row at the same cost per token: sort_pairs() orders a small row's
- * (token, state) pairs by token, scatter_pairs() a large one's (through a table over the
- * vocabulary, the plain tokens' states read off their chain, the row's bitmask written on
+ * (token, state) pairs by token, scatter_pairs() lays a large one out as a table over the
+ * vocabulary (the plain tokens' states read off their chain, the row's bitmask written on
  * the way), and pack_bits() writes a row's tokens as a bitmask; each replaces a handful
  * of numpy calls (some twenty passes over the vocabulary for a large row). */
 
@@ -91,6 +91,17 @@ static int lowest_bit(uint64_t bits) {
         bit++;
     }
     return bit;
+#endif
+}
+
+/* The number of set bits of a word. */
+static int count_bits(uint32_t bits) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcount(bits);
+#else
+    int count = 0;
+    for (; bits; bits &= bits - 1) count++;
+    return count;
 #endif
 }
 
@@ -399,28 +410,27 @@ done:
 
 PyDoc_STRVAR(scatter_pairs_doc,
 "scatter_pairs(ids, states, plain_ids, plain_lengths, chain, table, repeats, repeated,\n"
-"              out_ids, out_states, out_bits) -> kept\n"
+"              out_bits) -> kept\n"
 "\n"
-"Order the (id, state) pairs of a large row by id through a table over the vocabulary:\n"
-"the int32 buffer table (one entry a token) is cleared; each ids[i] gets states[i];\n"
-"each plain_ids[k] gets chain[plain_lengths[k]] (a plain token's state read off the\n"
-"chain of plain bytes by its length); each repeats[k] the entry of repeated[k] (a token\n"
-"repeating another's bytes). The tokens whose entry is not DEAD (0) are written in\n"
-"ascending order with their states to out_ids/out_states (each at least as long as the\n"
-"table), and as bits to the uint32 buffer out_bits (bit i % 32 of word i // 32, every\n"
-"word of it written); their count is returned. O(pairs + vocabulary), the GIL\n"
-"released. ValueError for an id outside the table or a length outside the chain.");
+"A large row as a table over the vocabulary: the int32 buffer table (one entry a token)\n"
+"is cleared; each ids[i] gets states[i]; each plain_ids[k] gets chain[plain_lengths[k]]\n"
+"(a plain token's state read off the chain of plain bytes by its length); each\n"
+"repeats[k] the entry of repeated[k] (a token repeating another's bytes). The tokens\n"
+"whose entry is not DEAD (0) are written as bits to the uint32 buffer out_bits (bit\n"
+"i % 32 of word i // 32, every word of it written), and their count is returned.\n"
+"O(pairs + vocabulary), the GIL released. ValueError for an id outside the table or a\n"
+"length outside the chain.");
 
 static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
     (void)module;
-    enum { COUNT = 11 };
+    enum { COUNT = 9 };
     PyObject *objects[COUNT];
     Held held[COUNT];
     memset(held, 0, sizeof(held));
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:scatter_pairs", &objects[0], &objects[1],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO:scatter_pairs", &objects[0], &objects[1],
                           &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
-                          &objects[7], &objects[8], &objects[9], &objects[10]))
+                          &objects[7], &objects[8]))
         return NULL;
     if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
     Py_ssize_t count = held[0].view.len / 4;
@@ -435,17 +445,14 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
     if (take(objects[6], &held[6], 0, 4, 0, "repeats") < 0) goto done;
     Py_ssize_t repeats = held[6].view.len / 4;
     if (take(objects[7], &held[7], 0, 4, repeats, "repeated") < 0) goto done;
-    if (take(objects[8], &held[8], 1, 4, size, "out_ids") < 0) goto done;
-    if (take(objects[9], &held[9], 1, 4, size, "out_states") < 0) goto done;
-    if (take(objects[10], &held[10], 1, 4, (size + 31) / 32, "out_bits") < 0) goto done;
+    if (take(objects[8], &held[8], 1, 4, (size + 31) / 32, "out_bits") < 0) goto done;
     const int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
     const int32_t *plain_ids = held[2].view.buf, *plain_lengths = held[3].view.buf;
     const int32_t *chain = held[4].view.buf;
     int32_t *table = held[5].view.buf;
     const int32_t *repeat = held[6].view.buf, *original = held[7].view.buf;
-    int32_t *out_ids = held[8].view.buf, *out_states = held[9].view.buf;
-    uint32_t *out_bits = held[10].view.buf;
-    Py_ssize_t words = held[10].view.len / 4;
+    uint32_t *out_bits = held[8].view.buf;
+    Py_ssize_t words = held[8].view.len / 4;
     int bad = 0;
     Py_ssize_t kept = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -474,15 +481,10 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
         for (Py_ssize_t first = 0; first < size; first += 32) {
             Py_ssize_t stop = first + 32 < size ? first + 32 : size;
             uint32_t bits = 0;
-            for (Py_ssize_t token = first; token < stop; token++) { /* branchless: dense */
-                int32_t state = table[token];
-                int live = state != DEAD;
-                out_ids[kept] = (int32_t)token;
-                out_states[kept] = state;
-                kept += live;
-                bits |= (uint32_t)live << (token - first);
-            }
+            for (Py_ssize_t token = first; token < stop; token++)
+                bits |= (uint32_t)(table[token] != DEAD) << (token - first);
             out_bits[first / 32] = bits;
+            kept += count_bits(bits);
         }
     }
     Py_END_ALLOW_THREADS

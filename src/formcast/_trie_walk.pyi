@@ -29,8 +29,6 @@ def scatter_pairs(
     table: _Int32,
     repeats: _Int32,
     repeated: _Int32,
-    out_ids: _Int32,
-    out_states: _Int32,
     out_bits: npt.NDArray[np.uint32],
     /,
 ) -> int: ...

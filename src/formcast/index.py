@@ -86,8 +86,6 @@ _NOT_PLAIN = np.setdiff1d(np.arange(_PRINTABLE), PLAIN_BYTES - _SPACE)  # '"' an
 # is there: building the rows of a short list's prefixes costs less than the numpy walk
 # along the NFA's edges (benchmarks/choices.py, the fast and rows paths).
 _JOINT_WALK_MIN = 5_000
-# a row's tokens, their states, and their bitmask when the C scatter wrote it
-_Found = tuple[IntArray, IntArray, npt.NDArray[np.uint32] | None]
 # the plain tokens of a row: their ids, their lengths, and the states of a chain by length
 _Plain = tuple[IntArray, IntArray, IntArray]
 _TABLED = TableAutomaton  # the automata whose table the C walk reads (BoundAutomaton too)
@@ -96,23 +94,53 @@ _ON_NODE = -4  # in a walk: the prefix stands on a deterministic NFA node (see _
 
 class _Row:
     """One state's allowed tokens and their next states; the budget distances of those
-    states are filled in on first use (only budget-limited decoding needs them). ``bits``:
-    the tokens as a packed bitmask over the vocabulary (EOS left out), when the C scatter
-    of a large row wrote it on the way (else None: :meth:`TokenIndex.packed_mask` packs
-    the ids)."""
+    states are filled in on first use (only budget-limited decoding needs them).
 
-    __slots__ = ("bits", "distances", "next_states", "token_ids")
+    A large row made by the C scatter (:func:`_scattered`) is held as ``dense``: one entry
+    a token of the vocabulary, its next state or :data:`DEAD`, with ``bits``, its tokens
+    as a packed bitmask (EOS left out). A mask then copies the bits and a step reads one
+    entry; the sorted ``token_ids`` and ``next_states`` are derived from it the first
+    time they are read (O(vocabulary), once). Half the memory of the two arrays for a row
+    of ~50k tokens, and one pass fewer over it."""
+
+    __slots__ = ("_ids", "_next", "bits", "dense", "distances")
 
     def __init__(
         self,
-        token_ids: IntArray,
-        next_states: IntArray,
+        token_ids: IntArray | None,
+        next_states: IntArray | None,
         bits: npt.NDArray[np.uint32] | None = None,
+        dense: IntArray | None = None,
     ) -> None:
-        self.token_ids = token_ids
-        self.next_states = next_states
+        if dense is None and (token_ids is None or next_states is None):
+            raise ValueError("expected a row's tokens and states, or its dense table")
+        self._ids = token_ids
+        self._next = next_states
         self.bits = bits
+        self.dense = dense
         self.distances: IntArray | None = None
+
+    @property
+    def token_ids(self) -> IntArray:
+        if self._ids is None:
+            self._unpack()
+        assert self._ids is not None
+        return self._ids
+
+    @property
+    def next_states(self) -> IntArray:
+        if self._next is None:
+            self._unpack()
+        assert self._next is not None
+        return self._next
+
+    def _unpack(self) -> None:
+        """The sorted tokens and states of a dense row (readers racing here compute the
+        same arrays; the states are set first, so the ids never come without them)."""
+        assert self.dense is not None
+        ids = np.flatnonzero(self.dense).astype(np.int32)
+        self._next = self.dense[ids]
+        self._ids = ids
 
 
 class TokenIndex:
@@ -330,9 +358,13 @@ class TokenIndex:
 
     def next_state(self, state: int, token_id: int) -> int:
         """The state after ``token_id``, or -1 if the token is not allowed (EOS excluded)."""
-        token_ids, next_states = self.row(state)
+        found = self._row(state)
         if not 0 <= token_id < _ID_LIMIT:
             return -1
+        if found.dense is not None:  # one entry of a large row's table
+            following = int(found.dense[token_id]) if token_id < found.dense.size else DEAD
+            return -1 if following == DEAD else following
+        token_ids, next_states = found.token_ids, found.next_states
         # an int32 needle: a Python int would make numpy cast the whole row first (~12 us)
         position = int(token_ids.searchsorted(np.int32(token_id)))
         if position < token_ids.size and token_ids[position] == token_id:
@@ -423,7 +455,7 @@ class TokenIndex:
         cached = self._rows.get(state)
         if cached is not None:
             return cached
-        computed = _Row(*self._walk_vocabulary(state))
+        computed = self._walk_vocabulary(state)
         with self._lock:
             return self._rows.setdefault(state, computed)
 
@@ -439,9 +471,9 @@ class TokenIndex:
             row.distances = per_state[inverse].astype(np.int32)
         return row.distances
 
-    def _walk_vocabulary(self, state: int) -> _Found:
-        """Every token allowed in ``state`` and the state it leads to (and their bitmask,
-        where the C scatter wrote it: see :func:`_sorted_by_token`).
+    def _walk_vocabulary(self, state: int) -> _Row:
+        """Every token allowed in ``state`` and the state it leads to (a dense row where
+        the C scatter made one: see :func:`_sorted_by_token`).
 
         Plain tokens (every byte stands for itself inside a JSON string: most of a
         vocabulary) take a shortcut wherever plain bytes cannot tell tokens apart:
@@ -471,7 +503,7 @@ class TokenIndex:
         automaton = self.automaton
         if joint is None and native_walk is not None and isinstance(automaton, _TABLED):
 
-            def finish(ids: IntArray, states: IntArray) -> _Found:
+            def finish(ids: IntArray, states: IntArray) -> _Row:
                 # on the walk's own buffers, before they are given back: no copy of them
                 return _sorted_by_token([ids], [states], vocabulary.size, trie, plain)
 
@@ -767,7 +799,6 @@ def _new_buffers(tokens: int, nodes: int) -> _Buffers:
 
 
 _BUFFERS = _WalkBuffers()
-_SCATTER_BUFFERS = _WalkBuffers()  # the scatter of a large row (_sorted_by_token)
 
 
 def _build_children_entries(
@@ -842,17 +873,18 @@ def _sorted_by_token(
     size: int,
     trie: TokenTrie,
     plain: _Plain | None = None,
-) -> _Found:
-    """Concatenate (token, state) pairs (each token at most once), leave out
-    :data:`DEAD`, and order them by token id: a sort when they are at most a third of
-    the vocabulary, else a scatter over it. Tokens repeating another's bytes in ``trie``
-    get that token's state. ``plain``: the plain tokens too, ``(ids, lengths, chain)``,
-    each token's state ``chain[length]``.
+) -> _Row:
+    """The row of these (token, state) pairs (each token at most once), :data:`DEAD` left
+    out, ordered by token id: a sort when they are at most a third of the vocabulary,
+    else a scatter over it. Tokens repeating another's bytes in ``trie`` get that token's
+    state. ``plain``: the plain tokens too, ``(ids, lengths, chain)``, each token's state
+    ``chain[length]``.
 
     Where the C module is built, a large row (or one with plain tokens or repeats) is
-    scattered there in one pass each way, its bitmask written on the way (~0.1 ms for
-    50k tokens, against ~0.5 ms of numpy gathers, copies and scatters); the bitmask is
-    None otherwise."""
+    scattered there into a table over the vocabulary, its bitmask written on the way, and
+    kept as that table when it holds more than a third of the vocabulary (a dense
+    :class:`_Row`: ~0.1 ms for 50k tokens, against ~0.5 ms of numpy gathers, copies and
+    scatters)."""
     found = _concat(ids)
     reached = _concat(states)
     large = plain is not None or trie.repeats.size or found.size * _SORTED_SHARE > size
@@ -863,42 +895,38 @@ def _sorted_by_token(
         found = _concat([found, plain_ids])
         reached = _concat([reached, chain[lengths]])
     if not trie.repeats.size and found.size * _SORTED_SHARE <= size:
-        return (*_sorted_pairs(found, reached), None)
+        return _Row(*_sorted_pairs(found, reached))
     table = np.full(size, DEAD, dtype=np.int32)
     table[found] = reached
     if trie.repeats.size:
         table[trie.repeats] = table[trie.repeated]
     token_ids = np.flatnonzero(table).astype(np.int32)
-    return token_ids, table[token_ids], None
+    return _Row(token_ids, table[token_ids])
 
 
 def _scattered(
     found: IntArray, reached: IntArray, plain: _Plain | None, size: int, trie: TokenTrie
-) -> _Found:
-    """:func:`_sorted_by_token` of a large row by the C module's ``scatter_pairs``, on
-    buffers reused from row to row."""
+) -> _Row:
+    """:func:`_sorted_by_token` of a large row by the C module's ``scatter_pairs``."""
     assert native_walk is not None
     plain_ids, lengths, chain = (_NONE, _NONE, _NONE) if plain is None else plain
-    buffers = _SCATTER_BUFFERS.take(size, size)  # out_ids, out_states and the table
-    try:
-        out_ids, out_states, table, _ = buffers
-        bits = np.empty((size + 31) // 32, dtype=np.uint32)
-        kept = native_walk.scatter_pairs(
-            np.ascontiguousarray(found, dtype=np.int32),
-            np.ascontiguousarray(reached, dtype=np.int32),
-            np.ascontiguousarray(plain_ids, dtype=np.int32),
-            np.ascontiguousarray(lengths, dtype=np.int32),
-            np.ascontiguousarray(chain, dtype=np.int32),
-            table[:size],
-            np.ascontiguousarray(trie.repeats, dtype=np.int32),
-            np.ascontiguousarray(trie.repeated, dtype=np.int32),
-            out_ids[:size],
-            out_states[:size],
-            bits,
-        )
-        return out_ids[:kept].copy(), out_states[:kept].copy(), bits
-    finally:
-        _SCATTER_BUFFERS.give_back(buffers)
+    dense = np.empty(size, dtype=np.int32)
+    bits = np.empty((size + 31) // 32, dtype=np.uint32)
+    kept = native_walk.scatter_pairs(
+        np.ascontiguousarray(found, dtype=np.int32),
+        np.ascontiguousarray(reached, dtype=np.int32),
+        np.ascontiguousarray(plain_ids, dtype=np.int32),
+        np.ascontiguousarray(lengths, dtype=np.int32),
+        np.ascontiguousarray(chain, dtype=np.int32),
+        dense,
+        np.ascontiguousarray(trie.repeats, dtype=np.int32),
+        np.ascontiguousarray(trie.repeated, dtype=np.int32),
+        bits,
+    )
+    if kept * _SORTED_SHARE > size:
+        return _Row(None, None, bits, dense)
+    token_ids = np.flatnonzero(dense).astype(np.int32)
+    return _Row(token_ids, dense[token_ids], bits)
 
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:
