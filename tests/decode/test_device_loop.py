@@ -514,3 +514,43 @@ def test_two_decoders_share_one_engine_safely(
     third.add(RowRequest(0, prompts[0], index.cursor()))
     third.step()
     assert engine.serves(third)
+
+
+def test_masks_sent_as_ids_or_packed_bits_are_the_cursor_masks(
+    tokenizer: Any, vocabulary: Vocabulary
+) -> None:
+    """The masks a GPU gets (built on the device from the allowed ids, or unpacked from
+    the packed bitmask, whichever the host sends smaller) equal the cursor's own, with
+    and without a budget, in accepting states (EOS) and for logits wider than the
+    vocabulary: along an event's and a copied value's output, token by token."""
+    from typing import Annotated
+
+    from pydantic import BaseModel
+
+    import formcast
+    from formcast import FromText
+
+    class Copied(BaseModel):
+        name: Annotated[str, FromText()]
+        qty: int
+
+    event = TokenIndex(LazyAutomaton(EVENT), vocabulary).cursor()
+    copied = formcast.compile(Copied, tokenizer).cursor(text="KEDAI Ali bolt x 3 nut x 2")
+    outputs = [
+        (event, '{"date":"12 May","city":"Perth \\"W\\"","n":450}'),
+        (copied, '{"name":"Ali bolt","qty":3}'),
+    ]
+    seen = {"ids": 0, "bits": 0}
+    cpu = torch.device("cpu")
+    for cursor, output in outputs:
+        for token in [*tokenizer.encode(output, add_special_tokens=False), None]:
+            width = 49_216
+            words = (width + 31) // 32
+            for tokens_left in (None, 40, 3):
+                expected = cursor.mask(width, tokens_left=tokens_left)
+                built = masks_module.device_mask(cursor, width, cpu, tokens_left, packed=True)
+                assert torch.equal(built, expected), (output, cursor.state, tokens_left)
+                seen["ids" if int(expected.sum()) <= words else "bits"] += 1
+            if token is not None:
+                cursor.advance(token)
+    assert cursor.is_accepting() and seen["ids"] and seen["bits"], seen

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from formcast.automaton import UNREACHABLE
@@ -55,7 +56,13 @@ from formcast.decode.forcing import ForcedTokenizer
 from formcast.decode.forward import attention_kernels, call_model
 from formcast.decode.jsonscan import Member
 from formcast.decode.kvcache import RowCache, SharedPrefix, upload
-from formcast.decode.masks import allowed_mask, budget_narrows, budget_restricts, model_device
+from formcast.decode.masks import (
+    allowed_mask,
+    budget_narrows,
+    budget_restricts,
+    forced_bytes,
+    model_device,
+)
 from formcast.decode.records import (
     FieldSteering,
     Generation,
@@ -479,11 +486,11 @@ class BatchDecoder:
         tokens_left: int | None,
     ) -> torch.Tensor:
         """``mask`` less the banned tokens, unless that would leave nothing allowed."""
-        allowed = row.cursor.allowed_token_ids(tokens_left)
-        hit = np.intersect1d(np.asarray(banned, dtype=np.int64), allowed)
+        allowed = row.cursor.allowed_token_ids(tokens_left)  # sorted
+        hit = _members(np.unique(np.asarray(banned, dtype=np.int64)), allowed)
         if hit.size == 0 or hit.size == allowed.size:
             return mask  # nothing to remove, or validity first: keep the last allowed
-        if looping and np.isin(np.asarray(looping), allowed).any():
+        if looping and _members(np.asarray(looping, dtype=np.int64), allowed).size:
             row.generation.guard_bans += 1
         trimmed = mask.clone()
         trimmed[upload(torch.from_numpy(hit.astype(np.int64)), self.device)] = False
@@ -622,6 +629,18 @@ def fill_from_end(count: int, keep: Sequence[int]) -> list[int]:
     return [i if i in kept else movers.pop() for i in range(size)]
 
 
+def _members(
+    ids: npt.NDArray[np.int64], sorted_ids: npt.NDArray[np.int32]
+) -> npt.NDArray[np.int64]:
+    """The ``ids`` that ``sorted_ids`` holds: a binary search each, no pass over the
+    (often vocabulary-wide) sorted array."""
+    if not sorted_ids.size:
+        return ids[:0]
+    at = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+    found: npt.NDArray[np.int64] = ids[sorted_ids[at] == ids]
+    return found
+
+
 def _similar_lengths(rows: list[_Row]) -> Iterator[list[_Row]]:
     """Rows sorted by pending length, cut into runs whose padding stays within
     ``PREFILL_PADDING`` of their tokens."""
@@ -664,7 +683,7 @@ def _jump_forward(row: _Row, forced_tokenizer: ForcedTokenizer | None, budget: i
     The constraint still allows only tokens that start with the forced bytes."""
     if forced_tokenizer is None:
         return
-    forced = forced_tokenizer(row.cursor.forced_bytes())[:-1]
+    forced = forced_tokenizer(forced_bytes(row.cursor))[:-1]
     tokens_left = budget - row.generation.completion_tokens
     if not forced or len(forced) > tokens_left:
         return
