@@ -258,6 +258,11 @@ def test_a_row_sorted_or_scattered_by_token_leaves_out_dead_ends(
     assert reached.tolist() == states[alive][order].tolist()
     if bits is not None:  # the C scatter's bitmask: exactly the row's tokens
         assert np.array_equal(bits, _packed_bits(found, (size + 31) // 32))
+    if row.dense is not None:  # a large row's table (int32 here: its states are many)
+        assert row.palette is None
+        probes = [*ids[:50].tolist(), *range(0, size, 97)]
+        table = dict(zip(found.tolist(), reached.tolist(), strict=True))
+        assert [row.next_state(t) for t in probes] == [table.get(t, DEAD) for t in probes]
 
 
 @pytest.mark.parametrize("count", [0, 40, 20_000])
@@ -300,7 +305,7 @@ def test_a_row_with_plain_tokens_reads_their_states_off_the_chain(
     states = rng.integers(1, 50, size=count).astype(np.int32)
     plain_ids = np.sort(chosen[count : count + 20_000]).astype(np.int32)
     lengths = rng.integers(1, 6, size=plain_ids.size).astype(np.int32)
-    chain = np.array([9, 11, 12, DEAD, DEAD, DEAD], dtype=np.int32)
+    chain = np.array([9, 11, 12, 13, 14, DEAD], dtype=np.int32)
     trie = SimpleNamespace(repeats=np.zeros(0, np.int32), repeated=np.zeros(0, np.int32))
     row = _sorted_by_token([ids], [states], size, trie, (plain_ids, lengths, chain))
     found, reached, bits = row.token_ids, row.next_states, row.bits
@@ -312,6 +317,11 @@ def test_a_row_with_plain_tokens_reads_their_states_off_the_chain(
     assert (bits is not None) == (trie_walk == "C")
     if bits is not None:
         assert np.array_equal(bits, _packed_bits(found, (size + 31) // 32))
+    if count == 5_000:  # large: one byte a token through a palette of its few states
+        assert trie_walk != "C" or (row.dense is not None and row.palette is not None)
+    if row.dense is not None:
+        probes = range(0, size, 3)
+        assert [row.next_state(t) for t in probes] == expected[probes].tolist()
 
 
 @pytest.mark.parametrize("seed", range(6))

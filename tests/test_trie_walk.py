@@ -221,19 +221,22 @@ def test_scatter_pairs_refuses_ids_outside_the_table_and_short_outputs() -> None
     assert native_walk is not None
     table = np.empty(100, dtype=np.int32)
     bits = np.empty(4, dtype=np.uint32)
+    codes, palette = np.empty(100, dtype=np.uint8), np.empty(256, dtype=np.int32)
     none = np.zeros(0, dtype=np.int32)
     ids, states = np.array([3, 99], dtype=np.int32), np.array([7, 8], dtype=np.int32)
 
-    def scatter(*changed: Any) -> int:
-        arguments = [ids, states, none, none, none, table, none, none, bits]
+    def scatter(*changed: Any) -> tuple[int, int]:
+        arguments = [ids, states, none, none, none, table, none, none, bits, codes, palette]
         for position, value in changed:
             arguments[position] = value
         assert native_walk is not None
-        return int(native_walk.scatter_pairs(*arguments))
+        kept, distinct = native_walk.scatter_pairs(*arguments)
+        return int(kept), int(distinct)
 
-    assert scatter() == 2
+    assert scatter() == (2, 3)
     assert np.flatnonzero(table).tolist() == [3, 99] and table[[3, 99]].tolist() == [7, 8]
     assert bits.tolist() == [1 << 3, 0, 0, 1 << 3]
+    assert palette[:3][codes].tolist() == table.tolist()
     with pytest.raises(ValueError, match=r"expected token ids in \[0, 100\)"):
         scatter((0, np.array([100, 1], dtype=np.int32)))
     with pytest.raises(ValueError, match=r"expected token ids in \[0, 100\)"):
@@ -246,3 +249,34 @@ def test_scatter_pairs_refuses_ids_outside_the_table_and_short_outputs() -> None
         )
     with pytest.raises(ValueError):
         scatter((8, bits[:3]))  # 100 tokens need 4 words
+    with pytest.raises(ValueError):
+        scatter((9, codes[:99]))
+    with pytest.raises(ValueError):
+        scatter((10, palette[:255]))
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 255, 256, 3_000])
+def test_scatter_pairs_codes_a_table_of_few_states_in_a_byte_a_token(distinct: int) -> None:
+    """Up to 255 distinct states (DEAD aside) the table is coded one byte a token through
+    a palette; past that, distinct is -1 and the int32 table stands alone."""
+    assert native_walk is not None
+    size = 10_000
+    rng = np.random.default_rng(distinct)
+    ids = rng.permutation(size)[:6_000].astype(np.int32)
+    states = (rng.integers(0, distinct, size=ids.size) * 7 + 1).astype(np.int32)
+    states[:distinct] = np.arange(distinct, dtype=np.int32) * 7 + 1  # each one at least once
+    table = np.empty(size, dtype=np.int32)
+    bits = np.empty((size + 31) // 32, dtype=np.uint32)
+    codes, palette = np.empty(size, dtype=np.uint8), np.empty(256, dtype=np.int32)
+    none = np.zeros(0, dtype=np.int32)
+    kept, found = native_walk.scatter_pairs(
+        ids, states, none, none, none, table, none, none, bits, codes, palette
+    )
+    expected = np.zeros(size, dtype=np.int32)
+    expected[ids] = states
+    assert kept == ids.size and np.array_equal(table, expected)
+    if distinct <= 255:
+        assert found == distinct + 1 and palette[0] == 0
+        assert np.array_equal(palette[:found][codes], expected)
+    else:
+        assert found == -1

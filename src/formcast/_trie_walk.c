@@ -26,7 +26,7 @@
  * Three helpers finish a row at the same cost per token: sort_pairs() orders a small row's
  * (token, state) pairs by token, scatter_pairs() lays a large one out as a table over the
  * vocabulary (the plain tokens' states read off their chain, the row's bitmask written on
- * the way), and pack_bits() writes a row's tokens as a bitmask; each replaces a handful
+ * the way, and the table coded one byte a token when its states are few), and pack_bits() writes a row's tokens as a bitmask; each replaces a handful
  * of numpy calls (some twenty passes over the vocabulary for a large row). */
 
 #define PY_SSIZE_T_CLEAN
@@ -410,27 +410,32 @@ done:
 
 PyDoc_STRVAR(scatter_pairs_doc,
 "scatter_pairs(ids, states, plain_ids, plain_lengths, chain, table, repeats, repeated,\n"
-"              out_bits) -> kept\n"
+"              out_bits, out_codes, out_palette) -> (kept, distinct)\n"
 "\n"
 "A large row as a table over the vocabulary: the int32 buffer table (one entry a token)\n"
 "is cleared; each ids[i] gets states[i]; each plain_ids[k] gets chain[plain_lengths[k]]\n"
 "(a plain token's state read off the chain of plain bytes by its length); each\n"
 "repeats[k] the entry of repeated[k] (a token repeating another's bytes). The tokens\n"
 "whose entry is not DEAD (0) are written as bits to the uint32 buffer out_bits (bit\n"
-"i % 32 of word i // 32, every word of it written), and their count is returned.\n"
-"O(pairs + vocabulary), the GIL released. ValueError for an id outside the table or a\n"
-"length outside the chain.");
+"i % 32 of word i // 32, every word of it written), and counted (kept). When the row's\n"
+"states are at most 255 distinct ones, the table is also written as one uint8 code a\n"
+"token to out_codes (as long as the table), code c standing for out_palette[c] (int32,\n"
+"256 entries; code 0 for DEAD), and distinct is their count; else distinct is -1 and\n"
+"out_codes is left unfinished. O(pairs + vocabulary), the GIL released. ValueError for\n"
+"an id outside the table or a length outside the chain.");
+
+#define PALETTE_SLOTS 1024 /* a power of two, well above 255 */
 
 static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
     (void)module;
-    enum { COUNT = 9 };
+    enum { COUNT = 11 };
     PyObject *objects[COUNT];
     Held held[COUNT];
     memset(held, 0, sizeof(held));
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO:scatter_pairs", &objects[0], &objects[1],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:scatter_pairs", &objects[0], &objects[1],
                           &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
-                          &objects[7], &objects[8]))
+                          &objects[7], &objects[8], &objects[9], &objects[10]))
         return NULL;
     if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
     Py_ssize_t count = held[0].view.len / 4;
@@ -446,6 +451,8 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
     Py_ssize_t repeats = held[6].view.len / 4;
     if (take(objects[7], &held[7], 0, 4, repeats, "repeated") < 0) goto done;
     if (take(objects[8], &held[8], 1, 4, (size + 31) / 32, "out_bits") < 0) goto done;
+    if (take(objects[9], &held[9], 1, 1, size, "out_codes") < 0) goto done;
+    if (take(objects[10], &held[10], 1, 4, 256, "out_palette") < 0) goto done;
     const int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
     const int32_t *plain_ids = held[2].view.buf, *plain_lengths = held[3].view.buf;
     const int32_t *chain = held[4].view.buf;
@@ -453,8 +460,10 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
     const int32_t *repeat = held[6].view.buf, *original = held[7].view.buf;
     uint32_t *out_bits = held[8].view.buf;
     Py_ssize_t words = held[8].view.len / 4;
+    uint8_t *codes = held[9].view.buf;
+    int32_t *palette = held[10].view.buf;
     int bad = 0;
-    Py_ssize_t kept = 0;
+    Py_ssize_t kept = 0, distinct = 0;
     Py_BEGIN_ALLOW_THREADS
     memset(table, 0, (size_t)size * 4);
     for (Py_ssize_t i = 0; i < count && !bad; i++) {
@@ -486,6 +495,38 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
             out_bits[first / 32] = bits;
             kept += count_bits(bits);
         }
+        /* the codes: a state's code found in a small open-addressing map */
+        int32_t slot_state[PALETTE_SLOTS];
+        uint8_t slot_code[PALETTE_SLOTS];
+        memset(slot_code, 0, sizeof(slot_code)); /* code 0: an empty slot */
+        palette[0] = DEAD;
+        distinct = 1;
+        int32_t last_state = DEAD;
+        uint8_t last_code = 0;
+        for (Py_ssize_t token = 0; token < size && distinct > 0; token++) {
+            int32_t state = table[token];
+            if (state != last_state && state == DEAD) {
+                last_state = DEAD;
+                last_code = 0;
+            } else if (state != last_state) { /* runs of one state are common: no lookup */
+                uint32_t slot = ((uint32_t)state * 2654435761u) & (PALETTE_SLOTS - 1);
+                while (slot_code[slot] && slot_state[slot] != state)
+                    slot = (slot + 1) & (PALETTE_SLOTS - 1);
+                if (!slot_code[slot]) {
+                    if (distinct == 256) {
+                        distinct = -1; /* too many: the caller keeps the int32 table */
+                        break;
+                    }
+                    slot_state[slot] = state;
+                    slot_code[slot] = (uint8_t)distinct;
+                    palette[distinct] = state;
+                    distinct++;
+                }
+                last_state = state;
+                last_code = slot_code[slot];
+            }
+            codes[token] = last_code;
+        }
     }
     Py_END_ALLOW_THREADS
     if (bad)
@@ -493,7 +534,7 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
                      "expected token ids in [0, %zd) and plain lengths in [0, %zd)", size,
                      links);
     else
-        result = PyLong_FromSsize_t(kept);
+        result = Py_BuildValue("(nn)", kept, distinct);
 done:
     release(held, COUNT);
     return result;

@@ -30,6 +30,8 @@ def scatter_pairs(
     repeats: _Int32,
     repeated: _Int32,
     out_bits: npt.NDArray[np.uint32],
+    out_codes: npt.NDArray[np.uint8],
+    out_palette: _Int32,
     /,
-) -> int: ...
+) -> tuple[int, int]: ...
 def pack_bits(ids: _Int32, out: npt.NDArray[np.uint32], /) -> None: ...

@@ -96,21 +96,25 @@ class _Row:
     """One state's allowed tokens and their next states; the budget distances of those
     states are filled in on first use (only budget-limited decoding needs them).
 
-    A large row made by the C scatter (:func:`_scattered`) is held as ``dense``: one entry
-    a token of the vocabulary, its next state or :data:`DEAD`, with ``bits``, its tokens
-    as a packed bitmask (EOS left out). A mask then copies the bits and a step reads one
-    entry; the sorted ``token_ids`` and ``next_states`` are derived from it the first
-    time they are read (O(vocabulary), once). Half the memory of the two arrays for a row
-    of ~50k tokens, and one pass fewer over it."""
+    A large row made by the C scatter (:func:`_scattered`) is held as ``dense``, one entry
+    a token of the vocabulary (its next state, or :data:`DEAD`), with ``bits``, its tokens
+    as a packed bitmask (EOS left out). When the row's states are few (at most 255, as
+    inside a string, where a plain token's state depends on its length alone), ``dense``
+    holds one byte a token, a code into ``palette`` (code 0: :data:`DEAD`); else the
+    states themselves (int32). A mask then copies the bits and a step reads one entry;
+    the sorted ``token_ids`` and ``next_states`` are derived from it the first time they
+    are read (O(vocabulary), once). A quarter of the memory of the two arrays for a row of
+    ~50k tokens (fresh memory costs its page faults: ~0.1 ms for those two arrays)."""
 
-    __slots__ = ("_ids", "_next", "bits", "dense", "distances")
+    __slots__ = ("_ids", "_next", "bits", "dense", "distances", "palette")
 
     def __init__(
         self,
         token_ids: IntArray | None,
         next_states: IntArray | None,
         bits: npt.NDArray[np.uint32] | None = None,
-        dense: IntArray | None = None,
+        dense: npt.NDArray[np.int32] | npt.NDArray[np.uint8] | None = None,
+        palette: IntArray | None = None,
     ) -> None:
         if dense is None and (token_ids is None or next_states is None):
             raise ValueError("expected a row's tokens and states, or its dense table")
@@ -118,6 +122,7 @@ class _Row:
         self._next = next_states
         self.bits = bits
         self.dense = dense
+        self.palette = palette
         self.distances: IntArray | None = None
 
     @property
@@ -134,12 +139,25 @@ class _Row:
         assert self._next is not None
         return self._next
 
+    def next_state(self, token_id: int) -> int:
+        """The state ``token_id`` leads to (:data:`DEAD` if none) in a dense row."""
+        dense = self.dense
+        assert dense is not None
+        if token_id >= dense.size:
+            return DEAD
+        entry = int(dense[token_id])
+        return entry if self.palette is None else int(self.palette[entry])
+
     def _unpack(self) -> None:
         """The sorted tokens and states of a dense row (readers racing here compute the
         same arrays; the states are set first, so the ids never come without them)."""
-        assert self.dense is not None
-        ids = np.flatnonzero(self.dense).astype(np.int32)
-        self._next = self.dense[ids]
+        dense = self.dense
+        assert dense is not None
+        ids = np.flatnonzero(dense).astype(np.int32)
+        entries = dense[ids]
+        self._next = (entries if self.palette is None else self.palette[entries]).astype(
+            np.int32, copy=False
+        )
         self._ids = ids
 
 
@@ -362,7 +380,7 @@ class TokenIndex:
         if not 0 <= token_id < _ID_LIMIT:
             return -1
         if found.dense is not None:  # one entry of a large row's table
-            following = int(found.dense[token_id]) if token_id < found.dense.size else DEAD
+            following = found.next_state(token_id)
             return -1 if following == DEAD else following
         token_ids, next_states = found.token_ids, found.next_states
         # an int32 needle: a Python int would make numpy cast the whole row first (~12 us)
@@ -799,6 +817,7 @@ def _new_buffers(tokens: int, nodes: int) -> _Buffers:
 
 
 _BUFFERS = _WalkBuffers()
+_SCATTER_BUFFERS = _WalkBuffers()  # the table of a large row's scatter (_scattered)
 
 
 def _build_children_entries(
@@ -907,26 +926,37 @@ def _sorted_by_token(
 def _scattered(
     found: IntArray, reached: IntArray, plain: _Plain | None, size: int, trie: TokenTrie
 ) -> _Row:
-    """:func:`_sorted_by_token` of a large row by the C module's ``scatter_pairs``."""
+    """:func:`_sorted_by_token` of a large row by the C module's ``scatter_pairs``: on a
+    table reused from row to row, kept as one byte a token when its states are few."""
     assert native_walk is not None
     plain_ids, lengths, chain = (_NONE, _NONE, _NONE) if plain is None else plain
-    dense = np.empty(size, dtype=np.int32)
-    bits = np.empty((size + 31) // 32, dtype=np.uint32)
-    kept = native_walk.scatter_pairs(
-        np.ascontiguousarray(found, dtype=np.int32),
-        np.ascontiguousarray(reached, dtype=np.int32),
-        np.ascontiguousarray(plain_ids, dtype=np.int32),
-        np.ascontiguousarray(lengths, dtype=np.int32),
-        np.ascontiguousarray(chain, dtype=np.int32),
-        dense,
-        np.ascontiguousarray(trie.repeats, dtype=np.int32),
-        np.ascontiguousarray(trie.repeated, dtype=np.int32),
-        bits,
-    )
-    if kept * _SORTED_SHARE > size:
-        return _Row(None, None, bits, dense)
-    token_ids = np.flatnonzero(dense).astype(np.int32)
-    return _Row(token_ids, dense[token_ids], bits)
+    buffers = _SCATTER_BUFFERS.take(size, size)
+    try:
+        table = buffers[2][:size]
+        bits = np.empty((size + 31) // 32, dtype=np.uint32)
+        codes = np.empty(size, dtype=np.uint8)
+        palette = np.empty(256, dtype=np.int32)
+        kept, distinct = native_walk.scatter_pairs(
+            np.ascontiguousarray(found, dtype=np.int32),
+            np.ascontiguousarray(reached, dtype=np.int32),
+            np.ascontiguousarray(plain_ids, dtype=np.int32),
+            np.ascontiguousarray(lengths, dtype=np.int32),
+            np.ascontiguousarray(chain, dtype=np.int32),
+            table,
+            np.ascontiguousarray(trie.repeats, dtype=np.int32),
+            np.ascontiguousarray(trie.repeated, dtype=np.int32),
+            bits,
+            codes,
+            palette,
+        )
+        if kept * _SORTED_SHARE <= size:
+            token_ids = np.flatnonzero(table).astype(np.int32)
+            return _Row(token_ids, table[token_ids], bits)
+        if distinct > 0:
+            return _Row(None, None, bits, codes, palette[:distinct].copy())
+        return _Row(None, None, bits, table.copy())
+    finally:
+        _SCATTER_BUFFERS.give_back(buffers)
 
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:
