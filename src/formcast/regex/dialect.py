@@ -508,6 +508,7 @@ def json_literal(value: Any) -> str:
 
 
 PLAIN = charset.minus(charset.complement(charset.JSON_SPECIAL), _SURROGATES)
+_ASCII: Ranges = ((0, 0x7F),)
 """The characters a JSON string holds unescaped (surrogates excluded)."""
 
 
@@ -569,20 +570,39 @@ def _except_shared_tail(
 ) -> str | None:
     """:func:`except_words` without an upper bound and with ``low <= 1``: the strings that
     leave the words' trie by a character no word has there, then go on freely, or that
-    stop inside it short of a word (at ``low`` characters or more). Leaving the trie is
-    one alternation whose branches all end at one shared ``any_char*``, so the automaton
-    reaches one state however the trie was left (a branch-by-branch tail makes every
-    prefix of the words a state of its own, each with the row of a free string: ~50k
-    tokens to walk at each character of an object's keys)."""
+    stop inside it short of a word (at ``low`` characters or more).
+
+    Leaving the trie is one alternation whose branches all end at one shared
+    ``any_char*``, so the automaton reaches one state however the trie was left (a tail
+    per branch made every prefix of the words a state of its own, each with the row of a
+    free string: ~50k tokens to walk at each character of an object's keys). Likewise a
+    non-ASCII character (several bytes in UTF-8) leaves from any node whose children are
+    all ASCII by one shared class after the trie's paths, rather than by a copy of the
+    class at each node, whose continuation bytes were states of their own too."""
+    non_ascii = charset.minus(alphabet, _ASCII)
+
+    def ascii_children(node: dict[str, Any]) -> bool:
+        return all(ord(k) < 0x80 for k in node if k)
 
     def leave(node: dict[str, Any]) -> str | None:
         children = [k for k in node if k]
+        # with ASCII children only, the non-ASCII ways out are taken by `paths` below
+        allowed = charset.intersect(alphabet, _ASCII) if ascii_children(node) else alphabet
         alts = []
-        others = _class_without(alphabet, "".join(sorted(children)))
+        others = _class_without(allowed, "".join(sorted(children)))
         if others is not None:
             alts.append(others)
         for child in children:
             sub = leave(node[child])
+            if sub is not None:
+                alts.append(lit_char(child) + sub)
+        return alt(alts)
+
+    def paths(node: dict[str, Any]) -> str | None:
+        """The paths to the nodes whose children are all ASCII."""
+        alts = [""] if ascii_children(node) else []
+        for child in (k for k in node if k):
+            sub = paths(node[child])
             if sub is not None:
                 alts.append(lit_char(child) + sub)
         return alt(alts)
@@ -597,10 +617,17 @@ def _except_shared_tail(
                 alts.append(lit_char(child) + sub)
         return alt(alts)
 
-    parts = []
+    ways_out = []
     left = leave(tree)
     if left is not None:
-        parts.append(group(left) + repeat(any_char, 0, None))
+        ways_out.append(left)
+    before, beyond = paths(tree), char_class(non_ascii)
+    if before is not None and beyond is not None:
+        ways_out.append(group(before) + beyond if before else beyond)
+    parts = []
+    out = alt(ways_out)
+    if out is not None:
+        parts.append(group(out) + repeat(any_char, 0, None))
     inside = stop(tree, 0)
     if inside is not None:
         parts.append(inside)
