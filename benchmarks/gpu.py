@@ -28,6 +28,7 @@ compile, the shared prompt prefix, and on a GPU the capture of the graphs.
 
     python benchmarks/gpu.py --device cuda                      # bf16, batches 1 32 256
     python benchmarks/gpu.py --device cpu --batch-sizes 1 4     # float32, the CPU check
+    python benchmarks/gpu.py --device cuda --join-share 0       # rows join one by one
 
 On the CPU the reference is the same loop without graphs; formcast should stay at or
 above 0.9x of it (the check that its host work stays hidden or small).
@@ -49,6 +50,7 @@ from transformers.cache_utils import Cache
 import formcast
 from formcast.decode.forward import cache_keyword
 from formcast.decode.slotcache import SlotLayer, kv_shape
+from formcast.extraction import extractor as extractor_module
 
 
 def _synchronise() -> None:
@@ -287,7 +289,15 @@ def main() -> None:
         default=16,
         help="first compare this many greedy outputs with eager ones, in float32 (0: no)",
     )
+    parser.add_argument(
+        "--join-share",
+        type=int,
+        help="with fixed slots, rows join in groups of batch/N (formcast's JOIN_SHARE; "
+        "0: each row at once), to compare prefill grouping",
+    )
     args = parser.parse_args()
+    if args.join_share is not None:
+        extractor_module.JOIN_SHARE = args.join_share or 1 << 30
     if args.device == "cpu":
         torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype or ("bfloat16" if args.device != "cpu" else "float32"))

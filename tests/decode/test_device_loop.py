@@ -236,6 +236,7 @@ def _decode_all(
     capacity: int,
     engine: SlotEngine | None = None,
     prefill_tokens: int | None = None,
+    join_rows: int = 1,
 ) -> list[tuple[str, int]]:
     """Every text of :data:`TEXTS` and a long one that joins last, greedy, with
     jump-forward, the loop guard and a rollback per row: ``(text, rollbacks)`` per row."""
@@ -251,6 +252,7 @@ def _decode_all(
         loop_guard=LoopGuard(),
         engine=engine,
         prefill_tokens=prefill_tokens,
+        join_rows=join_rows,
     )
     requests = [RowRequest(i, p, index.cursor(), steering) for i, p in enumerate(prompts)]
     finished = {done.key: done.generation for done in decoder.run(requests)}
@@ -554,3 +556,33 @@ def test_masks_sent_as_ids_or_packed_bits_are_the_cursor_masks(
             if token is not None:
                 cursor.advance(token)
     assert cursor.is_accepting() and seen["ids"] and seen["bits"], seen
+
+
+@pytest.mark.parametrize("slots", [False, True])
+def test_rows_that_join_in_groups_decode_as_alone(
+    slots: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    growing_outputs: Any,
+    tiny_model: Any,
+    tokenizer: Any,
+    vocabulary: Vocabulary,
+) -> None:
+    """With ``join_rows``, rows added while others decode wait and start their prefill
+    together (or after ``JOIN_STEPS`` steps): the same outputs, in fewer joins."""
+    prefills: list[int] = []
+    prefill_groups = BatchDecoder._prefill_groups
+
+    def counted(decoder: Any, rows: Any) -> Any:
+        groups = list(prefill_groups(decoder, rows))
+        prefills.append(len(groups))
+        return iter(groups)
+
+    monkeypatch.setattr(BatchDecoder, "_prefill_groups", counted)
+    engine = (lambda: SlotEngine(tiny_model, "eager")) if slots else (lambda: None)
+    alone = _decode_all(tiny_model, tokenizer, vocabulary, 3, engine(), join_rows=1)
+    one_by_one, prefills[:] = len(prefills), []
+    grouped = _decode_all(tiny_model, tokenizer, vocabulary, 3, engine(), join_rows=3)
+    assert alone == grouped == growing_outputs[3]
+    assert len(prefills) < one_by_one, (prefills, one_by_one)
+    with pytest.raises(InvalidOptionError, match="join_rows"):
+        BatchDecoder(tiny_model, capacity=2, max_new_tokens=8, join_rows=0)

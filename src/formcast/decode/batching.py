@@ -84,6 +84,8 @@ COMPACT_MIN_COLUMNS = 64
 COMPACT_SHARE = 0.33
 #: Prompt tokens prefilled per step at most (all rows of a group together), by default.
 PREFILL_TOKENS = 4096
+#: Steps a row added while others decode waits at most for ``join_rows`` rows to join it.
+JOIN_STEPS = 8
 
 
 @dataclass(frozen=True)
@@ -193,11 +195,14 @@ class BatchDecoder:
         prefix: SharedPrefix | None = None,
         engine: SlotEngine | None = None,
         prefill_tokens: int | None = PREFILL_TOKENS,
+        join_rows: int = 1,
     ) -> None:
         if capacity < 1:
             raise InvalidOptionError(f"expected capacity >= 1, found {capacity}")
         if max_new_tokens < 1:
             raise InvalidOptionError(f"expected max_new_tokens >= 1, found {max_new_tokens}")
+        if join_rows < 1:
+            raise InvalidOptionError(f"expected join_rows >= 1, found {join_rows}")
         if prefill_tokens is not None and prefill_tokens < 1:
             raise InvalidOptionError(f"expected prefill_tokens >= 1, found {prefill_tokens}")
         self.model = model
@@ -210,6 +215,7 @@ class BatchDecoder:
         self.prefix = prefix
         self.engine = engine
         self.prefill_tokens = prefill_tokens
+        self.join_rows = join_rows
         self.device = model_device(model)
         self._running: list[_Row] = []
         self._cache: RowCache | SlotCache = RowCache.empty_rows(0, self.device)
@@ -217,6 +223,7 @@ class BatchDecoder:
         self._waiting: list[_Row] = []  # added, not yet prefilling
         self._prefilling: list[_Prefill] = []  # groups whose prompts are partly fed
         self._done: list[_Row] = []  # ended before any forward pass
+        self._waited = 0  # steps the waiting rows have waited to join
 
     # -- the caller's side ---------------------------------------------------------------
     @property
@@ -362,8 +369,9 @@ class BatchDecoder:
     def _start_prefills(self) -> None:
         """Group the waiting rows that have room for prefilling (the first time with an
         engine, its slot cache is made first: its size may bound the room)."""
-        if not self._waiting:
+        if not self._waiting or not self._may_join():
             return
+        self._waited = 0
         engine = self.engine
         if engine is not None and not self.holds_rows and not engine.serves(self):
             columns = max(len(row.pending) for row in self._waiting) + self.max_new_tokens
@@ -375,6 +383,15 @@ class BatchDecoder:
         joining, self._waiting = self._waiting[:room], self._waiting[room:]
         for rows, cache in self._prefill_groups(joining):
             self._prefilling.append(_Prefill(rows, cache))
+
+    def _may_join(self) -> bool:
+        """Whether the waiting rows start their prefill now: at once when nothing else
+        runs or ``join_rows`` rows wait, else after ``JOIN_STEPS`` steps of waiting (so a
+        prefill pass, which runs eagerly, serves several rows)."""
+        if not self._running or len(self._waiting) >= self.join_rows:
+            return True
+        self._waited += 1
+        return self._waited > JOIN_STEPS
 
     def _prefill_chunks(self) -> Iterator[tuple[list[_Row], RowCache, torch.Tensor]]:
         """Feed the prefilling groups at most ``prefill_tokens`` prompt tokens in all;

@@ -100,6 +100,12 @@ STREAM_EVERY = 4
 P = ParamSpec("P")
 R = TypeVar("R")
 
+#: With fixed slots (CUDA graphs), rows join a running batch in groups of this share of
+#: it (``BatchDecoder``'s ``join_rows``): a prefill pass runs eagerly, and on a GPU its
+#: kernel launches cost several graph replays, so one pass serves several rows. On the CPU
+#: a pass costs what its tokens cost, and each row joins at once.
+JOIN_SHARE = 8
+
 #: Shared prompt prefixes (their KV) an extractor keeps, least recently used dropped.
 MAX_SHARED_PREFIXES = 8
 
@@ -607,6 +613,7 @@ class Extractor:
         self, settings: DecodeSettings, capacity: int, prefix: SharedPrefix | None = None
     ) -> BatchDecoder:
         """A decoder of ``capacity`` rows that decode with ``settings``."""
+        engine = self._slot_engine()
         return BatchDecoder(
             self.model,
             capacity=capacity,
@@ -616,7 +623,8 @@ class Extractor:
             pad_token_id=_pad_id(self.tokenizer),
             loop_guard=settings.loop_guard,
             prefix=prefix,
-            engine=self._slot_engine(),
+            engine=engine,
+            join_rows=1 if engine is None else max(1, capacity // JOIN_SHARE),
         )
 
     def _shared_decoder(self, settings: Hashable) -> BatchDecoder:
