@@ -113,8 +113,9 @@ MAX_SHARED_PREFIXES = 8
 class Extractor:
     """A model, its tokenizer, a prompt template and a cache of compiled constraints.
 
-    Thread-safety: compiled indexes are shared safely; run one generation per extractor at
-    a time (the model's forward pass is the bottleneck anyway).
+    Thread-safety: calls from several threads are safe; their forward passes take turns
+    (one lock per extractor), each sync call decoding its own batch. Concurrent async calls
+    (:meth:`aextract`) share one batch instead, in the extractor's worker thread.
 
     Args:
         model: a transformers causal LM (already loaded).
