@@ -253,8 +253,9 @@ static inline int64_t shifted(int64_t state, int64_t concrete_shift, int64_t vir
     return state + (state < VIRTUAL_BASE ? concrete_shift : virtual_shift);
 }
 
-/* Walk the virtual `state` down to its concrete template state: self->chain then holds,
- * per level from the outermost, (block index, copy, template state, the level's state). */
+/* Walk `state` down to its concrete template state (itself when it is concrete):
+ * self->chain then holds, per level from the outermost, (block index, copy, template
+ * state, the level's state), and is empty for a concrete state. */
 static int descend(Nfa *self, int64_t state, int64_t *concrete) {
     self->chain.size = 0;
     while (state >= VIRTUAL_BASE) {
@@ -287,13 +288,7 @@ static int byte_edges_of(Nfa *self, int64_t state) {
     int64_t concrete;
     Vec *out = &self->edges;
     Py_ssize_t start = out->size;
-    if (state < VIRTUAL_BASE) {
-        if (state < 0 || state >= self->n) return out_of_range(state);
-        concrete = state;
-        self->chain.size = 0;
-    } else if (descend(self, state, &concrete) < 0) {
-        return -1;
-    }
+    if (descend(self, state, &concrete) < 0) return -1;
     int64_t a = self->boff[concrete], b = self->boff[concrete + 1];
     if (vec_reserve(out, 3 * (b - a)) < 0) return -1;
     for (int64_t k = a; k < b; k++) {
@@ -316,13 +311,7 @@ static int eps_of(Nfa *self, int64_t state, int *important) {
     Vec *out = &self->eps;
     out->size = 0;
     int64_t concrete;
-    if (state < VIRTUAL_BASE) {
-        if (state < 0 || state >= self->n) return out_of_range(state);
-        concrete = state;
-        self->chain.size = 0;
-    } else if (descend(self, state, &concrete) < 0) {
-        return -1;
-    }
+    if (descend(self, state, &concrete) < 0) return -1;
     *important = self->reads[concrete] != 0 || state == self->final;
     int64_t a = self->eoff[concrete], b = self->eoff[concrete + 1];
     if (vec_reserve(out, b - a) < 0) return -1;

@@ -141,37 +141,14 @@ def test_a_wrong_construction_is_caught(monkeypatch: pytest.MonkeyPatch) -> None
     nfa = nfa_of(r"(ab|a)*c{2,4}d", True)
     python = _explored(nfa, False, monkeypatch)
     native = LazyAutomaton.of_nfa(nfa)
-    edges = native._edges
     assert native_subset is not None
-    native._native = native_subset.Nfa(
-        edges.byte_offsets,
-        edges.byte_lo,
-        edges.byte_hi,
-        edges.byte_dst,
-        edges.eps_offsets,
-        edges.eps_dst,
-        edges.reads,
-        *edges.native_parts,
-        nfa.start,  # not the final state
-    )
+    native._native = native_subset.Nfa(*_parts(nfa)[:-1], nfa.start)  # not the final state
     native.build_breadth_first(_STATES)
     assert _differences(python, native) != []
 
 
 def _parts(nfa: Nfa) -> list[Any]:
-    automaton = LazyAutomaton.of_nfa(nfa)
-    edges = automaton._edges
-    return [
-        edges.byte_offsets,
-        edges.byte_lo,
-        edges.byte_hi,
-        edges.byte_dst,
-        edges.eps_offsets,
-        edges.eps_dst,
-        edges.reads,
-        *edges.native_parts,
-        nfa.final,
-    ]
+    return list(lazy_module.native_arguments(LazyAutomaton.of_nfa(nfa)._edges, nfa.final))
 
 
 def test_bad_arguments_are_refused() -> None:

@@ -457,22 +457,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         construction does. Cost: O(blocks + extras) once per edge index, O(1) after."""
         if native_subset is None:
             return None
-        edges = self._edges
-        blocks, extra_sources, extra_offsets, extra_targets = edges.native_parts
-        self._native = native_subset.Nfa(
-            edges.byte_offsets,
-            edges.byte_lo,
-            edges.byte_hi,
-            edges.byte_dst,
-            edges.eps_offsets,
-            edges.eps_dst,
-            edges.reads,
-            blocks,
-            extra_sources,
-            extra_offsets,
-            extra_targets,
-            self._final,
-        )
+        self._native = native_subset.Nfa(*native_arguments(self._edges, self._final))
         return self._native
 
     def _single_segments(
@@ -870,3 +855,19 @@ def _read_states(
     if sets[DEAD] or not UNBUILT <= int(table.min(initial=0)) <= int(table.max(initial=0)) < count:
         raise ValueError("expected the dead state first and rows within the states")
     return sets, table.astype(np.int32), built.astype(np.bool_)
+
+
+def native_arguments(edges: Any, final: int) -> tuple[Any, ...]:
+    """The arguments of :class:`formcast._subset.Nfa` for an edge index and the NFA's final
+    state: the index's arrays, which the C side reads in place."""
+    return (
+        edges.byte_offsets,
+        edges.byte_lo,
+        edges.byte_hi,
+        edges.byte_dst,
+        edges.eps_offsets,
+        edges.eps_dst,
+        edges.reads,
+        *edges.native_parts,
+        final,
+    )
