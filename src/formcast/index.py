@@ -119,7 +119,7 @@ class _Row:
     are read (O(vocabulary), once). A quarter of the memory of the two arrays for a row of
     ~50k tokens (fresh memory costs its page faults: ~0.1 ms for those two arrays)."""
 
-    __slots__ = ("_ids", "_next", "bits", "dense", "distances", "palette")
+    __slots__ = ("_ids", "_next", "bits", "dense", "distances", "longest", "palette")
 
     def __init__(
         self,
@@ -137,6 +137,7 @@ class _Row:
         self.dense = dense
         self.palette = palette
         self.distances: IntArray | None = None
+        self.longest: tuple[int, int] | None = None  # see TokenIndex._longest
 
     @property
     def token_ids(self) -> IntArray:
@@ -199,6 +200,7 @@ class TokenIndex:
         self._rows: dict[int, _Row] = {}
         self._distances: dict[int, int] = {}
         self._packed: dict[tuple[int, int], npt.NDArray[np.uint32]] = {}
+        self._forced: dict[tuple[int, int], bytes] = {}  # see forced_bytes
         self._plain_next = np.full(64, _UNKNOWN, dtype=np.int32)  # see _plain_successor
         self._loop_bytes = np.zeros((64, 4), dtype=np.uint64)  # see _loops
         self._loop_known = np.zeros(64, dtype=np.bool_)
@@ -422,9 +424,15 @@ class TokenIndex:
         return distance
 
     def budget_binds(self, state: int, tokens_left: int) -> bool:
-        """Whether :meth:`budget_row` would drop any token of ``state``'s row."""
-        distances = self._distances_of(self._row(state))
-        return bool(distances.size) and int(distances.max()) > tokens_left - 1
+        """Whether :meth:`budget_row` would drop any token of ``state``'s row. O(1) once
+        the row's longest distances are known (computed on the first call per row)."""
+        return self._longest(self._row(state))[0] > tokens_left - 1
+
+    def budget_narrows(self, state: int, tokens_left: int) -> bool:
+        """Whether :meth:`budget_row` would drop a token of ``state``'s row from which an
+        accepting state can still be reached (the budget's choice, unlike a token that
+        leads nowhere, which it drops at any budget). O(1) as :meth:`budget_binds`."""
+        return self._longest(self._row(state))[1] > tokens_left - 1
 
     def budget_row(self, state: int, tokens_left: int) -> tuple[IntArray, IntArray]:
         """The row of ``state`` keeping only tokens after which ``tokens_left - 1`` tokens
@@ -469,7 +477,15 @@ class TokenIndex:
 
     def forced_bytes(self, state: int, limit: int = 256) -> bytes:
         """The bytes the automaton forces from ``state``: while a state is not accepting and
-        has exactly one live byte, that byte is the only possible continuation."""
+        has exactly one live byte, that byte is the only possible continuation. Cached per
+        (state, limit): a decoding loop asks at every step of every row."""
+        key = (state, limit)
+        found = self._forced.get(key)
+        if found is None:
+            found = self._forced[key] = self._walk_forced(state, limit)
+        return found
+
+    def _walk_forced(self, state: int, limit: int) -> bytes:
         out = bytearray()
         automaton = self.automaton
         while len(out) < limit and not automaton.is_accepting(state):
@@ -489,6 +505,17 @@ class TokenIndex:
         computed = self._walk_vocabulary(state)
         with self._lock:
             return self._rows.setdefault(state, computed)
+
+    def _longest(self, row: _Row) -> tuple[int, int]:
+        """The longest ``min_tokens_to_accept`` after one token of ``row`` (a dead end counts
+        as :data:`UNREACHABLE`) and the longest finite one, -1 for a row without tokens;
+        computed once per row, over its distinct next states."""
+        if row.longest is None:
+            states = np.unique(row.next_states)
+            distances = [self.min_tokens_to_accept(int(s)) for s in states]
+            finite = [d for d in distances if d < UNREACHABLE]
+            row.longest = (max(distances, default=-1), max(finite, default=-1))
+        return row.longest
 
     def _distances_of(self, row: _Row) -> IntArray:
         """``min_tokens_to_accept`` of each next state of ``row`` (computed once per row)."""

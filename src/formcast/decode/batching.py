@@ -60,7 +60,6 @@ from formcast.decode.masks import (
     allowed_mask,
     budget_narrows,
     budget_restricts,
-    forced_bytes,
     model_device,
 )
 from formcast.decode.records import (
@@ -700,7 +699,7 @@ def _jump_forward(row: _Row, forced_tokenizer: ForcedTokenizer | None, budget: i
     The constraint still allows only tokens that start with the forced bytes."""
     if forced_tokenizer is None:
         return
-    forced = forced_tokenizer(forced_bytes(row.cursor))[:-1]
+    forced = forced_tokenizer(row.cursor.forced_bytes())[:-1]
     tokens_left = budget - row.generation.completion_tokens
     if not forced or len(forced) > tokens_left:
         return

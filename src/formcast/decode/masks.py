@@ -2,10 +2,9 @@
 
 :func:`allowed_mask` uploads a cursor's row once per (state, width, device) and reuses
 it; :func:`budget_restricts` tells whether the token budget narrows a row, and
-:func:`budget_narrows` whether it removes a token that could still end well;
-:func:`forced_bytes` gives the bytes a state forces; :func:`model_device` finds where a
-model's parameters live. Every answer is cached per index and state, so the per-row work
-of a decoding step is dict lookups once a state has been seen.
+:func:`budget_narrows` whether it removes a token that could still end well (both O(1)
+per state once its row's distances are known: :meth:`TokenIndex.budget_binds`);
+:func:`model_device` finds where a model's parameters live.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ __all__ = [
     "budget_narrows",
     "budget_restricts",
     "device_mask",
-    "forced_bytes",
     "model_device",
 ]
 
@@ -35,54 +33,18 @@ __all__ = [
 _mask_cache: weakref.WeakKeyDictionary[
     TokenIndex, dict[tuple[int, int, str, int | None], torch.Tensor]
 ] = weakref.WeakKeyDictionary()
-#: Per index: each state's longest distance to acceptance after one of its tokens, and the
-#: longest finite one (``-1`` for a row with no token).
-_reach_cache: weakref.WeakKeyDictionary[TokenIndex, dict[int, tuple[int, int]]] = (
-    weakref.WeakKeyDictionary()
-)
-#: Per index: the bytes each state forces (jump-forward).
-_forced_cache: weakref.WeakKeyDictionary[TokenIndex, dict[int, bytes]] = weakref.WeakKeyDictionary()
-
-
-def _reach(cursor: Cursor) -> tuple[int, int]:
-    """The longest distance to acceptance after one token of the cursor's row (a dead end
-    counts as :data:`UNREACHABLE`), and the longest finite one. Computed once per state
-    (one pass over the row's next states); later a dict lookup, so the budget checks of
-    every row at every step cost no pass over a row."""
-    per_index = _reach_cache.setdefault(cursor.index, {})
-    found = per_index.get(cursor.state)
-    if found is None:
-        index = cursor.index
-        states = np.unique(index.row(cursor.state)[1])
-        distances = [index.min_tokens_to_accept(int(s)) for s in states]
-        finite = [d for d in distances if d < UNREACHABLE]
-        found = (max(distances, default=-1), max(finite, default=-1))
-        per_index[cursor.state] = found
-    return found
 
 
 def budget_restricts(cursor: Cursor, tokens_left: int | None) -> bool:
     """Whether the budget removes any token from the cursor's current row."""
-    return tokens_left is not None and _reach(cursor)[0] > tokens_left - 1
+    return tokens_left is not None and cursor.index.budget_binds(cursor.state, tokens_left)
 
 
 def budget_narrows(cursor: Cursor, tokens_left: int | None) -> bool:
     """Whether the budget removes a token of the cursor's row from which a complete
     output can still be reached (a token that leads nowhere, as some of a ``FromText``
     slot do, is removed at any budget: that is no choice of the budget's)."""
-    return tokens_left is not None and _reach(cursor)[1] > tokens_left - 1
-
-
-def forced_bytes(cursor: Cursor) -> bytes:
-    """:meth:`Cursor.forced_bytes`, cached per index and state (a dict lookup per row and
-    step instead of a walk along the forced bytes)."""
-    if cursor.is_finished:
-        return b""
-    per_index = _forced_cache.setdefault(cursor.index, {})
-    found = per_index.get(cursor.state)
-    if found is None:
-        found = per_index[cursor.state] = cursor.forced_bytes()
-    return found
+    return tokens_left is not None and cursor.index.budget_narrows(cursor.state, tokens_left)
 
 
 def _mask_limit(cursor: Cursor, tokens_left: int | None) -> int | None:
@@ -90,12 +52,9 @@ def _mask_limit(cursor: Cursor, tokens_left: int | None) -> int | None:
     nothing; :data:`UNREACHABLE` where it removes only the tokens that lead nowhere (a
     ``FromText`` slot's, at any budget: one mask per state, not one per step); else
     ``tokens_left``."""
-    if tokens_left is None:
+    if not budget_restricts(cursor, tokens_left):
         return None
-    longest, longest_finite = _reach(cursor)
-    if longest <= tokens_left - 1:
-        return None
-    return UNREACHABLE if longest_finite <= tokens_left - 1 else tokens_left
+    return tokens_left if budget_narrows(cursor, tokens_left) else UNREACHABLE
 
 
 def allowed_mask(
