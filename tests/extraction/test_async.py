@@ -64,6 +64,12 @@ def _shared_rows(extractor: Extractor) -> int:
     return sum(decoder.rows for decoder in extractor._shared._decoders.values())
 
 
+def _row_owners(extractor: Extractor) -> set[int]:
+    """The schedulers (ids) whose rows are in the extractor's shared decoders."""
+    decoders = list(extractor._shared._decoders.values())
+    return {id(key.owner) for decoder in decoders for key, _ in decoder.outputs()}
+
+
 async def _wait_for(condition: Any, seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -156,8 +162,14 @@ def test_cancelling_a_call_frees_its_rows(
         task = asyncio.create_task(tiny_extractor.aextract(Person, TEXTS[3], max_new_tokens=40))
         other = asyncio.create_task(tiny_extractor.aextract(Person, TEXTS[4], max_new_tokens=40))
         await _wait_for(lambda: _shared_rows(tiny_extractor) >= 7)
+        shared = tiny_extractor._shared
+        cancelled = {id(job.scheduler) for job in list(shared._jobs) if job.scheduler.max_rows}
+        assert len(cancelled) == 1  # aextract_many's (batch_size=6)
         task.cancel()
         await many.aclose()
+        # once the worker has let the cancelled call go, none of its rows is left
+        await _wait_for(lambda: not cancelled & {id(job.scheduler) for job in shared._jobs})
+        assert not cancelled & _row_owners(tiny_extractor)
         assert await other == sync_outputs[4]
         with pytest.raises(asyncio.CancelledError):
             await task

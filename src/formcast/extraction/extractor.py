@@ -588,11 +588,7 @@ class Extractor:
             plan.jump_forward,
             plan.loop_guard,
         )
-        decoder = (
-            self._shared.decoder(settings)
-            if shared
-            else self._decoder(settings, batch_size, prefix)
-        )
+        decoder = self._shared.decoder(settings) if shared else self._decoder(settings, batch_size)
 
         def prepare(position: int, text: str, feedback: str | None) -> Request:
             return self._prepare(position, text, schema, instructions, plan.budget, index, feedback)
@@ -610,10 +606,9 @@ class Extractor:
             max_rows=max_rows,
         )
 
-    def _decoder(
-        self, settings: DecodeSettings, capacity: int, prefix: SharedPrefix | None = None
-    ) -> BatchDecoder:
-        """A decoder of ``capacity`` rows that decode with ``settings``."""
+    def _decoder(self, settings: DecodeSettings, capacity: int) -> BatchDecoder:
+        """A decoder of ``capacity`` rows that decode with ``settings`` (each row brings
+        its call's shared prompt prefix)."""
         engine = self._slot_engine()
         return BatchDecoder(
             self.model,
@@ -623,14 +618,12 @@ class Extractor:
             sampling=settings.sampling,
             pad_token_id=_pad_id(self.tokenizer),
             loop_guard=settings.loop_guard,
-            prefix=prefix,
             engine=engine,
             join_rows=1 if engine is None else max(1, capacity // JOIN_SHARE),
         )
 
     def _shared_decoder(self, settings: Hashable) -> BatchDecoder:
-        """The decoder that async calls with these settings share (rows bring their own
-        prefixes)."""
+        """The decoder that async calls with these settings share."""
         assert isinstance(settings, DecodeSettings)
         return self._decoder(settings, self.async_batch_size)
 

@@ -192,6 +192,11 @@ class Scheduler:
                 return
 
     @property
+    def active(self) -> int:
+        """This scheduler's rows that joined the decoder and have not ended."""
+        return self._active
+
+    @property
     def done(self) -> bool:
         """Whether every text has been read and has its result."""
         return self._exhausted and not self._retries and not self._active

@@ -78,10 +78,10 @@ class Job:
         """Add at most ``most`` of the job's rows to its decoder; whether any text was
         read or added."""
         scheduler = self.scheduler
-        before = scheduler.decoder.free_slots
+        before = scheduler.active
         failures = scheduler.fill(self.texts, self.batching, most)
         self.give(failures)
-        return bool(failures) or scheduler.decoder.free_slots < before
+        return bool(failures) or scheduler.active > before
 
     def give(self, results: list[ExtractionResult[Any]]) -> None:
         for result in self.ordering.ready(results):
@@ -166,8 +166,10 @@ class SharedBatch:
             return True
 
     def _turn(self) -> None:
-        for job in [job for job in self._jobs if job.cancelled]:
-            self._drop(job)
+        for job in self._jobs:
+            if job.cancelled and not job.finished:
+                self._drop(job)
+        self._jobs = [job for job in self._jobs if not job.finished]  # none gets new rows
         for jobs in self._by_decoder():
             decoder = jobs[0].scheduler.decoder
             self._fill(jobs)
