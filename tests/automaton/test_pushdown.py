@@ -240,6 +240,32 @@ def test_definitions_matching_nothing_are_refused() -> None:
         compile_automaton(r"(?(DEFINE)(?P<a>x(?&a)))y|(?&a)")
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        # c completes alone, b only through c, a only through b: three rounds
+        r"(?(DEFINE)(?P<a>x(?&a)|y(?&b))(?P<b>z(?&b)|w(?&c))(?P<c>q(?&c)?))(?&a)",
+        r"(?(DEFINE)(?P<v>\[(?:(?&v)(?:,(?&v))*)?\]|[0-9]{1,3}))(?&v)",
+        r"(?(DEFINE)(?P<a>x(?&b))(?P<b>y(?&a)|z))(?&a)",
+    ],
+)
+def test_the_productive_definitions_are_those_of_finite_completion_cost(pattern: str) -> None:
+    """The compile-time check finds the definitions that can complete with calls costing
+    nothing (round by round); they are exactly those of a finite cost in the least
+    fixpoint of the exact costs (what budgets read)."""
+    automaton = compile_automaton(pattern)
+    assert isinstance(automaton, PushdownAutomaton)
+    machines = automaton._machines
+    exact = [cost < UNREACHABLE for cost in machines.completions(None)]
+    assert machines._productive() == exact
+    assert all(exact)
+
+
+def test_a_definition_completing_only_through_an_empty_one_is_refused() -> None:
+    with pytest.raises(formcast.SchemaError, match="matches no string"):
+        compile_automaton(r"(?(DEFINE)(?P<a>x(?&b))(?P<b>y(?&a)))z|(?&a)")
+
+
 def test_unknown_and_misplaced_definitions_are_refused() -> None:
     with pytest.raises(formcast.SchemaError, match="unknown subroutine 'zz'"):
         compile_automaton(r"(?(DEFINE)(?P<a>x(?&a)?))(?&zz)")

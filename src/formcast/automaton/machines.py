@@ -237,6 +237,28 @@ class Machines:
                 break
         return tuple(costs)
 
+    def _productive(self) -> list[bool]:
+        """Whether each recursive definition can complete: :meth:`completions` told apart
+        from :data:`UNREACHABLE` only, so each round searches the definitions not known to
+        complete yet, with a call costing 0 where its callee is known to complete (rather
+        than every definition each round, with exact costs): O(definitions) searches
+        where most complete by a way of their own. A definition found here has a finite
+        completion cost, and the least fixpoint of the costs is finite exactly here."""
+        productive = [False] * (len(self.automata) - 1)
+        while True:
+            call_costs = tuple(0 if known else UNREACHABLE for known in productive)
+            found = [
+                callee
+                for callee, automaton in enumerate(self.automata[1:])
+                if not productive[callee]
+                and automaton.min_bytes_to_accept(automaton.initial, None, call_costs=call_costs)
+                < UNREACHABLE
+            ]
+            if not found:
+                return productive
+            for callee in found:
+                productive[callee] = True
+
     def distance(self, machine: int, state: int, usable: BoolArray | None) -> int:
         """Fewest ``usable`` bytes from ``state`` to ``machine``'s end, callees completed."""
         call_costs = self.completions(usable)
@@ -246,11 +268,9 @@ class Machines:
     def _check_productive(self) -> None:
         """Refuse a reachable definition that cannot complete. The main pattern then can:
         its NFA is trimmed with calls counted as edges, and all it calls can complete."""
-        costs = self.completions(None)
+        productive = self._productive()
         empty = tuple(
-            self.names[machine]
-            for machine in self.reachable[1:]
-            if costs[machine - 1] >= UNREACHABLE
+            self.names[machine] for machine in self.reachable[1:] if not productive[machine - 1]
         )
         if empty:
             refusal = refuse_definition(
