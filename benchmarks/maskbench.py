@@ -548,7 +548,10 @@ def _figures(results: list[SchemaResult], names: set[str] | None = None) -> dict
         "compile_p50": _quantile(compiled, 0.5),
         "compile_p99": _quantile(compiled, 0.99),
         "mask_p50": _quantile(masks, 0.5),
+        "mask_p95": _quantile(masks, 0.95),
         "mask_p99": _quantile(masks, 0.99),
+        "mask_mean": statistics.fmean(masks) if masks else None,
+        "mask_max_ms": max(masks) / 1000 if masks else None,
         "masks": len(masks),
     }
 
@@ -581,7 +584,8 @@ def comparison(by_engine: Mapping[str, list[SchemaResult]], versions: Mapping[st
     )
     header = (
         f"{'engine':<24}{'passing':>22}{'invalid-acc':>13}{'timeout+crash':>15}"
-        f"{'first mask p50 ms':>22}{'p99 ms':>22}{'mask p50 us':>20}{'p99 us':>22}"
+        f"{'first mask p50 ms':>22}{'p99 ms':>22}{'mask p50 us':>20}{'p95 us':>20}"
+        f"{'p99 us':>22}{'mean us':>20}{'max ms':>20}"
     )
     lines: list[str] = []
     for title, names in (
@@ -604,7 +608,10 @@ def comparison(by_engine: Mapping[str, list[SchemaResult]], versions: Mapping[st
                 f"{_cell(f['compile_p50'], _get(ref, 'compile_p50')):>22}"
                 f"{_cell(f['compile_p99'], _get(ref, 'compile_p99')):>22}"
                 f"{_cell(f['mask_p50'], _get(ref, 'mask_p50')):>20}"
+                f"{_cell(f['mask_p95'], _get(ref, 'mask_p95')):>20}"
                 f"{_cell(f['mask_p99'], _get(ref, 'mask_p99')):>22}"
+                f"{_cell(f['mask_mean'], _get(ref, 'mask_mean')):>20}"
+                f"{_cell(f['mask_max_ms'], _get(ref, 'mask_max_ms')):>20}"
             )
         lines.append("")
     return "\n".join(lines).rstrip()
