@@ -611,7 +611,7 @@ def comparison(by_engine: Mapping[str, list[SchemaResult]], versions: Mapping[st
                 f"{_cell(f['mask_p95'], _get(ref, 'mask_p95')):>20}"
                 f"{_cell(f['mask_p99'], _get(ref, 'mask_p99')):>22}"
                 f"{_cell(f['mask_mean'], _get(ref, 'mask_mean')):>20}"
-                f"{_cell(f['mask_max_ms'], _get(ref, 'mask_max_ms')):>20}"
+                f"{_cell(f['mask_max_ms'], _get(ref, 'mask_max_ms'), 2):>20}"
             )
         lines.append("")
     return "\n".join(lines).rstrip()
