@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -378,3 +379,210 @@ def test_a_dense_row_answers_masks_and_steps_as_brute_force_does(
         ids = np.union1d(ids, sorted(vocabulary.eos_token_ids)).astype(np.int32)
     assert np.array_equal(mask, _packed_bits(ids, words))
     assert index_row(index, state) == expected
+
+
+def _chain_of(kind: str, links: int, rng: np.random.Generator) -> np.ndarray:
+    """A chain of plain bytes' states (``chain[0]``: the row's own state) of one kind."""
+    fresh = rng.permutation(np.arange(100, 100 + 4 * links)).astype(np.int32)
+    chain = np.zeros(links, dtype=np.int32)
+    chain[0] = 7
+    if kind == "loop":  # a free string
+        chain[1:] = fresh[0]
+    elif kind == "counted":  # a bounded string far from its bound: one state a length
+        chain[1:] = fresh[: links - 1]
+    elif kind == "ending":  # near its bound: DEAD past the characters left
+        left = int(rng.integers(1, links - 1))
+        chain[1 : left + 1] = fresh[:left]
+    elif kind == "floor":  # a minLength: one state a length, then one
+        floor = int(rng.integers(1, links - 1))
+        chain[1 : floor + 1] = fresh[:floor]
+        chain[floor + 1 :] = fresh[floor]
+    elif kind == "cycle":  # an even-length string: two states in turn
+        chain[1::2], chain[2::2] = fresh[0], fresh[1]
+    elif kind == "random":  # any states, DEAD among them (no grammar makes it)
+        chain[1:] = rng.choice([DEAD, *fresh[:6].tolist()], size=links - 1)
+    elif kind == "first dead":
+        pass
+    return chain
+
+
+@pytest.mark.parametrize(
+    "kind", ["loop", "counted", "ending", "floor", "cycle", "random", "first dead"]
+)
+@pytest.mark.parametrize("walked", ["none", "few", "chain states", "many", "plain too"])
+def test_a_row_from_a_plain_template_is_the_scattered_row(
+    kind: str, walked: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row with plain tokens made from the template of its chain's shape (C
+    ``scatter_on_template``) is the row the scatter makes (C ``scatter_pairs``) and the
+    numpy one: the same tokens and states, the same bits, the same table kind (codes
+    and a palette up to 255 states, int32 past them: there the template gives way), and
+    the same state a token."""
+    import formcast.index
+    from formcast.index import _packed_bits, _PlainTemplates, _sorted_by_token
+
+    if formcast.index.native_walk is None:
+        pytest.skip("formcast._trie_walk was not built")
+    size, links = 20_000, 13
+    rng = np.random.default_rng(zlib.crc32(f"{kind} {walked}".encode()))
+    chosen = rng.permutation(size).astype(np.int32)
+    plain_ids = np.sort(chosen[:14_000])
+    lengths = rng.integers(1, links, size=plain_ids.size).astype(np.int32)
+    templates = _PlainTemplates(plain_ids, lengths, size)
+    chain = _chain_of(kind, links, rng)
+    others = np.sort(chosen[14_000:17_000])
+    count = {"none": 0, "few": 40, "chain states": 3_000, "many": 3_000, "plain too": 400}
+    ids = others[rng.permutation(others.size)[: count[walked]]]
+    states = rng.integers(1, 30, size=ids.size).astype(np.int32)
+    states[::7] = DEAD
+    if walked == "chain states":
+        states[1::2] = rng.choice(chain, size=states[1::2].size)
+    if walked == "many":  # 300 states of their own: past what a byte codes
+        states[: 3 * 300 : 3] = np.arange(1_000, 1_300, dtype=np.int32)
+    if walked == "plain too":  # walked tokens that are plain (no real trie has them)
+        ids[::2] = plain_ids[rng.permutation(plain_ids.size)[: ids[::2].size]]
+    repeats = chosen[17_000:17_300]
+    repeated = np.concatenate([chosen[:150], others[-150:]])  # plain tokens and others
+    trie = SimpleNamespace(repeats=repeats, repeated=repeated)
+    plain = (templates.ids, templates.lengths, chain)
+
+    expected = np.zeros(size, dtype=np.int32)
+    expected[ids] = states
+    expected[plain_ids] = chain[lengths]  # a plain token keeps its chain state
+    expected[repeats] = expected[repeated]
+    row = _sorted_by_token([ids], [states], size, trie, plain, templates)
+    scattered = _sorted_by_token([ids], [states], size, trie, plain)
+    assert row.token_ids.tolist() == np.flatnonzero(expected).tolist()
+    assert row.next_states.tolist() == expected[row.token_ids].tolist()
+    assert row.bits is not None and scattered.bits is not None
+    assert np.array_equal(row.bits, scattered.bits)
+    assert np.array_equal(row.bits, _packed_bits(row.token_ids, (size + 31) // 32))
+    assert (row.dense is None) == (scattered.dense is None)
+    assert (row.palette is None) == (scattered.palette is None)
+    if row.dense is not None:
+        assert scattered.dense is not None and row.dense.dtype == scattered.dense.dtype
+        if walked == "many":  # past 255 states the template gives way to the scatter
+            assert row.dense.dtype == np.int32
+        assert [row.next_state(t) for t in range(size)] == expected.tolist()
+    if walked != "plain too":  # numpy's scatter leaves a token written twice undefined
+        monkeypatch.setattr(formcast.index, "native_walk", None)
+        reference = _sorted_by_token([ids], [states], size, trie, plain)
+        assert np.array_equal(reference.token_ids, row.token_ids)
+        assert np.array_equal(reference.next_states, row.next_states)
+
+
+def test_plain_templates_are_kept_per_shape_for_the_last_shapes_used() -> None:
+    """Rows of one chain shape share its template, whatever their states; the last
+    ``_TEMPLATES_KEPT`` shapes are kept; a vocabulary's templates go with it."""
+    import gc
+
+    import formcast.index
+    from formcast.index import _TEMPLATES_KEPT, _chain_shape, _plain_templates
+
+    if formcast.index.native_walk is None:
+        pytest.skip("formcast._trie_walk was not built")
+    links = _TEMPLATES_KEPT + 8
+    vocabulary = Vocabulary.from_token_bytes([b"", *(b"a" * k for k in range(1, links))], [0])
+    templates = _plain_templates(vocabulary)
+    assert _plain_templates(vocabulary) is templates
+    first = _chain_shape(np.array([5, 6, 7, *[DEAD] * (links - 3)], dtype=np.int32))
+    assert first is not None
+    assert first == _chain_shape(np.array([9, 3, 4, *[DEAD] * (links - 3)], dtype=np.int32))
+    template = templates.of(first)
+    assert templates.of(first) is template and not template[0].flags.writeable
+    assert template[0][1:].tolist() == [1, 2, *[0] * (links - 3)]  # token k: k bytes
+    for left in range(3, _TEMPLATES_KEPT + 8):
+        chain = np.zeros(links, dtype=np.int32)
+        chain[1 : left + 1] = np.arange(10, left + 10)
+        shape = _chain_shape(chain)
+        assert shape is not None
+        templates.of(shape)
+    assert len(templates._kept) == _TEMPLATES_KEPT
+    assert first not in templates._kept and templates.of(first) is not template
+    alive = len(formcast.index._TEMPLATES)
+    del vocabulary, templates
+    gc.collect()
+    assert len(formcast.index._TEMPLATES) == alive - 1
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [
+        [4, 5, 5, 5, 5],
+        [5, 5, 5, 5, 5],
+        [4, DEAD, DEAD, DEAD, DEAD],
+        [4, 5, 6, 7, 8],
+        [4, 5, 6, DEAD, DEAD],
+        [4, 5, 6, 6, 6],
+        [4, 5, 6, 6, DEAD],
+        [4, 5, 6, 5, 6],
+        [4, 5, DEAD, 5, DEAD],
+        [4, 5, 4, 5, 4],
+        [4],
+    ],
+)
+def test_a_chain_shape_codes_its_states_by_first_appearance(chain: list[int]) -> None:
+    from formcast.index import _chain_shape
+
+    codes: dict[int, int] = {}
+    expected = [0] + [codes.setdefault(s, len(codes) + 1) if s else 0 for s in chain[1:]]
+    assert _chain_shape(np.array(chain, dtype=np.int32)) == bytes(expected)
+    assert _chain_shape(np.array([4, *range(10, 300)], dtype=np.int32)) is None  # 290 states
+
+
+STRING_SCHEMAS = {
+    "free": {"type": "string"},
+    "bounded": {"type": "string", "maxLength": 300},
+    "floored": {"type": "string", "minLength": 3, "maxLength": 90},
+    "short": {"type": "string", "maxLength": 4},
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRING_SCHEMAS))
+def test_string_rows_from_templates_are_the_numpy_rows(
+    name: str, vocabulary: Vocabulary, tokenizer: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Along instances of real string schemas (a free string, one counted to its bound,
+    where each length leads to its own state and lengths past the bound to DEAD, and a
+    floor), every row the C walk makes from plain templates is the numpy walk's row."""
+    import json
+
+    import formcast.index
+    from formcast.compiler import compile as compile_schema
+
+    if formcast.index.native_walk is None:
+        pytest.skip("formcast._trie_walk was not built")
+    templated: list[object] = []
+    original = formcast.index._templated
+
+    def spy(*arguments: object) -> object:
+        row = original(*arguments)  # type: ignore[arg-type]
+        templated.append(row)
+        return row
+
+    monkeypatch.setattr(formcast.index, "_templated", spy)
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": STRING_SCHEMAS[name]}}
+    index = compile_schema(schema, vocabulary, mode="specification", cache=False)
+    rng = random.Random(name)
+    bound = STRING_SCHEMAS[name].get("maxLength", 120)
+    states = set()
+    for length in {3, bound - 2, bound}:
+        text = "".join(rng.choice("abc de fghij klmno 12 xyz") for _ in range(length))
+        instance = json.dumps({"a": text[:20], "b": text}, separators=(",", ":"))
+        cursor = index.cursor()
+        for token in tokenizer.encode(instance, add_special_tokens=False):  # type: ignore[attr-defined]
+            states.add(cursor.state)
+            cursor.bitmask(vocabulary.size)
+            cursor.advance(token)
+        assert cursor.is_accepting()
+    assert any(row is not None for row in templated)
+    monkeypatch.setattr(formcast.index, "native_walk", None)
+    reference = TokenIndex(index.automaton, vocabulary)
+    probes = range(0, vocabulary.size, 5)
+    for state in sorted(states):
+        ids, following = index.row(state)
+        expected_ids, expected_following = reference.row(state)
+        assert np.array_equal(ids, expected_ids) and np.array_equal(following, expected_following)
+        assert [index.next_state(state, t) for t in probes] == [
+            reference.next_state(state, t) for t in probes
+        ]

@@ -280,3 +280,156 @@ def test_scatter_pairs_codes_a_table_of_few_states_in_a_byte_a_token(distinct: i
         assert np.array_equal(palette[:found][codes], expected)
     else:
         assert found == -1
+
+
+def _template(
+    plain_ids: np.ndarray, lengths: np.ndarray, shape: bytes, size: int
+) -> tuple[int, np.ndarray, np.ndarray]:
+    assert native_walk is not None
+    codes = np.full(size, 99, dtype=np.uint8)  # stale codes and bits must be cleared
+    bits = np.full((size + 31) // 32 + 1, 0xFFFFFFFF, dtype=np.uint32)
+    kept = native_walk.plain_template(
+        plain_ids, lengths, np.frombuffer(shape, dtype=np.uint8), codes, bits
+    )
+    return int(kept), codes, bits
+
+
+def test_plain_template_codes_each_plain_token_by_its_length() -> None:
+    """A plain token's code is the shape's byte at its length (0: DEAD, left out of the
+    bits); every other token's is 0, and every word of the bits is written."""
+    size = 100
+    plain_ids = np.array([3, 31, 32, 64, 99], dtype=np.int32)
+    lengths = np.array([1, 2, 3, 2, 1], dtype=np.int32)
+    kept, codes, bits = _template(plain_ids, lengths, bytes([0, 1, 2, 0]), size)
+    expected = np.zeros(size, dtype=np.uint8)
+    expected[plain_ids] = [1, 2, 0, 2, 1]
+    assert kept == 4 and np.array_equal(codes, expected)
+    flags = np.zeros(bits.size * 32, dtype=bool)
+    flags[[3, 31, 64, 99]] = True
+    assert np.array_equal(bits, np.packbits(flags, bitorder="little").view(np.uint32))
+
+
+def test_plain_template_refuses_ids_and_lengths_outside_and_short_outputs() -> None:
+    assert native_walk is not None
+    ids, lengths = np.array([3, 99], dtype=np.int32), np.array([1, 2], dtype=np.int32)
+    shape = bytes([0, 1, 1])
+    with pytest.raises(ValueError, match=r"ids in \[0, 100\) and lengths in \[1, 3\)"):
+        _template(np.array([3, 100], dtype=np.int32), lengths, shape, 100)
+    with pytest.raises(ValueError, match=r"lengths in \[1, 3\)"):
+        _template(ids, np.array([1, 3], dtype=np.int32), shape, 100)
+    with pytest.raises(ValueError, match=r"lengths in \[1, 3\)"):  # no token is empty
+        _template(ids, np.array([0, 1], dtype=np.int32), shape, 100)
+    with pytest.raises(ValueError, match="plain_lengths"):
+        _template(ids, lengths[:1], shape, 100)
+    with pytest.raises(ValueError, match="out_bits"):
+        native_walk.plain_template(
+            ids,
+            lengths,
+            np.frombuffer(shape, np.uint8),
+            np.empty(100, np.uint8),
+            np.empty(3, np.uint32),
+        )
+
+
+def _on_template(*changed: tuple[int, Any]) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+    """scatter_on_template over a template of 100 tokens (plain tokens 10..19 of length
+    1, 20..29 of length 2, 30..39 of length 3; chain 5, 6, DEAD) with walked tokens 3 and
+    99, a repeat of token 11 as 50 and one of 3 as 98, arguments replaced by ``changed``."""
+    assert native_walk is not None
+    size = 100
+    plain_ids = np.arange(10, 40, dtype=np.int32)
+    lengths = np.repeat(np.arange(1, 4, dtype=np.int32), 10)
+    shape = bytes([0, 1, 2, 0])
+    _, template_codes, template_bits = _template(plain_ids, lengths, shape, size)
+    plain_bits = np.zeros(4, dtype=np.uint32)
+    native_walk.pack_bits(plain_ids, plain_bits)
+    codes, palette = np.empty(size, dtype=np.uint8), np.empty(256, dtype=np.int32)
+    bits = np.empty(4, dtype=np.uint32)
+    arguments: list[Any] = [
+        np.array([3, 99], dtype=np.int32),
+        np.array([7, 6], dtype=np.int32),
+        np.array([4, 5, 6, DEAD], dtype=np.int32),  # chain[0] is not read
+        np.frombuffer(shape, dtype=np.uint8),
+        template_codes[:size],
+        template_bits[:4],
+        plain_bits,
+        np.array([50, 98], dtype=np.int32),
+        np.array([11, 3], dtype=np.int32),
+        codes,
+        bits,
+        palette,
+    ]
+    for position, value in changed:
+        arguments[position] = value
+    kept, distinct = native_walk.scatter_on_template(*arguments)
+    return int(kept), int(distinct), codes, bits, palette
+
+
+def test_scatter_on_template_names_the_chain_states_then_the_walked_ones() -> None:
+    kept, distinct, codes, bits, palette = _on_template()
+    assert distinct == 4 and palette[:4].tolist() == [DEAD, 5, 6, 7]
+    expected = np.zeros(100, dtype=np.int32)
+    expected[10:20], expected[20:30] = 5, 6
+    expected[[3, 99]] = [7, 6]  # a walked token of a chain state takes its code
+    expected[[50, 98]] = expected[[11, 3]]
+    assert kept == 24 and np.array_equal(palette[:distinct][codes], expected)
+    flags = np.zeros(128, dtype=bool)
+    flags[:100] = expected != DEAD
+    assert np.array_equal(bits, np.packbits(flags, bitorder="little").view(np.uint32))
+
+
+def test_scatter_on_template_keeps_a_plain_tokens_chain_state_and_repeats_dead_ends() -> None:
+    """A walked token that is also plain keeps its state off the chain (the plain tokens
+    are written last in scatter_pairs); a walked DEAD, and a repeat of a DEAD token,
+    clear the token's code and bit."""
+    kept, distinct, codes, bits, palette = _on_template(
+        (0, np.array([12, 35, 40], dtype=np.int32)),  # 12 and 35 are plain
+        (1, np.array([9, 9, DEAD], dtype=np.int32)),
+        (7, np.array([13, 98], dtype=np.int32)),
+        (8, np.array([35, 40], dtype=np.int32)),
+    )
+    assert distinct == 3  # state 9 never met: no code for it
+    decoded = palette[:distinct][codes]
+    assert decoded[12] == 5 and decoded[35] == DEAD and decoded[13] == DEAD
+    assert kept == 19 and decoded[98] == DEAD and not bits[3] >> 2 & 1
+    assert not bits[0] >> 13 & 1 and bits[0] >> 12 & 1
+
+
+def test_scatter_on_template_gives_up_past_255_states() -> None:
+    ids = np.arange(40, 100, dtype=np.int32)
+    few = _on_template((0, ids), (1, np.arange(1_000, 1_060, dtype=np.int32)))
+    assert few[1] == 3 + 60
+    many = np.arange(1_000, 1_060, dtype=np.int32)
+    palette = np.zeros(256, dtype=np.int32)
+    shape = bytes([0, *range(1, 201)])
+    chain = np.array([1, *range(2_000, 2_200)], dtype=np.int32)
+    _, distinct, *_ = _on_template(
+        (0, ids), (1, many), (2, chain), (3, np.frombuffer(shape, np.uint8)), (11, palette)
+    )
+    assert distinct == -1  # 200 of the chain and 60 more
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        ([(0, np.array([100], dtype=np.int32)), (1, np.ones(1, np.int32))], r"ids in \[0, 100\)"),
+        ([(7, np.array([-1], dtype=np.int32)), (8, np.ones(1, np.int32))], r"ids in \[0, 100\)"),
+        ([(8, np.array([11, 100], dtype=np.int32))], r"ids in \[0, 100\)"),
+        ([(3, np.frombuffer(bytes([0, 1, 1, 0]), np.uint8))], "a shape coding the chain"),
+        ([(3, np.frombuffer(bytes([0, 1, 2, 2]), np.uint8))], "a shape coding the chain"),
+        ([(3, np.frombuffer(bytes([0, 0, 2, 0]), np.uint8))], "a shape coding the chain"),
+        ([(3, np.frombuffer(bytes([0, 1, 2, 0, 0]), np.uint8))], "as long as the chain"),
+        ([(3, np.frombuffer(bytes([0, 1, 2]), np.uint8))], "shape"),
+        ([(1, np.ones(1, np.int32))], "states"),
+        ([(5, np.zeros(3, np.uint32))], "template_bits"),
+        ([(6, np.zeros(3, np.uint32))], "plain_bits"),
+        ([(9, np.zeros(99, np.uint8))], "out_codes"),
+        ([(10, np.zeros(3, np.uint32))], "out_bits"),
+        ([(11, np.zeros(255, np.int32))], "out_palette"),
+    ],
+)
+def test_scatter_on_template_refuses_bad_ids_shapes_and_short_buffers(
+    changed: list[tuple[int, Any]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        _on_template(*changed)

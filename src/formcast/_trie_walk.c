@@ -26,8 +26,17 @@
  * Three helpers finish a row at the same cost per token: sort_pairs() orders a small row's
  * (token, state) pairs by token, scatter_pairs() lays a large one out as a table over the
  * vocabulary (the plain tokens' states read off their chain, the row's bitmask written on
- * the way, and the table coded one byte a token when its states are few), and pack_bits() writes a row's tokens as a bitmask; each replaces a handful
- * of numpy calls (some twenty passes over the vocabulary for a large row). */
+ * the way, and the table coded one byte a token when its states are few), and pack_bits()
+ * writes a row's tokens as a bitmask; each replaces a handful of numpy calls (some twenty
+ * passes over the vocabulary for a large row).
+ *
+ * Two more make a row inside a string without a pass over the vocabulary: its plain
+ * tokens' part depends only on the chain's shape (which lengths lead to one state, which
+ * to DEAD), not on the states. plain_template() writes that part once per shape (a code a
+ * token, 1 + the index of the length's state among the chain's distinct ones, and its
+ * bits); scatter_on_template() copies a template, names the codes' states after the
+ * chain, and writes the walked tokens and the repeats over it (O(vocabulary / 8) copies
+ * plus O(walked tokens)). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -426,6 +435,59 @@ PyDoc_STRVAR(scatter_pairs_doc,
 
 #define PALETTE_SLOTS 1024 /* a power of two, well above 255 */
 
+/* The codes of a row's states (at most 255 of them, code 0 for DEAD): a state's code
+ * found in a small open-addressing map, its state written to the palette. */
+typedef struct {
+    int32_t slot_state[PALETTE_SLOTS];
+    uint8_t slot_code[PALETTE_SLOTS]; /* 0: an empty slot */
+    int32_t *palette;                 /* 256 entries */
+    Py_ssize_t distinct;              /* codes given, DEAD's included */
+} Palette;
+
+static void palette_start(Palette *p, int32_t *palette) {
+    memset(p->slot_code, 0, sizeof(p->slot_code));
+    p->palette = palette;
+    palette[0] = DEAD;
+    p->distinct = 1;
+}
+
+/* The code of a live `state`, given it the first time; -1 when 255 states have theirs
+ * already. With `known` (the state's code, for the chain's states) the state takes that
+ * code if it has none yet, and the palette is left to the caller. */
+static int palette_code(Palette *p, int32_t state, int known) {
+    uint32_t slot = ((uint32_t)state * 2654435761u) & (PALETTE_SLOTS - 1);
+    while (p->slot_code[slot] && p->slot_state[slot] != state)
+        slot = (slot + 1) & (PALETTE_SLOTS - 1);
+    if (p->slot_code[slot]) return p->slot_code[slot];
+    if (known > 0) {
+        p->slot_state[slot] = state;
+        p->slot_code[slot] = (uint8_t)known;
+        return known;
+    }
+    if (p->distinct == 256) return -1;
+    p->slot_state[slot] = state;
+    p->slot_code[slot] = (uint8_t)p->distinct;
+    p->palette[p->distinct] = state;
+    return (int)p->distinct++;
+}
+
+/* The bits of the tokens whose code is not 0, every word of out_bits written; returns
+ * their count. */
+static Py_ssize_t bits_of_codes(const uint8_t *codes, Py_ssize_t size, uint32_t *out_bits,
+                                Py_ssize_t words) {
+    Py_ssize_t kept = 0;
+    memset(out_bits, 0, (size_t)words * 4);
+    for (Py_ssize_t first = 0; first < size; first += 32) {
+        Py_ssize_t stop = first + 32 < size ? first + 32 : size;
+        uint32_t bits = 0;
+        for (Py_ssize_t token = first; token < stop; token++)
+            bits |= (uint32_t)(codes[token] != 0) << (token - first);
+        out_bits[first / 32] = bits;
+        kept += count_bits(bits);
+    }
+    return kept;
+}
+
 static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
     (void)module;
     enum { COUNT = 11 };
@@ -495,38 +557,29 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
             out_bits[first / 32] = bits;
             kept += count_bits(bits);
         }
-        /* the codes: a state's code found in a small open-addressing map */
-        int32_t slot_state[PALETTE_SLOTS];
-        uint8_t slot_code[PALETTE_SLOTS];
-        memset(slot_code, 0, sizeof(slot_code)); /* code 0: an empty slot */
-        palette[0] = DEAD;
-        distinct = 1;
+        /* the codes, through a map of the states met */
+        Palette map;
+        palette_start(&map, palette);
         int32_t last_state = DEAD;
         uint8_t last_code = 0;
-        for (Py_ssize_t token = 0; token < size && distinct > 0; token++) {
+        int overflow = 0;
+        for (Py_ssize_t token = 0; token < size; token++) {
             int32_t state = table[token];
             if (state != last_state && state == DEAD) {
                 last_state = DEAD;
                 last_code = 0;
             } else if (state != last_state) { /* runs of one state are common: no lookup */
-                uint32_t slot = ((uint32_t)state * 2654435761u) & (PALETTE_SLOTS - 1);
-                while (slot_code[slot] && slot_state[slot] != state)
-                    slot = (slot + 1) & (PALETTE_SLOTS - 1);
-                if (!slot_code[slot]) {
-                    if (distinct == 256) {
-                        distinct = -1; /* too many: the caller keeps the int32 table */
-                        break;
-                    }
-                    slot_state[slot] = state;
-                    slot_code[slot] = (uint8_t)distinct;
-                    palette[distinct] = state;
-                    distinct++;
+                int code = palette_code(&map, state, 0);
+                if (code < 0) { /* too many: the caller keeps the int32 table */
+                    overflow = 1;
+                    break;
                 }
                 last_state = state;
-                last_code = slot_code[slot];
+                last_code = (uint8_t)code;
             }
             codes[token] = last_code;
         }
+        distinct = overflow ? -1 : map.distinct;
     }
     Py_END_ALLOW_THREADS
     if (bad)
@@ -540,11 +593,212 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(plain_template_doc,
+"plain_template(plain_ids, plain_lengths, shape, out_codes, out_bits) -> kept\n"
+"\n"
+"The plain tokens' part of a row inside a string, for every chain of one shape: the\n"
+"uint8 buffer out_codes (one code a token of the vocabulary, its length) is cleared,\n"
+"then each plain_ids[k] gets shape[plain_lengths[k]], the code of the chain's state after\n"
+"that many plain bytes (0: DEAD; else 1 + the index of that state among the chain's\n"
+"distinct live ones). The tokens of a code other than 0 are written as bits to the\n"
+"uint32 buffer out_bits (bit i % 32 of word i // 32, every word of it written) and\n"
+"counted (kept). O(plain tokens + vocabulary), the GIL released. ValueError for an id\n"
+"outside out_codes or a length outside [1, len(shape)).");
+
+static PyObject *plain_template(PyObject *module, PyObject *args) {
+    (void)module;
+    enum { COUNT = 5 };
+    PyObject *objects[COUNT];
+    Held held[COUNT];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOO:plain_template", &objects[0], &objects[1], &objects[2],
+                          &objects[3], &objects[4]))
+        return NULL;
+    if (take(objects[0], &held[0], 0, 4, 0, "plain_ids") < 0) goto done;
+    Py_ssize_t plain = held[0].view.len / 4;
+    if (take(objects[1], &held[1], 0, 4, plain, "plain_lengths") < 0) goto done;
+    if (take(objects[2], &held[2], 0, 1, 0, "shape") < 0) goto done;
+    Py_ssize_t links = held[2].view.len;
+    if (take(objects[3], &held[3], 1, 1, 0, "out_codes") < 0) goto done;
+    Py_ssize_t size = held[3].view.len;
+    if (take(objects[4], &held[4], 1, 4, (size + 31) / 32, "out_bits") < 0) goto done;
+    const int32_t *plain_ids = held[0].view.buf, *plain_lengths = held[1].view.buf;
+    const uint8_t *shape = held[2].view.buf;
+    uint8_t *codes = held[3].view.buf;
+    uint32_t *out_bits = held[4].view.buf;
+    Py_ssize_t words = held[4].view.len / 4;
+    int bad = 0;
+    Py_ssize_t kept = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(codes, 0, (size_t)size);
+    for (Py_ssize_t k = 0; k < plain && !bad; k++) {
+        int32_t id = plain_ids[k], length = plain_lengths[k];
+        if (id < 0 || id >= size || length < 1 || length >= links)
+            bad = 1;
+        else
+            codes[id] = shape[length];
+    }
+    if (!bad) kept = bits_of_codes(codes, size, out_bits, words);
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_Format(PyExc_ValueError,
+                     "expected plain token ids in [0, %zd) and lengths in [1, %zd)", size,
+                     links);
+    else
+        result = PyLong_FromSsize_t(kept);
+done:
+    release(held, COUNT);
+    return result;
+}
+
+/* Give `token` the code `code`, keeping its bit and the count of kept tokens right. */
+static void set_code(uint8_t *codes, uint32_t *bits, Py_ssize_t *kept, int32_t token,
+                     uint8_t code) {
+    uint8_t old = codes[token];
+    uint32_t bit = (uint32_t)1 << (token & 31);
+    codes[token] = code;
+    if (old && !code) {
+        bits[token >> 5] &= ~bit;
+        (*kept)--;
+    } else if (!old && code) {
+        bits[token >> 5] |= bit;
+        (*kept)++;
+    }
+}
+
+PyDoc_STRVAR(scatter_on_template_doc,
+"scatter_on_template(ids, states, chain, shape, template_codes, template_bits,\n"
+"                    plain_bits, repeats, repeated, out_codes, out_bits, out_palette)\n"
+"    -> (kept, distinct)\n"
+"\n"
+"scatter_pairs() of a row whose plain tokens' part is a template (plain_template() of\n"
+"`shape`, as template_codes and template_bits, one code a token and its bits): the row\n"
+"is written as one uint8 code a token to out_codes (as long as template_codes), code c\n"
+"standing for out_palette[c] (int32, 256 entries; code 0 for DEAD). out_codes and\n"
+"out_bits start as copies of the template; code shape[k] stands for chain[k] (k >= 1;\n"
+"shape as long as chain, and 0 exactly where chain holds DEAD). Then each ids[i] that\n"
+"is not a plain token (its bit clear in the uint32 buffer plain_bits: a plain token\n"
+"keeps its state off the chain, as in scatter_pairs) gets the code of states[i], a new\n"
+"one after the chain's for a state not met yet; then each repeats[k] the code of\n"
+"repeated[k]. Returns the count of tokens not DEAD (kept) and of codes (distinct, DEAD's\n"
+"included), or distinct -1 when the row has more than 255 live states (out_codes and\n"
+"out_bits then left unfinished). O(vocabulary / 8 + pairs), the GIL released.\n"
+"ValueError for an id outside the table or a shape that does not code the chain.");
+
+static PyObject *scatter_on_template(PyObject *module, PyObject *args) {
+    (void)module;
+    enum { COUNT = 12 };
+    PyObject *objects[COUNT];
+    Held held[COUNT];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO:scatter_on_template", &objects[0], &objects[1],
+                          &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
+                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11]))
+        return NULL;
+    if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
+    Py_ssize_t count = held[0].view.len / 4;
+    if (take(objects[1], &held[1], 0, 4, count, "states") < 0) goto done;
+    if (take(objects[2], &held[2], 0, 4, 0, "chain") < 0) goto done;
+    Py_ssize_t links = held[2].view.len / 4;
+    if (take(objects[3], &held[3], 0, 1, links, "shape") < 0) goto done;
+    if (take(objects[4], &held[4], 0, 1, 0, "template_codes") < 0) goto done;
+    Py_ssize_t size = held[4].view.len, words = (size + 31) / 32;
+    if (take(objects[5], &held[5], 0, 4, words, "template_bits") < 0) goto done;
+    if (take(objects[6], &held[6], 0, 4, words, "plain_bits") < 0) goto done;
+    if (take(objects[7], &held[7], 0, 4, 0, "repeats") < 0) goto done;
+    Py_ssize_t repeats = held[7].view.len / 4;
+    if (take(objects[8], &held[8], 0, 4, repeats, "repeated") < 0) goto done;
+    if (take(objects[9], &held[9], 1, 1, size, "out_codes") < 0) goto done;
+    if (take(objects[10], &held[10], 1, 4, words, "out_bits") < 0) goto done;
+    if (take(objects[11], &held[11], 1, 4, 256, "out_palette") < 0) goto done;
+    if (held[3].view.len != links) {
+        PyErr_Format(PyExc_ValueError, "expected a shape as long as the chain (%zd), found %zd",
+                     links, held[3].view.len);
+        goto done;
+    }
+    const int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
+    const int32_t *chain = held[2].view.buf;
+    const uint8_t *shape = held[3].view.buf, *template_codes = held[4].view.buf;
+    const uint32_t *template_bits = held[5].view.buf, *plain_bits = held[6].view.buf;
+    const int32_t *repeat = held[7].view.buf, *original = held[8].view.buf;
+    uint8_t *codes = held[9].view.buf;
+    uint32_t *out_bits = held[10].view.buf;
+    Py_ssize_t out_words = held[10].view.len / 4;
+    int32_t *palette = held[11].view.buf;
+    enum { FINE, BAD_SHAPE, BAD_ID, TOO_MANY };
+    int status = FINE;
+    Py_ssize_t kept = 0, distinct = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* the chain's states take their codes: code shape[k] for chain[k] */
+    Palette map;
+    palette_start(&map, palette);
+    uint8_t named[256];
+    memset(named, 0, sizeof(named));
+    int top = 0;
+    for (Py_ssize_t k = 1; k < links && status == FINE; k++) {
+        int code = shape[k];
+        int32_t state = chain[k];
+        if ((code == 0) != (state == DEAD) || (code && named[code] && palette[code] != state))
+            status = BAD_SHAPE;
+        else if (code && !named[code]) {
+            named[code] = 1;
+            palette[code] = state;
+            palette_code(&map, state, code); /* a state named twice keeps its first code */
+            if (code > top) top = code;
+        }
+    }
+    for (int code = 1; code <= top; code++)
+        if (!named[code]) palette[code] = DEAD; /* a code no length has */
+    map.distinct = top + 1;
+    if (status == FINE) {
+        memcpy(codes, template_codes, (size_t)size);
+        memcpy(out_bits, template_bits, (size_t)words * 4);
+        if (out_words > words) memset(out_bits + words, 0, (size_t)(out_words - words) * 4);
+        if (size % 32) out_bits[words - 1] &= ((uint32_t)1 << (size % 32)) - 1;
+        for (Py_ssize_t word = 0; word < words; word++) kept += count_bits(out_bits[word]);
+    }
+    for (Py_ssize_t i = 0; i < count && status == FINE; i++) {
+        int32_t id = ids[i], state = states[i];
+        if (id < 0 || id >= size) {
+            status = BAD_ID;
+        } else if (!(plain_bits[id >> 5] >> (id & 31) & 1)) {
+            int code = state == DEAD ? 0 : palette_code(&map, state, 0);
+            if (code < 0)
+                status = TOO_MANY;
+            else
+                set_code(codes, out_bits, &kept, id, (uint8_t)code);
+        }
+    }
+    for (Py_ssize_t k = 0; k < repeats && status == FINE; k++) {
+        if (repeat[k] < 0 || repeat[k] >= size || original[k] < 0 || original[k] >= size)
+            status = BAD_ID;
+        else
+            set_code(codes, out_bits, &kept, repeat[k], codes[original[k]]);
+    }
+    distinct = map.distinct;
+    Py_END_ALLOW_THREADS
+    if (status == BAD_SHAPE)
+        PyErr_SetString(PyExc_ValueError,
+                        "expected a shape coding the chain: 0 exactly for DEAD, one state a "
+                        "code");
+    else if (status == BAD_ID)
+        PyErr_Format(PyExc_ValueError, "expected token ids in [0, %zd)", size);
+    else
+        result = Py_BuildValue("(nn)", kept, status == TOO_MANY ? (Py_ssize_t)-1 : distinct);
+done:
+    release(held, COUNT);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"sort_pairs", sort_pairs, METH_VARARGS, sort_pairs_doc},
     {"scatter_pairs", scatter_pairs, METH_VARARGS, scatter_pairs_doc},
     {"pack_bits", pack_bits, METH_VARARGS, pack_bits_doc},
+    {"plain_template", plain_template, METH_VARARGS, plain_template_doc},
+    {"scatter_on_template", scatter_on_template, METH_VARARGS, scatter_on_template_doc},
     {NULL, NULL, 0, NULL},
 };
 

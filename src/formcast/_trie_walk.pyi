@@ -35,3 +35,26 @@ def scatter_pairs(
     /,
 ) -> tuple[int, int]: ...
 def pack_bits(ids: _Int32, out: npt.NDArray[np.uint32], /) -> None: ...
+def plain_template(
+    plain_ids: _Int32,
+    plain_lengths: _Int32,
+    shape: npt.NDArray[np.uint8],
+    out_codes: npt.NDArray[np.uint8],
+    out_bits: npt.NDArray[np.uint32],
+    /,
+) -> int: ...
+def scatter_on_template(
+    ids: _Int32,
+    states: _Int32,
+    chain: _Int32,
+    shape: npt.NDArray[np.uint8],
+    template_codes: npt.NDArray[np.uint8],
+    template_bits: npt.NDArray[np.uint32],
+    plain_bits: npt.NDArray[np.uint32],
+    repeats: _Int32,
+    repeated: _Int32,
+    out_codes: npt.NDArray[np.uint8],
+    out_bits: npt.NDArray[np.uint32],
+    out_palette: _Int32,
+    /,
+) -> tuple[int, int]: ...

@@ -30,12 +30,19 @@ keys) is laid out by the C module as a table over the vocabulary, its bitmask wr
 the way (:func:`_scattered`): its mask is then a copy of those bits and a step one read of
 the table, and its sorted arrays are derived only when something reads them. Such a row
 costs ~0.1-0.3 ms from a state whose automaton rows exist, most of it the O(vocabulary)
-passes and the page faults of the row's fresh memory; a small row ~20 us.
+passes and the page faults of the row's fresh memory; a small row ~20 us. Inside a
+string, where a plain token's state depends on its length alone, the plain tokens' part
+of the table depends only on the shape of the chain of states by length, not on the
+states: it is copied from a template kept per vocabulary and shape, and only the other
+tokens are written over it (:func:`_templated`: ~15-20 us a row against ~120-250 us
+for the scatter; the first row of a shape builds its template, ~0.1 ms).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from types import ModuleType
@@ -558,16 +565,19 @@ class TokenIndex:
             trie = vocabulary.other_trie
             if chain.size > 1 and chain[1] != DEAD:  # else no plain token is allowed
                 plain = (vocabulary.plain_token_ids, vocabulary.plain_token_lengths, chain)
+        templates = None
+        if plain is not None and native_walk is not None:
+            templates = _plain_templates(vocabulary)
         automaton = self.automaton
         if joint is None and native_walk is not None and isinstance(automaton, _TABLED):
 
             def finish(ids: IntArray, states: IntArray) -> _Row:
                 # on the walk's own buffers, before they are given back: no copy of them
-                return _sorted_by_token([ids], [states], vocabulary.size, trie, plain)
+                return _sorted_by_token([ids], [states], vocabulary.size, trie, plain, templates)
 
             return _walk_natively(automaton, trie, state, finish)
         ids, states = self._walk_trie(trie, state, joint)
-        return _sorted_by_token(ids, states, vocabulary.size, trie, plain)
+        return _sorted_by_token(ids, states, vocabulary.size, trie, plain, templates)
 
     def _joint_automaton(self) -> LazyAutomaton | None:
         """The automaton when its deterministic nodes are worth walking directly (it
@@ -932,22 +942,29 @@ def _sorted_by_token(
     size: int,
     trie: TokenTrie,
     plain: _Plain | None = None,
+    templates: _PlainTemplates | None = None,
 ) -> _Row:
     """The row of these (token, state) pairs (each token at most once), :data:`DEAD` left
     out, ordered by token id: a sort when they are at most a third of the vocabulary,
     else a scatter over it. Tokens repeating another's bytes in ``trie`` get that token's
     state. ``plain``: the plain tokens too, ``(ids, lengths, chain)``, each token's state
-    ``chain[length]``.
+    ``chain[length]`` (a walked token that is also plain takes the chain's state).
 
     Where the C module is built, a large row (or one with plain tokens or repeats) is
     scattered there into a table over the vocabulary, its bitmask written on the way, and
     kept as that table when it holds more than a third of the vocabulary (a dense
     :class:`_Row`: ~0.1 ms for 50k tokens, against ~0.5 ms of numpy gathers, copies and
-    scatters)."""
+    scatters). With ``templates`` (those of the vocabulary whose plain tokens ``plain``
+    holds), a row with plain tokens starts from the template of its chain's shape
+    instead (:func:`_templated`: ~15-20 us)."""
     found = _concat(ids)
     reached = _concat(states)
     large = plain is not None or trie.repeats.size or found.size * _SORTED_SHARE > size
     if native_walk is not None and large:
+        if plain is not None and templates is not None:
+            templated = _templated(found, reached, plain, size, trie, templates)
+            if templated is not None:
+                return templated
         return _scattered(found, reached, plain, size, trie)
     if plain is not None:
         plain_ids, lengths, chain = plain
@@ -997,6 +1014,171 @@ def _scattered(
         return _Row(None, None, bits, table.copy())
     finally:
         _SCATTER_BUFFERS.give_back(buffers)
+
+
+# Per vocabulary, the templates of this many chain shapes are kept (the last used): a
+# schema's strings use a few (a free string one; a bounded one a shape per count of
+# characters left below the longest plain token, reached near its end only).
+_TEMPLATES_KEPT = 64
+_Template = tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32]]
+
+
+class _PlainTemplates:
+    """One vocabulary's plain tokens (their ids, lengths and bits over the vocabulary) and
+    the templates of rows inside strings made from them, by chain shape
+    (:func:`_chain_shape`): a template is the plain tokens' part of any row whose chain
+    has that shape, one code a token of the vocabulary (``shape[length]``; 0 for the
+    others) and its bits (C ``plain_template``). The last :data:`_TEMPLATES_KEPT` shapes
+    used are kept; safe to share between threads."""
+
+    __slots__ = ("_kept", "_lock", "bits", "ids", "lengths", "size")
+
+    def __init__(self, ids: IntArray, lengths: IntArray, size: int) -> None:
+        self.ids = np.ascontiguousarray(ids, dtype=np.int32)
+        self.lengths = np.ascontiguousarray(lengths, dtype=np.int32)
+        self.size = size
+        self.bits = _packed_bits(self.ids, (size + 31) // 32)
+        self._kept: OrderedDict[bytes, _Template] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, shape: bytes) -> _Template:
+        """The template of ``shape`` (built the first time: O(vocabulary), ~0.1 ms)."""
+        with self._lock:
+            found = self._kept.get(shape)
+            if found is not None:
+                self._kept.move_to_end(shape)
+                return found
+        assert native_walk is not None
+        codes = np.empty(self.size, dtype=np.uint8)
+        bits = np.empty((self.size + 31) // 32, dtype=np.uint32)
+        native_walk.plain_template(
+            self.ids, self.lengths, np.frombuffer(shape, dtype=np.uint8), codes, bits
+        )
+        codes.setflags(write=False)
+        bits.setflags(write=False)
+        with self._lock:
+            found = self._kept.setdefault(shape, (codes, bits))
+            self._kept.move_to_end(shape)
+            while len(self._kept) > _TEMPLATES_KEPT:
+                self._kept.popitem(last=False)
+        return found
+
+
+_TEMPLATES: weakref.WeakKeyDictionary[Vocabulary, _PlainTemplates] = weakref.WeakKeyDictionary()
+_TEMPLATES_LOCK = threading.Lock()
+
+
+def _plain_templates(vocabulary: Vocabulary) -> _PlainTemplates:
+    """The plain tokens' templates of ``vocabulary`` (by its identity: vocabularies compare
+    by identity), made on first use and dropped with the vocabulary."""
+    found = _TEMPLATES.get(vocabulary)
+    if found is None:
+        with _TEMPLATES_LOCK:
+            found = _TEMPLATES.get(vocabulary)
+            if found is None:
+                found = _PlainTemplates(
+                    vocabulary.plain_token_ids, vocabulary.plain_token_lengths, vocabulary.size
+                )
+                _TEMPLATES[vocabulary] = found
+    return found
+
+
+def _chain_shape(chain: IntArray) -> bytes | None:
+    """The shape of a chain of plain bytes' states: byte ``k`` (``k >= 1``) is 0 where
+    ``chain[k]`` is :data:`DEAD`, else 1 + the index of ``chain[k]`` among the chain's
+    distinct live states in order of first appearance; byte 0 is 0 (no token is empty).
+    ``None`` past 255 distinct states (a code is one byte).
+
+    The chains of strings (distinct states while a length bound counts characters, then
+    one state or DEAD to the end) are told by a few list scans (~3 us); others take a
+    loop over the chain."""
+    states = chain.tolist()
+    links = len(states)
+    tail = states[1:]
+    dead = tail.count(DEAD)
+    live = len(tail) - dead
+    if not live:
+        return _run_shape(links, 0, 0)
+    if not dead or tail[live:].count(DEAD) == dead:  # DEAD, if at all, to the end
+        last = tail[live - 1]
+        first = tail.index(last)  # from here on ``last`` alone, before it distinct ones
+        if tail.count(last) == live - first and len(set(tail[:first])) == first:
+            return _run_shape(links, first, live) if first < 255 else None
+    codes: dict[int, int] = {}
+    shape = bytearray(links)
+    for k in range(1, links):
+        state = states[k]
+        if state != DEAD:
+            code = codes.get(state)
+            if code is None:
+                if len(codes) == 255:
+                    return None
+                code = codes[state] = len(codes) + 1
+            shape[k] = code
+    return bytes(shape)
+
+
+_RUN_SHAPES: dict[tuple[int, int, int], bytes] = {}
+
+
+def _run_shape(links: int, first: int, live: int) -> bytes:
+    """The shape of a chain of ``links`` states whose links ``1 .. first`` are distinct
+    states, ``first + 1 .. live`` one more, and the rest DEAD (see :func:`_chain_shape`)."""
+    key = (links, first, live)
+    found = _RUN_SHAPES.get(key)
+    if found is None:
+        codes = [0, *range(1, first + 1), *[first + 1] * (live - first), *[0] * (links - 1 - live)]
+        found = _RUN_SHAPES[key] = bytes(codes)
+    return found
+
+
+def _templated(
+    found: IntArray,
+    reached: IntArray,
+    plain: _Plain,
+    size: int,
+    trie: TokenTrie,
+    templates: _PlainTemplates,
+) -> _Row | None:
+    """:func:`_scattered` of a row with plain tokens, from the template of its chain's
+    shape (C ``scatter_on_template``): a copy of the template's codes and bits, the
+    chain's states as the first of the palette, then the walked tokens and the repeats
+    written over it; O(vocabulary / 8 + walked tokens), no pass over the plain tokens.
+    ``None`` where the template does not apply (other plain tokens than ``templates``'
+    ones, a chain of more than 255 states, a row of more than 255 states): the caller
+    then scatters the row."""
+    assert native_walk is not None
+    plain_ids, _, chain = plain
+    if plain_ids is not templates.ids or size != templates.size:
+        return None
+    shape = _chain_shape(chain)
+    if shape is None:
+        return None
+    template_codes, template_bits = templates.of(shape)
+    codes = np.empty(size, dtype=np.uint8)
+    bits = np.empty(template_bits.size, dtype=np.uint32)
+    palette = np.empty(256, dtype=np.int32)
+    kept, distinct = native_walk.scatter_on_template(
+        np.ascontiguousarray(found, dtype=np.int32),
+        np.ascontiguousarray(reached, dtype=np.int32),
+        np.ascontiguousarray(chain, dtype=np.int32),
+        np.frombuffer(shape, dtype=np.uint8),
+        template_codes,
+        template_bits,
+        templates.bits,
+        np.ascontiguousarray(trie.repeats, dtype=np.int32),
+        np.ascontiguousarray(trie.repeated, dtype=np.int32),
+        codes,
+        bits,
+        palette,
+    )
+    if distinct < 0:
+        return None
+    palette = palette[:distinct].copy()
+    if kept * _SORTED_SHARE <= size:
+        token_ids = np.flatnonzero(codes).astype(np.int32)
+        return _Row(token_ids, palette[codes[token_ids]], bits)
+    return _Row(None, None, bits, codes, palette)
 
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:
