@@ -21,9 +21,18 @@
  * .segments(members) -> [(lo, hi, frozenset of NFA ids)]: the row of the DFA state whose
  *   members are given, as disjoint byte runs in ascending order (adjacent runs with equal
  *   successors joined); bytes in no run lead to the dead state.
- * .fill_row(members, row, ids, add_state): the same row written into the int32 buffer
- *   `row`, each run's successors looked up in the dict `ids` (frozenset -> state id) and
- *   registered by add_state(frozenset) -> id when new; no Python loop over the runs.
+ * .build_rows(states, table, accepting, sets, ids) -> next: the rows of the DFA states
+ *   `states` (int32), in order, written into `table` (the automaton's int32 table,
+ *   capacity rows of 256), each state whose row is still UNBUILT there. The members of a
+ *   state come from sets[state] (the automaton's list of frozensets) the first time, then
+ *   from a copy kept here; a row's successor sets are interned here by content, found in
+ *   the dict `ids` (frozenset -> id) when Python registered them, or else appended to
+ *   `sets` and put in `ids` as new states, with their acceptance (whether the final state
+ *   is a member) written to `accepting` (a byte a table row) and their rows made UNBUILT.
+ *   Stops before a row when the table might lack room for its new states (a row adds at
+ *   most 256) and returns the index of that state (len(states) when all are built).
+ *   The same construction of one row is exported to formcast._trie_walk as the capsule
+ *   `_build_state`, so that a walk builds the rows it reaches without leaving C.
  * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
  *   state) reachable from `state` by epsilon edges.
  *
@@ -39,6 +48,8 @@
 #define VIRTUAL_BASE ((int64_t)1 << 40)
 #define BLOCK_FIELDS 11
 #define BUFFERS 11
+#define SUBSET_API "formcast._subset._build_state"
+#define UNBUILT (-1) /* a table entry not built yet (formcast.automaton.table) */
 
 typedef struct {
     int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
@@ -226,6 +237,12 @@ typedef struct {
     /* scratch */
     Seen seen;
     Vec stack, found, eps, edges, chain, join;
+    Vec runs, succ, targets; /* a row's runs (see compute_runs) */
+    /* the DFA states known here (see members_of) */
+    Vec member_at, members;
+    int64_t *interned; /* state ids by hash of their members, -1 empty */
+    uint64_t *interned_hash;
+    Py_ssize_t interned_capacity, interned_size; /* capacity: a power of two */
 } Nfa;
 
 static int out_of_range(int64_t state) {
@@ -409,6 +426,69 @@ static PyObject *frozenset_of(const int64_t *ids, Py_ssize_t count) {
     return set;
 }
 
+/* The row of the DFA state whose members' byte edges are in self->edges, as runs: each
+ * run four entries of self->runs (lo, hi, start, size), its successors (sorted, distinct)
+ * at self->succ[start .. start + size); runs ascending and disjoint, adjacent runs with
+ * equal successors joined; bytes in no run lead to the dead state. */
+static int compute_runs(Nfa *self) {
+    Py_ssize_t edges = self->edges.size / 3;
+    Vec *runs = &self->runs, *succ = &self->succ, *targets = &self->targets;
+    runs->size = succ->size = targets->size = 0;
+    /* the closure of each edge's target, as an offset in the pool (which may move) */
+    if (vec_reserve(targets, edges) < 0) return -1;
+    unsigned char starts[257] = {0};
+    for (Py_ssize_t e = 0; e < edges; e++) {
+        const int64_t *edge = self->edges.data + 3 * e;
+        if (edge[0] < 0 || edge[1] > 255 || edge[0] > edge[1]) {
+            PyErr_SetString(PyExc_ValueError, "expected byte ranges within 0..255");
+            return -1;
+        }
+        starts[edge[0]] = 1;
+        starts[edge[1] + 1] = 1;
+        if (closure_of(self, edge[2], &targets->data[e]) < 0) return -1;
+    }
+    Vec *join = &self->join;
+    Py_ssize_t previous = -1; /* the offset in runs of the last run */
+    for (int a = 0; a < 256;) {
+        int b = a + 1;
+        while (b < 256 && !starts[b]) b++;
+        /* the bytes [a, b) are read alike by every edge */
+        join->size = 0;
+        int covered = 0;
+        for (Py_ssize_t e = 0; e < edges; e++) {
+            const int64_t *edge = self->edges.data + 3 * e;
+            if (edge[0] > a || edge[1] < a) continue;
+            covered = 1;
+            const int64_t *closure = self->pool.data + targets->data[e];
+            if (vec_reserve(join, closure[0]) < 0) return -1;
+            memcpy(join->data + join->size, closure + 1, (size_t)closure[0] * sizeof(int64_t));
+            join->size += closure[0];
+        }
+        if (covered) {
+            qsort(join->data, (size_t)join->size, sizeof(int64_t), compare_ids);
+            Py_ssize_t unique = 0;
+            for (Py_ssize_t k = 0; k < join->size; k++)
+                if (!unique || join->data[k] != join->data[unique - 1]) join->data[unique++] = join->data[k];
+            int64_t *last = previous >= 0 ? runs->data + previous : NULL;
+            if (last && last[1] == a - 1 && last[3] == unique &&
+                !memcmp(succ->data + last[2], join->data, (size_t)unique * sizeof(int64_t))) {
+                last[1] = b - 1; /* the same successors: one run */
+            } else {
+                if (vec_reserve(runs, 4) < 0 || vec_reserve(succ, unique) < 0) return -1;
+                previous = runs->size;
+                runs->data[runs->size++] = a;
+                runs->data[runs->size++] = b - 1;
+                runs->data[runs->size++] = succ->size;
+                runs->data[runs->size++] = unique;
+                memcpy(succ->data + succ->size, join->data, (size_t)unique * sizeof(int64_t));
+                succ->size += unique;
+            }
+        }
+        a = b;
+    }
+    return 0;
+}
+
 static int append_segment(PyObject *list, int lo, int hi, const int64_t *ids, Py_ssize_t count) {
     PyObject *set = frozenset_of(ids, count);
     if (!set) return -1;
@@ -432,137 +512,281 @@ static PyObject *Nfa_segments(Nfa *self, PyObject *members) {
         }
     }
     Py_DECREF(sequence);
-    Py_ssize_t edges = self->edges.size / 3;
-    /* the closure of each edge's target, as an offset in the pool (which may move) */
-    Vec targets = {0};
-    if (vec_reserve(&targets, edges) < 0) return NULL;
-    unsigned char starts[257] = {0};
-    for (Py_ssize_t e = 0; e < edges; e++) {
-        const int64_t *edge = self->edges.data + 3 * e;
-        if (edge[0] < 0 || edge[1] > 255 || edge[0] > edge[1]) {
-            vec_free(&targets);
-            PyErr_SetString(PyExc_ValueError, "expected byte ranges within 0..255");
-            return NULL;
-        }
-        starts[edge[0]] = 1;
-        starts[edge[1] + 1] = 1;
-        if (closure_of(self, edge[2], &targets.data[e]) < 0) {
-            vec_free(&targets);
-            return NULL;
-        }
-    }
+    if (compute_runs(self) < 0) return NULL;
     PyObject *list = PyList_New(0);
-    Vec *join = &self->join;
-    Vec previous = {0};
-    int previous_lo = -1, previous_hi = -2, failed = list == NULL;
-    for (int a = 0; a < 256 && !failed;) {
-        int b = a + 1;
-        while (b < 256 && !starts[b]) b++;
-        /* the bytes [a, b) are read alike by every edge */
-        join->size = 0;
-        int covered = 0;
-        for (Py_ssize_t e = 0; e < edges && !failed; e++) {
-            const int64_t *edge = self->edges.data + 3 * e;
-            if (edge[0] > a || edge[1] < a) continue;
-            covered = 1;
-            const int64_t *closure = self->pool.data + targets.data[e];
-            if (vec_reserve(join, closure[0]) < 0) {
-                failed = 1;
-                break;
-            }
-            memcpy(join->data + join->size, closure + 1, (size_t)closure[0] * sizeof(int64_t));
-            join->size += closure[0];
+    if (!list) return NULL;
+    for (Py_ssize_t r = 0; r < self->runs.size; r += 4) {
+        const int64_t *run = self->runs.data + r;
+        if (append_segment(list, (int)run[0], (int)run[1], self->succ.data + run[2], run[3]) < 0) {
+            Py_DECREF(list);
+            return NULL;
         }
-        if (failed) break;
-        if (covered) {
-            qsort(join->data, (size_t)join->size, sizeof(int64_t), compare_ids);
-            Py_ssize_t unique = 0;
-            for (Py_ssize_t k = 0; k < join->size; k++)
-                if (!unique || join->data[k] != join->data[unique - 1]) join->data[unique++] = join->data[k];
-            join->size = unique;
-            if (previous_hi == a - 1 && previous.size == unique &&
-                !memcmp(previous.data, join->data, (size_t)unique * sizeof(int64_t))) {
-                previous_hi = b - 1; /* the same successors: one run */
-            } else {
-                if (previous_lo >= 0 &&
-                    append_segment(list, previous_lo, previous_hi, previous.data, previous.size) < 0) {
-                    failed = 1;
-                    break;
-                }
-                previous.size = 0;
-                if (vec_reserve(&previous, unique) < 0) {
-                    failed = 1;
-                    break;
-                }
-                memcpy(previous.data, join->data, (size_t)unique * sizeof(int64_t));
-                previous.size = unique;
-                previous_lo = a;
-                previous_hi = b - 1;
-            }
-        }
-        a = b;
-    }
-    if (!failed && previous_lo >= 0 &&
-        append_segment(list, previous_lo, previous_hi, previous.data, previous.size) < 0)
-        failed = 1;
-    vec_free(&targets);
-    vec_free(&previous);
-    if (failed) {
-        Py_XDECREF(list);
-        return NULL;
     }
     return list;
 }
 
-/* fill_row(members, row, ids, add_state): the row of the DFA state of `members` written
- * into the int32 buffer `row` (256 entries): each run's successors looked up in the dict
- * `ids` (frozenset -> state id), registered by add_state(frozenset) -> id when new; the
- * bytes of no run DEAD (0). */
-static PyObject *Nfa_fill_row(Nfa *self, PyObject *args) {
-    PyObject *members, *row_object, *ids, *add_state;
-    if (!PyArg_ParseTuple(args, "OOO!O:fill_row", &members, &row_object, &PyDict_Type, &ids,
-                          &add_state))
+/* -- the DFA states: members interned by content -------------------------------------------
+ * self->member_at[sid] is the offset in self->members of the sorted members of DFA state
+ * sid (members[offset] = their count, then the ids), or -1 while unknown; self->interned
+ * maps a hash of members to a state id (open addressing, -1 empty), equal hashes told
+ * apart by comparing members. It mirrors the automaton's dict (frozenset -> id) in front
+ * of it: a state registered from Python is found in the dict on its first miss here, and
+ * interned then. */
+static uint64_t hash_members(const int64_t *ids, Py_ssize_t count) {
+    uint64_t h = mix((uint64_t)count + 0x9e3779b97f4a7c15ULL);
+    for (Py_ssize_t k = 0; k < count; k++) h = mix(h ^ (uint64_t)ids[k]) + (uint64_t)k;
+    return h;
+}
+
+static const int64_t *remember_members(Nfa *self, Py_ssize_t sid, const int64_t *ids,
+                                       Py_ssize_t count);
+
+/* The sorted members of state `sid`, read from sets[sid] (a frozenset of ints) the first
+ * time; NULL on error. */
+static const int64_t *members_of(Nfa *self, PyObject *sets, Py_ssize_t sid) {
+    if (sid < self->member_at.size && self->member_at.data[sid] >= 0)
+        return self->members.data + self->member_at.data[sid];
+    if (sid < 0 || sid >= PyList_GET_SIZE(sets)) {
+        PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %zd", sid);
         return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(row_object, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        return NULL;
-    PyObject *result = NULL, *segments = NULL;
-    if (view.len != 256 * 4 || view.itemsize != 4) {
-        PyErr_SetString(PyExc_ValueError, "expected a row of 256 int32 entries");
-        goto done;
     }
-    segments = Nfa_segments(self, members);
-    if (!segments) goto done;
-    int32_t *row = view.buf;
-    memset(row, 0, 256 * 4);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(segments); i++) {
-        PyObject *segment = PyList_GET_ITEM(segments, i);
-        int lo = (int)PyLong_AsLong(PyTuple_GET_ITEM(segment, 0));
-        int hi = (int)PyLong_AsLong(PyTuple_GET_ITEM(segment, 1));
-        PyObject *successors = PyTuple_GET_ITEM(segment, 2);
-        PyObject *found = PyDict_GetItemWithError(ids, successors); /* borrowed */
-        long long target;
-        if (found) {
-            target = PyLong_AsLongLong(found);
+    PyObject *set = PyList_GET_ITEM(sets, sid);
+    Py_ssize_t count = PyObject_Length(set);
+    if (count < 0) return NULL;
+    Vec *found = &self->found;
+    found->size = 0;
+    if (vec_reserve(found, count) < 0) return NULL;
+    PyObject *iterator = PyObject_GetIter(set), *item;
+    if (!iterator) return NULL;
+    while ((item = PyIter_Next(iterator))) {
+        long long id = PyLong_AsLongLong(item);
+        Py_DECREF(item);
+        if (id == -1 && PyErr_Occurred()) break;
+        if (found->size < count) found->data[found->size++] = id;
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) return NULL;
+    qsort(found->data, (size_t)found->size, sizeof(int64_t), compare_ids);
+    return remember_members(self, sid, found->data, found->size);
+}
+/* Keep `count` sorted members as those of state `sid`; a pointer to the kept copy (valid
+ * until the next state is kept), NULL on error. */
+static const int64_t *remember_members(Nfa *self, Py_ssize_t sid, const int64_t *ids,
+                                       Py_ssize_t count) {
+    Vec *at = &self->member_at;
+    if (sid >= at->size) {
+        if (vec_reserve(at, sid + 1 - at->size) < 0) return NULL;
+        while (at->size <= sid) at->data[at->size++] = -1;
+    }
+    if (vec_reserve(&self->members, count + 1) < 0) return NULL;
+    int64_t offset = self->members.size;
+    self->members.data[self->members.size++] = count;
+    memcpy(self->members.data + self->members.size, ids, (size_t)count * sizeof(int64_t));
+    self->members.size += count;
+    at->data[sid] = offset;
+    return self->members.data + offset;
+}
+
+static int interned_grow(Nfa *self) {
+    Py_ssize_t capacity = self->interned_capacity ? 2 * self->interned_capacity : 1024;
+    int64_t *slots = PyMem_Malloc((size_t)capacity * sizeof(int64_t));
+    uint64_t *hashes = PyMem_Malloc((size_t)capacity * sizeof(uint64_t));
+    if (!slots || !hashes) {
+        PyMem_Free(slots);
+        PyMem_Free(hashes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(slots, 0xff, (size_t)capacity * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < self->interned_capacity; i++) {
+        if (self->interned[i] < 0) continue;
+        Py_ssize_t slot = (Py_ssize_t)(self->interned_hash[i] & (uint64_t)(capacity - 1));
+        while (slots[slot] >= 0) slot = (slot + 1) & (capacity - 1);
+        slots[slot] = self->interned[i];
+        hashes[slot] = self->interned_hash[i];
+    }
+    PyMem_Free(self->interned);
+    PyMem_Free(self->interned_hash);
+    self->interned = slots;
+    self->interned_hash = hashes;
+    self->interned_capacity = capacity;
+    return 0;
+}
+
+/* The state interned with these members, or -1. */
+static int64_t interned_find(const Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
+    if (!self->interned_capacity) return -1;
+    Py_ssize_t mask = self->interned_capacity - 1;
+    for (Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask); self->interned[slot] >= 0;
+         slot = (slot + 1) & mask) {
+        if (self->interned_hash[slot] != h) continue;
+        const int64_t *known = self->members.data + self->member_at.data[self->interned[slot]];
+        if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
+            return self->interned[slot];
+    }
+    return -1;
+}
+
+static int interned_put(Nfa *self, int64_t sid, uint64_t h) {
+    if (2 * (self->interned_size + 1) > self->interned_capacity && interned_grow(self) < 0)
+        return -1;
+    Py_ssize_t mask = self->interned_capacity - 1;
+    Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);
+    while (self->interned[slot] >= 0) slot = (slot + 1) & mask;
+    self->interned[slot] = sid;
+    self->interned_hash[slot] = h;
+    self->interned_size++;
+    return 0;
+}
+
+static int contains(const int64_t *sorted, Py_ssize_t count, int64_t id) {
+    Py_ssize_t lo = 0, hi = count;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (sorted[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < count && sorted[lo] == id;
+}
+
+/* Where build_state writes: the automaton's table (capacity rows of 256 int32 entries),
+ * its acceptance flags (capacity bytes), and its list of members (frozensets) and dict
+ * (frozenset -> id). */
+typedef struct {
+    int32_t *table;
+    uint8_t *accepting;
+    Py_ssize_t capacity;
+    PyObject *sets, *ids;
+} Target;
+
+/* The id of the DFA state of these sorted members: interned here, else found in the dict
+ * (a state registered from Python), else new: appended to the list and put in the dict,
+ * its acceptance flag set and its row made UNBUILT (before any row leads to it). -1 on
+ * error. The caller made sure the table has room for it. */
+static int64_t state_of(Nfa *self, const int64_t *succ, Py_ssize_t count, const Target *at) {
+    uint64_t h = hash_members(succ, count);
+    int64_t sid = interned_find(self, succ, count, h);
+    if (sid >= 0) return sid;
+    PyObject *set = frozenset_of(succ, count);
+    if (!set) return -1;
+    PyObject *found = PyDict_GetItemWithError(at->ids, set); /* borrowed */
+    if (found) {
+        sid = PyLong_AsLongLong(found);
+    } else if (!PyErr_Occurred()) {
+        sid = PyList_GET_SIZE(at->sets);
+        PyObject *key = PyLong_FromSsize_t((Py_ssize_t)sid);
+        if (sid >= at->capacity) {
+            PyErr_SetString(PyExc_ValueError, "expected room in the table for a new state");
+            sid = -1;
+        } else if (!key || PyList_Append(at->sets, set) < 0 ||
+                   PyDict_SetItem(at->ids, set, key) < 0) {
+            sid = -1;
         } else {
-            if (PyErr_Occurred()) goto done;
-            PyObject *added = PyObject_CallOneArg(add_state, successors);
-            if (!added) goto done;
-            target = PyLong_AsLongLong(added);
-            Py_DECREF(added);
+            int32_t *row = at->table + sid * 256;
+            for (int byte = 0; byte < 256; byte++) row[byte] = UNBUILT;
+            at->accepting[sid] = (uint8_t)contains(succ, count, self->final);
         }
-        if (target == -1 && PyErr_Occurred()) goto done;
-        if (target < 0 || target > INT32_MAX) {
-            PyErr_SetString(PyExc_ValueError, "expected state ids within int32");
+        Py_XDECREF(key);
+    } else {
+        sid = -1;
+    }
+    Py_DECREF(set);
+    if (sid < 0 || sid > INT32_MAX) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "expected state ids within int32");
+        return -1;
+    }
+    if (!remember_members(self, sid, succ, count) || interned_put(self, sid, h) < 0) return -1;
+    return sid;
+}
+
+/* Build the row of DFA state `sid` into the table: 1 when built, 0 when it was built
+ * already, 2 when the table may lack room for the states it adds (at most 256: nothing
+ * done), -1 on error (an exception set). The new states' rows are UNBUILT before the
+ * row's entries are written, each once, from UNBUILT to its final value. */
+static int build_state(Nfa *self, int32_t sid, const Target *at) {
+    if (sid < 0 || sid >= at->capacity || sid >= PyList_GET_SIZE(at->sets)) {
+        PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %d", sid);
+        return -1;
+    }
+    int32_t *target = at->table + (Py_ssize_t)sid * 256;
+    if (target[0] != UNBUILT) return 0;
+    if (PyList_GET_SIZE(at->sets) + 256 > at->capacity) return 2;
+    const int64_t *members = members_of(self, at->sets, sid);
+    if (!members) return -1;
+    Py_ssize_t size = members[0];
+    self->edges.size = 0;
+    for (Py_ssize_t k = 0; k < size; k++) /* nothing is kept before the runs: */
+        if (byte_edges_of(self, members[1 + k]) < 0) return -1; /* `members` holds */
+    if (compute_runs(self) < 0) return -1;
+    int32_t row[256];
+    memset(row, 0, sizeof(row));
+    for (Py_ssize_t r = 0; r < self->runs.size; r += 4) {
+        const int64_t *run = self->runs.data + r;
+        int64_t state = state_of(self, self->succ.data + run[2], run[3], at);
+        if (state < 0) return -1;
+        for (int64_t byte = run[0]; byte <= run[1]; byte++) row[byte] = (int32_t)state;
+    }
+    memcpy(target, row, sizeof(row));
+    return 1;
+}
+
+/* build_rows(states, table, accepting, sets, ids) -> next: see the module's docstring. */
+static PyObject *Nfa_build_rows(Nfa *self, PyObject *args) {
+    PyObject *objects[3];
+    Target at;
+    if (!PyArg_ParseTuple(args, "OOOO!O!:build_rows", &objects[0], &objects[1], &objects[2],
+                          &PyList_Type, &at.sets, &PyDict_Type, &at.ids))
+        return NULL;
+    Py_buffer views[3];
+    const Py_ssize_t itemsizes[3] = {4, 4, 1};
+    int held = 0;
+    PyObject *result = NULL;
+    for (; held < 3; held++) {
+        int flags = PyBUF_C_CONTIGUOUS | (held ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
+        if (views[held].itemsize != itemsizes[held]) {
+            PyBuffer_Release(&views[held]);
+            PyErr_SetString(PyExc_ValueError,
+                            "expected int32 states and table, and one byte a flag");
             goto done;
         }
-        for (int byte = lo; byte <= hi; byte++) row[byte] = (int32_t)target;
     }
-    result = Py_NewRef(Py_None);
+    const int32_t *states = views[0].buf;
+    Py_ssize_t count = views[0].len / 4;
+    at.table = views[1].buf;
+    at.capacity = views[1].len / (4 * 256);
+    at.accepting = views[2].buf;
+    if (views[2].len < at.capacity) {
+        PyErr_SetString(PyExc_ValueError, "expected an acceptance flag for every table row");
+        goto done;
+    }
+    Py_ssize_t next = 0;
+    for (; next < count; next++) {
+        int status = build_state(self, states[next], &at);
+        if (status < 0) goto done;
+        if (status == 2) break;
+    }
+    result = PyLong_FromSsize_t(next);
 done:
-    Py_XDECREF(segments);
-    PyBuffer_Release(&view);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
     return result;
+}
+
+/* The C API for formcast._trie_walk (a capsule named SUBSET_API): the walk builds the
+ * rows it needs without going back to Python. Returns build_state's codes; `nfa` must be
+ * an Nfa. The signature is repeated in _trie_walk.c. */
+static PyTypeObject NfaType;
+
+static int build_state_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_t capacity,
+                           uint8_t *accepting, PyObject *sets, PyObject *ids) {
+    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets) || !PyDict_Check(ids)) {
+        PyErr_SetString(PyExc_TypeError, "expected an Nfa, a list of states and a dict");
+        return -1;
+    }
+    Target at = {table, accepting, capacity, sets, ids};
+    return build_state((Nfa *)nfa, sid, &at);
 }
 
 static PyObject *Nfa_closure(Nfa *self, PyObject *arg) {
@@ -585,6 +809,13 @@ static void Nfa_dealloc(Nfa *self) {
     vec_free(&self->edges);
     vec_free(&self->chain);
     vec_free(&self->join);
+    vec_free(&self->runs);
+    vec_free(&self->succ);
+    vec_free(&self->targets);
+    vec_free(&self->member_at);
+    vec_free(&self->members);
+    PyMem_Free(self->interned);
+    PyMem_Free(self->interned_hash);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -666,9 +897,9 @@ static int Nfa_init(Nfa *self, PyObject *args, PyObject *kwargs) {
 static PyMethodDef Nfa_methods[] = {
     {"segments", (PyCFunction)Nfa_segments, METH_O,
      "segments(members) -> [(lo, hi, frozenset)]: the row of the DFA state of `members`."},
-    {"fill_row", (PyCFunction)Nfa_fill_row, METH_VARARGS,
-     "fill_row(members, row, ids, add_state): the row of `members` into the int32 buffer `row`,"
-     " each run's successors looked up in `ids`, registered by add_state when new."},
+    {"build_rows", (PyCFunction)Nfa_build_rows, METH_VARARGS,
+     "build_rows(states, table, accepting, sets, ids) -> next: the rows of the states not"
+     " built yet, in order, into the table; see the module."},
     {"closure", (PyCFunction)Nfa_closure, METH_O,
      "closure(state) -> frozenset: the important states epsilon-reachable from `state`."},
     {NULL, NULL, 0, NULL},
@@ -698,6 +929,12 @@ PyMODINIT_FUNC PyInit__subset(void) {
     Py_INCREF(&NfaType);
     if (PyModule_AddObject(module, "Nfa", (PyObject *)&NfaType) < 0) {
         Py_DECREF(&NfaType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    PyObject *api = PyCapsule_New((void *)build_state_api, SUBSET_API, NULL);
+    if (!api || PyModule_AddObject(module, "_build_state", api) < 0) {
+        Py_XDECREF(api);
         Py_DECREF(module);
         return NULL;
     }

@@ -1,7 +1,8 @@
 """The subset construction of DFA rows in C (``_subset.c``); see
-:meth:`formcast.automaton.lazy.LazyAutomaton._build_row`."""
+:meth:`formcast.automaton.lazy.LazyAutomaton._build_natively` and
+:meth:`formcast.automaton.lazy.LazyAutomaton.walk_building`."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,13 @@ class Nfa:
         /,
     ) -> None: ...
     def segments(self, members: Iterable[int], /) -> list[tuple[int, int, frozenset[int]]]: ...
-    def fill_row(
+    def build_rows(
         self,
-        members: Iterable[int],
-        row: npt.NDArray[np.int32],
+        states: npt.NDArray[np.int32],
+        table: npt.NDArray[np.int32],
+        accepting: npt.NDArray[np.bool_],
+        sets: list[frozenset[int]],
         ids: dict[frozenset[int], int],
-        add_state: Callable[[frozenset[int]], int],
         /,
-    ) -> None: ...
+    ) -> int: ...
     def closure(self, state: int, /) -> frozenset[int]: ...

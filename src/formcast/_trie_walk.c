@@ -52,9 +52,21 @@ typedef struct {
     int32_t state;
 } Entry;
 
+/* The row construction formcast._subset exports (the capsule SUBSET_API; the same
+ * signature there): build the row of a DFA state into the table, registering the states
+ * it adds. Returns 1 built, 0 built already, 2 no room for its new states, -1 error. */
+typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
+                          uint8_t *accepting, PyObject *sets, PyObject *ids);
+#define SUBSET_API "formcast._subset._build_state"
+
 typedef struct {
     const int32_t *table;
     Py_ssize_t states; /* rows of the table */
+    /* the rows' builder, when the walk builds them (else NULL: they are left pending) */
+    BuildState build;
+    int32_t *writable_table;
+    uint8_t *accepting;
+    PyObject *nfa, *sets, *ids;
     const uint8_t *node_byte;
     const int32_t *node_token;
     const int32_t *child_first;
@@ -76,7 +88,14 @@ typedef struct {
     Py_ssize_t pending;
 } Walk;
 
-enum { WALK_OK = 0, WALK_NO_MEMORY = 1, WALK_BAD_NODE = 2, WALK_BAD_STATE = 3, WALK_FULL = 4 };
+enum {
+    WALK_OK = 0,
+    WALK_NO_MEMORY = 1,
+    WALK_BAD_NODE = 2,
+    WALK_BAD_STATE = 3,
+    WALK_FULL = 4,
+    WALK_ERROR = 5 /* the builder failed: its exception is set */
+};
 
 /* Whether the entries of `state` for the children of `node` are all built. A table
  * whose rows are built whole (TableAutomaton) or entry by entry (BoundAutomaton) is read
@@ -160,6 +179,12 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     int32_t count = w->child_count[node];
     int32_t first = w->child_first[node];
     if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->nodes)) return WALK_BAD_NODE;
+    if (count > 0 && !children_built(w, node, state) && w->build) {
+        /* build the row here; left pending only when the table lacks room for it */
+        int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting,
+                             w->sets, w->ids);
+        if (built < 0) return WALK_ERROR;
+    }
     if (count > 0 && !children_built(w, node, state)) {
         if (w->pending >= w->pending_size) return WALK_FULL;
         w->pending_nodes[w->pending] = node;
@@ -245,26 +270,59 @@ static void release(Held *held, int count) {
         if (held[i].held) PyBuffer_Release(&held[i].view);
 }
 
-#define ARGUMENTS 16
+#define ARGUMENTS 17 /* buffers: 16 arguments and the builder's acceptance flags */
 
 PyDoc_STRVAR(walk_doc,
 "walk(table, trie, frontier_nodes, frontier_states, out_ids, out_states, filled,\n"
-"     pending_nodes, pending_states) -> (filled, pending)\n"
+"     pending_nodes, pending_states, builder=None) -> (filled, pending)\n"
 "\n"
 "Walk the flattened trie (the tuple node_byte, node_token, child_first, child_count,\n"
 "subtree_first, subtree_stop, node_large, below_bytes, token_ids) through the table\n"
 "from each (frontier node, state). Every token reached is written with its state to\n"
 "out_ids/out_states from index `filled` on; each (node, state) whose row is not built\n"
-"yet to the pending buffers. Returns the new filled count and the pending count.");
+"yet to the pending buffers. Returns the new filled count and the pending count.\n"
+"\n"
+"builder: None, or the tuple (nfa, accepting, sets, ids) of a LazyAutomaton whose rows\n"
+"formcast._subset builds (its Nfa, its acceptance flags, its list of members and its\n"
+"dict of ids): the walk then builds the rows it reaches in the table (writable) itself,\n"
+"holding the GIL, and leaves a (node, state) pending only when the table lacks room for\n"
+"the states its row would add. Without it the walk releases the GIL.");
+
+/* The row builder of formcast._subset, found once. */
+static BuildState subset_builder(void) {
+    static BuildState found = NULL;
+    if (!found) found = (BuildState)PyCapsule_Import(SUBSET_API, 0);
+    return found;
+}
+
+/* Set up a walk that builds rows: `builder` is (nfa, accepting, sets, ids), the table
+ * already taken writable; the acceptance flags are held in `flags`. */
+static int start_building(Walk *w, PyObject *builder, Held *flags) {
+    if (!PyTuple_Check(builder) || PyTuple_GET_SIZE(builder) != 4) {
+        PyErr_SetString(PyExc_TypeError, "expected builder as (nfa, accepting, sets, ids)");
+        return -1;
+    }
+    w->build = subset_builder();
+    if (!w->build) return -1;
+    if (take(PyTuple_GET_ITEM(builder, 1), flags, 1, 1, w->states, "accepting") < 0) return -1;
+    w->writable_table = (int32_t *)w->table;
+    w->accepting = flags->view.buf;
+    w->nfa = PyTuple_GET_ITEM(builder, 0);
+    w->sets = PyTuple_GET_ITEM(builder, 2);
+    w->ids = PyTuple_GET_ITEM(builder, 3);
+    return 0;
+}
 
 static PyObject *walk(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *objects[ARGUMENTS];
+    PyObject *builder = Py_None;
     Py_ssize_t filled;
-    if (!PyArg_ParseTuple(args, "O(OOOOOOOOO)OOOOnOO:walk", &objects[0], &objects[1],
+    if (!PyArg_ParseTuple(args, "O(OOOOOOOOO)OOOOnOO|O:walk", &objects[0], &objects[1],
                           &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
                           &objects[7], &objects[8], &objects[9], &objects[10], &objects[11],
-                          &objects[12], &objects[13], &filled, &objects[14], &objects[15]))
+                          &objects[12], &objects[13], &filled, &objects[14], &objects[15],
+                          &builder))
         return NULL;
     Held held[ARGUMENTS];
     memset(held, 0, sizeof(held));
@@ -272,9 +330,11 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     Walk w;
     memset(&w, 0, sizeof(w));
 
-    if (take(objects[0], &held[0], 0, 4, 256, "the table") < 0) goto done;
+    int building = builder != Py_None;
+    if (take(objects[0], &held[0], building, 4, 256, "the table") < 0) goto done;
     w.table = held[0].view.buf;
     w.states = held[0].view.len / 4 / 256;
+    if (building && start_building(&w, builder, &held[16]) < 0) goto done;
     if (take(objects[1], &held[1], 0, 1, 1, "node_byte") < 0) goto done;
     w.node_byte = held[1].view.buf;
     w.nodes = held[1].view.len;
@@ -314,10 +374,16 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     w.filled = filled;
 
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = run(&w, held[10].view.buf, held[11].view.buf, frontier);
-    Py_END_ALLOW_THREADS
+    if (building) { /* the builder makes Python objects: the GIL stays held */
+        status = run(&w, held[10].view.buf, held[11].view.buf, frontier);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        status = run(&w, held[10].view.buf, held[11].view.buf, frontier);
+        Py_END_ALLOW_THREADS
+    }
     switch (status) {
+    case WALK_ERROR:
+        break; /* the builder's exception is set */
     case WALK_OK:
         result = Py_BuildValue("(nn)", w.filled, w.pending);
         break;

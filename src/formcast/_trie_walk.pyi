@@ -17,6 +17,7 @@ def walk(
     filled: int,
     pending_nodes: _Int32,
     pending_states: _Int32,
+    builder: tuple[Any, ...] | None = None,
     /,
 ) -> tuple[int, int]: ...
 def sort_pairs(ids: _Int32, states: _Int32, /) -> int: ...

@@ -46,7 +46,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -62,7 +62,13 @@ from formcast.automaton.table import TableAutomaton, arrays_under
 from formcast.cursor import Cursor
 from formcast.errors import InvalidOptionError
 from formcast.text import TextSlot, text_slots
-from formcast.vocabulary import PLAIN_BYTES, FlatTrie, TokenTrie, TrieLevel, Vocabulary
+from formcast.vocabulary import (
+    PLAIN_BYTES,
+    FlatTrie,
+    TokenTrie,
+    TrieLevel,
+    Vocabulary,
+)
 
 native_rows = lazy_module.native_subset  # the DFA rows in C (formcast._subset), if built
 native_walk: ModuleType | None
@@ -785,11 +791,13 @@ def _walk_natively(
     state: int,
     finish: Callable[[IntArray, IntArray], _Finished],
 ) -> _Finished:
-    """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk: rounds of
-    walking as far as built transitions go, then building those it stopped at (O(live
-    nodes) over all rounds, plus the transitions built). Returns ``finish`` of the tokens
-    reached and their states, given as views of the walk's buffers while it still holds
-    them (``finish`` copies what it keeps)."""
+    """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk. The walk
+    builds the rows of a :class:`LazyAutomaton` it reaches itself, by the C subset
+    construction (:meth:`~formcast.automaton.lazy.LazyAutomaton.walk_building`); other
+    automata's rows, and rows past the table's room, are built between rounds of walking
+    as far as built transitions go (O(live nodes) over all rounds, plus the transitions
+    built). Returns ``finish`` of the tokens reached and their states, given as views of
+    the walk's buffers while it still holds them (``finish`` copies what it keeps)."""
     assert native_walk is not None
     if state == DEAD:  # nothing is allowed after a dead end (the walk takes live states)
         return finish(_NONE, _NONE)
@@ -801,17 +809,8 @@ def _walk_natively(
         frontier_states = np.array([state], dtype=np.int32)
         filled = 0
         while True:
-            filled, pending = native_walk.walk(
-                automaton.table,
-                flat.arrays,
-                frontier_nodes,
-                frontier_states,
-                ids,
-                states,
-                filled,
-                pending_nodes,
-                pending_states,
-            )
+            walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)
+            filled, pending = automaton.walk_building(walk_round.run)
             if not pending:
                 return finish(ids[:filled], states[:filled])
             frontier_nodes = pending_nodes[:pending].copy()
@@ -819,6 +818,34 @@ def _walk_natively(
             _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
     finally:
         _BUFFERS.give_back(buffers)
+
+
+class _WalkRound(NamedTuple):
+    """One call of the C walk, but for the table it reads and what builds rows in it (see
+    :meth:`TableAutomaton.walk_building`)."""
+
+    trie: tuple[npt.NDArray[Any], ...]
+    frontier_nodes: IntArray
+    frontier_states: IntArray
+    buffers: _Buffers  # out ids, out states, pending nodes, pending states
+    filled: int
+
+    def run(self, table: IntArray, builder: tuple[Any, ...] | None) -> tuple[int, int]:
+        assert native_walk is not None
+        ids, states, pending_nodes, pending_states = self.buffers
+        counts: tuple[int, int] = native_walk.walk(
+            table,
+            self.trie,
+            self.frontier_nodes,
+            self.frontier_states,
+            ids,
+            states,
+            self.filled,
+            pending_nodes,
+            pending_states,
+            builder,
+        )
+        return counts
 
 
 _ROOT = np.zeros(1, dtype=np.int32)  # the frontier of a walk's first round: the trie's root

@@ -204,3 +204,71 @@ def _rows_by_members(automaton: LazyAutomaton) -> dict[frozenset[int], tuple[fro
         for state in range(automaton.num_states)
         if table[state, 0] >= 0
     }
+
+
+_KEYS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string", "maxLength": 12},
+        "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "count": {"type": "integer"},
+    },
+}
+
+
+def _walked_rows(vocabulary: Any, texts: list[bytes]) -> dict[bytes, tuple[Any, Any]]:
+    """The token rows of the states along ``texts``' prefixes, in a fresh index."""
+    from formcast.compiler import clear_memory_cache
+    from formcast.compiler import compile as compile_index
+
+    clear_memory_cache()
+    index = compile_index(_KEYS_SCHEMA, vocabulary, mode="specification")
+    rows = {}
+    for text in texts:
+        for end in range(len(text) + 1):
+            state = index.automaton.walk(text[:end])
+            if state:
+                ids, states = index.row(state)
+                members = [index.automaton._sets[s] for s in states.tolist()]
+                rows[text[:end]] = (ids.tolist(), members)
+    return rows
+
+
+def test_walks_that_build_rows_in_c_match_the_rounds_through_python(
+    vocabulary: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C walk builds the rows it reaches itself (a LazyAutomaton's, by this module's
+    capsule); with no room in the table for a row's new states it leaves them pending
+    for Python, as it does for automata built in Python. Both ways give the same rows,
+    and so does the Python construction."""
+    texts = [b'{"apiVersion":"v1","kind":"Job","metadata":{"name":"x"},"count":3}', b'{"zz":"']
+    built_in_c = _walked_rows(vocabulary, texts)
+    monkeypatch.setattr(lazy_module, "_WALK_ROOM", 0)  # every row left pending
+    pending = _walked_rows(vocabulary, texts)
+    monkeypatch.setattr(lazy_module, "native_subset", None)
+    python = _walked_rows(vocabulary, texts)
+    assert len(built_in_c) > 40
+    assert built_in_c == pending == python
+
+
+def test_build_rows_refuses_bad_arguments() -> None:
+    automaton = LazyAutomaton(r'\{"a":[0-9]{1,5}\}')
+    automaton.walk(b'{"a":1')
+    native = automaton._native
+    assert native is not None
+    table, accepting = automaton._table, automaton._accepting
+    sets, ids = automaton._sets, automaton._ids
+    with pytest.raises(ValueError, match="DFA state id"):
+        native.build_rows(np.array([len(sets) + 3], np.int32), table, accepting, sets, ids)
+    with pytest.raises(ValueError, match="int32"):
+        native.build_rows(np.array([1], np.int64), table, accepting, sets, ids)
+    with pytest.raises(ValueError, match="acceptance flag"):
+        native.build_rows(np.array([1], np.int32), table, accepting[:1], sets, ids)
+    with pytest.raises(TypeError):
+        native.build_rows(np.array([1], np.int32), table, accepting, tuple(sets), ids)
+    # a table without room for a row's new states: nothing is built, the index returned
+    unbuilt = [s for s in range(automaton.num_states) if table[s, 0] == -1]
+    assert unbuilt
+    small = table[: len(sets)].copy()
+    assert native.build_rows(np.array(unbuilt, np.int32), small, accepting, sets, ids) == 0

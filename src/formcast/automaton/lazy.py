@@ -31,12 +31,12 @@ from __future__ import annotations
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +63,10 @@ BoolArray = npt.NDArray[np.bool_]
 _Relative = tuple[list[tuple[int, int, int]], list[int], bool]
 
 _END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
+# The new states a walk that builds rows in C has room for before it returns to Python
+# (which then grows the table): 1 MB of table.
+_WALK_ROOM = 1024
+_Result = TypeVar("_Result")
 
 
 class LazyAutomaton(TableAutomaton[frozenset[int]]):
@@ -424,13 +428,11 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
 
         A state inside one regular copy takes its row from the template's (see
         :meth:`_copy_segments`); any other joins its members' moves."""
-        members = self._sets[sid]
         native = self._native if self._native is not None else self._native_nfa()
         if native is not None:  # the same row, in C (see _native_nfa)
-            built = np.empty(256, dtype=np.int32)
-            native.fill_row(members, built, self._ids, self._add_state)
-            self._table[sid] = built  # after the registrations, which may grow the table
+            self._build_natively(native, [sid])
             return
+        members = self._sets[sid]
         segments = self._single_segments(members) if len(members) == 1 else None
         if segments is None:
             segments = self._copy_segments(members)
@@ -448,6 +450,45 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
                 target = self._add_state(successors)
             row[lo : hi + 1] = target
         self._table[sid] = row  # readers see each entry as UNBUILT or final, never stale
+
+    def _build_rows(self, states: list[int]) -> None:
+        """The rows of ``states`` (none built yet; caller holds the lock): together in C
+        where the module is built, else one by one."""
+        native = self._native if self._native is not None else self._native_nfa()
+        if native is None:
+            super()._build_rows(states)
+        else:
+            self._build_natively(native, states)
+
+    def _build_natively(self, native: Any, states: list[int]) -> None:
+        """The rows of ``states`` by the C construction's ``build_rows``, straight into the
+        table: it registers the new states in ``_sets``, ``_ids`` and the acceptance flags
+        itself, so no Python runs per state or per row. Between its calls the table grows,
+        so that a row's new states (at most 256) always fit."""
+        wanted = np.asarray(states, dtype=np.int32)
+        done = 0
+        while done < wanted.size:
+            self._reserve(256 * min(wanted.size - done, 4))
+            done += native.build_rows(
+                wanted[done:], self._table, self._accepting, self._sets, self._ids
+            )
+            self._took_in()
+
+    def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
+        """``run(table, builder)`` under the row lock, with room in the table for
+        :data:`_WALK_ROOM` new states: ``builder`` is ``(nfa, accepting, sets, ids)``, what
+        :func:`formcast._trie_walk.walk` needs to build the rows it reaches by the C
+        construction, without a return to Python per row (None where that module is not
+        built: the walk then leaves them pending)."""
+        native = self._native if self._native is not None else self._native_nfa()
+        if native is None:
+            return run(self._table, None)
+        with self._lock:
+            self._reserve(_WALK_ROOM)
+            try:
+                return run(self._table, (native, self._accepting, self._sets, self._ids))
+            finally:
+                self._took_in()
 
     def _native_nfa(self) -> Any:
         """The NFA of the C subset construction (:mod:`formcast._subset`), made on the

@@ -18,7 +18,7 @@ copying into a larger one: a row built in one table is built in every later one.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -42,6 +42,7 @@ _FILL_CHUNK = 256  # rows marked UNBUILT at once ahead of registration (256 KB)
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 
 Members = TypeVar("Members", bound=Hashable)
+_Result = TypeVar("_Result")
 
 
 class TableAutomaton(Generic[Members]):
@@ -98,16 +99,38 @@ class TableAutomaton(Generic[Members]):
         self._ids[members] = sid
         return sid
 
+    def _reserve(self, extra: int) -> None:
+        """Capacity for ``extra`` more states than are registered (caller holds the lock)."""
+        count = len(self._sets)
+        if count + extra > self._accepting.shape[0]:
+            self._allocate(max(2 * self._accepting.shape[0], count + extra))
+
+    def _took_in(self) -> None:
+        """Note the states a builder appended to ``_sets`` and ``_ids`` itself, within the
+        room :meth:`_reserve` gave, having written their acceptance flags and
+        :data:`UNBUILT` rows (as :meth:`_register` does): the rows below them count as
+        written. Caller holds the lock."""
+        self._filled = max(self._filled, len(self._sets))
+
     def _build_row(self, state: int) -> None:
         """Compute and store the row of ``state`` (caller holds the lock)."""
         raise NotImplementedError
 
+    def _build_rows(self, states: list[int]) -> None:
+        """Compute and store the rows of ``states`` not built yet (caller holds the lock):
+        one by one here (a row built on the way is not built again); a subclass may build
+        them together."""
+        for state in states:
+            if self._table[state, 0] == UNBUILT:
+                self._build_row(state)
+
     def _ensure(self, states: Iterable[int]) -> None:
         """Build the rows of ``states`` not built yet, under the lock."""
         with self._lock:
-            for state in states:
-                if self._table[state, 0] == UNBUILT:
-                    self._build_row(state)
+            table = self._table
+            pending = [state for state in states if table[state, 0] == UNBUILT]
+            if pending:
+                self._build_rows(pending)
 
     def _build_entries(
         self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
@@ -160,6 +183,13 @@ class TableAutomaton(Generic[Members]):
         read :data:`UNBUILT`; rows past :attr:`num_states` hold nothing meaningful. A later
         build may move to a larger table; this one stays valid for the rows it holds."""
         return self._table
+
+    def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
+        """``run(table, builder)``: a walk of :mod:`formcast._trie_walk` over the current
+        table. ``builder`` is None here (the walk leaves the rows it needs pending, for
+        :meth:`build_rows`); an automaton whose rows are built in C passes the walk what
+        builds them in place (see :meth:`LazyAutomaton.walk_building`)."""
+        return run(self._table, None)
 
     def build_rows(self, states: Iterable[int]) -> None:
         """Build the rows of ``states`` that are not built yet (under the lock)."""
