@@ -586,3 +586,78 @@ def test_string_rows_from_templates_are_the_numpy_rows(
         assert [index.next_state(state, t) for t in probes] == [
             reference.next_state(state, t) for t in probes
         ]
+
+
+KEY_SCHEMAS = {
+    "declared and free keys": {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "namespace": {"type": "string"}},
+            },
+            "mode": {"type": "integer"},
+        },
+    },
+    "one declared key": {"type": "object", "properties": {"zeta": {"type": "boolean"}}},
+    "shared initials, one required": {
+        "type": "object",
+        "properties": {"alpha": {"type": "integer"}, "alps": {}, "beta": {"type": "null"}},
+        "required": ["alpha"],
+        "additionalProperties": {"type": "integer"},
+    },
+}
+KEY_INSTANCES = [
+    {"apiVersion": "v1", "kind": "Job", "metadata": {"name": "x", "nsx": 1}, "mode": 3},
+    {"api": 1, "kindness": [1], "é\\u00e9 key": None, "metadatum": {"a": 2}, "zeta": True},
+    {"mod": 0, "m": {}, "": "", 'a"b': 2, "zz": 3},
+    {"alpha": 1, "alps": [2], "alp": 3, "beta": None, "bet": 4},
+]
+
+
+@pytest.mark.parametrize("name", sorted(KEY_SCHEMAS))
+def test_key_rows_read_by_first_byte_are_the_numpy_rows(
+    name: str, vocabulary: Vocabulary, tokenizer: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object's key states (declared names and undeclared keys) read their plain
+    tokens off the first byte, without a table over the vocabulary: before anything lays
+    the table out, every step and the mask are the numpy walk's; then the row's arrays
+    are too. The instances hold declared names, their prefixes and extensions, escapes,
+    multi-byte characters and empty keys."""
+    import json
+
+    import formcast.index
+    from formcast.compiler import compile as compile_schema
+
+    if formcast.index.native_walk is None:
+        pytest.skip("formcast._trie_walk was not built")
+    schema = KEY_SCHEMAS[name]
+    index = compile_schema(schema, vocabulary, mode="specification", cache=False)
+    states: set[int] = set()
+    for instance in KEY_INSTANCES:
+        text = json.dumps(instance, separators=(",", ":"), ensure_ascii=False)
+        cursor = index.cursor()
+        for token in tokenizer.encode(text, add_special_tokens=False):  # type: ignore[attr-defined]
+            if token not in cursor.allowed_token_ids():
+                break  # a key or value the schema refuses: the states so far count
+            states.add(cursor.state)
+            cursor.advance(token)
+    fresh = TokenIndex(index.automaton, vocabulary)  # no row computed yet
+    looked_up = [state for state in sorted(states) if fresh._row(state).lookup is not None]
+    assert looked_up, "no key row was read by first byte"
+    monkeypatch.setattr(formcast.index, "native_walk", None)
+    reference = TokenIndex(index.automaton, vocabulary)
+    rng = np.random.default_rng(len(name))
+    for state in looked_up:
+        expected_ids, expected_following = reference.row(state)
+        probes = np.concatenate([rng.integers(0, vocabulary.size, 400), expected_ids[::50]])
+        for token in [*probes.tolist(), vocabulary.size, 2**40]:
+            assert fresh.next_state(state, token) == reference.next_state(state, token), token
+        assert np.array_equal(
+            fresh.packed_mask(state, vocabulary.size), reference.packed_mask(state, vocabulary.size)
+        )
+        assert fresh._row(state).dense is None  # nothing laid the table out so far
+        ids, following = fresh.row(state)
+        assert np.array_equal(ids, expected_ids) and np.array_equal(following, expected_following)

@@ -65,6 +65,7 @@ from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import (
     PLAIN_BYTES,
     FlatTrie,
+    Repeats,
     TokenTrie,
     TrieLevel,
     Vocabulary,
@@ -91,6 +92,9 @@ _STORED_AUTOMATA: dict[str, type[LazyAutomaton] | type[PushdownAutomaton]] = {
     "pushdown": PushdownAutomaton,
 }
 _PARTED = -3  # plain bytes lead to different states
+# A state whose plain bytes part ways has its plain tokens read off by first byte when at
+# least this many plain bytes lead on (an object's key: all of them; a number: ten).
+_FIRST_BYTE_MIN = 32
 _FEW_IDS = 16  # rows of at most this many tokens set their mask bits one by one
 # Rows of at most a third of the vocabulary are sorted; larger ones are scattered over it
 # (a sort of 16k keys costs about what a scatter over 49k tokens does). Up to
@@ -132,7 +136,16 @@ class _Row:
     are read (O(vocabulary), once). A quarter of the memory of the two arrays for a row of
     ~50k tokens (fresh memory costs its page faults: ~0.1 ms for those two arrays)."""
 
-    __slots__ = ("_ids", "_next", "bits", "dense", "distances", "longest", "palette")
+    __slots__ = (
+        "_ids",
+        "_next",
+        "bits",
+        "dense",
+        "distances",
+        "longest",
+        "lookup",
+        "palette",
+    )
 
     def __init__(
         self,
@@ -141,14 +154,16 @@ class _Row:
         bits: npt.NDArray[np.uint32] | None = None,
         dense: npt.NDArray[np.int32] | npt.NDArray[np.uint8] | None = None,
         palette: IntArray | None = None,
+        lookup: _FirstByteLookup | None = None,
     ) -> None:
-        if dense is None and (token_ids is None or next_states is None):
-            raise ValueError("expected a row's tokens and states, or its dense table")
+        if dense is None and lookup is None and (token_ids is None or next_states is None):
+            raise ValueError("expected a row's tokens and states, its dense table or lookup")
         self._ids = token_ids
         self._next = next_states
         self.bits = bits
         self.dense = dense
         self.palette = palette
+        self.lookup = lookup
         self.distances: IntArray | None = None
         self.longest: tuple[int, int] | None = None  # see TokenIndex._longest
 
@@ -167,7 +182,10 @@ class _Row:
         return self._next
 
     def next_state(self, token_id: int) -> int:
-        """The state ``token_id`` leads to (:data:`DEAD` if none) in a dense row."""
+        """The state ``token_id`` leads to (:data:`DEAD` if none) in a dense row, or one
+        read by first byte."""
+        if self.lookup is not None:
+            return self.lookup.state_of(token_id)
         dense = self.dense
         assert dense is not None
         if token_id >= dense.size:
@@ -177,7 +195,10 @@ class _Row:
 
     def _unpack(self) -> None:
         """The sorted tokens and states of a dense row (readers racing here compute the
-        same arrays; the states are set first, so the ids never come without them)."""
+        same arrays; the states are set first, so the ids never come without them). A row
+        read by first byte lays out its table here, the first time (O(vocabulary))."""
+        if self.dense is None and self.lookup is not None:
+            self.dense, self.palette = self.lookup.table()
         dense = self.dense
         assert dense is not None
         ids = np.flatnonzero(dense).astype(np.int32)
@@ -407,7 +428,7 @@ class TokenIndex:
         found = self._row(state)
         if not 0 <= token_id < _ID_LIMIT:
             return -1
-        if found.dense is not None:  # one entry of a large row's table
+        if found.dense is not None or found.lookup is not None:  # one entry of a large row
             following = found.next_state(token_id)
             return -1 if following == DEAD else following
         token_ids, next_states = found.token_ids, found.next_states
@@ -566,6 +587,9 @@ class TokenIndex:
             chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
         plain: _Plain | None = None
         if chain is None:
+            by_first_byte = self._first_byte_row(state) if joint is None else None
+            if by_first_byte is not None:
+                return by_first_byte
             trie = vocabulary.token_trie
         else:
             trie = vocabulary.other_trie
@@ -584,6 +608,49 @@ class TokenIndex:
             return _walk_natively(automaton, trie, state, finish)
         ids, states = self._walk_trie(trie, state, joint)
         return _sorted_by_token(ids, states, vocabulary.size, trie, plain, templates)
+
+    def _first_byte_row(self, state: int) -> _Row | None:
+        """The row of a state whose plain bytes part ways but lead on, most of them, to
+        states that stay where they are on every plain byte: an object's key, where each
+        declared name takes its own way and every other byte starts an undeclared key,
+        whose characters loop. A plain token whose first byte leads to such a state ends
+        there, whatever its length: the row's plain tokens are read off their first byte
+        (:class:`_FirstByteLookup`) and its bits are those of the plain tokens by first
+        byte, joined (:attr:`Vocabulary.plain_bits_by_first`); only the plain tokens
+        under the other first bytes (the declared names' initials) and the other tokens
+        are walked. ``None`` where it does not apply (fewer than :data:`_FIRST_BYTE_MIN`
+        live plain bytes, no looping state, no C walk). Cost: a few numpy calls over the
+        plain bytes and the packed words, plus the walks (~0.1-0.2 ms), against ~0.3-2 ms
+        for a walk of the whole trie below such a state."""
+        automaton = self.automaton
+        if native_walk is None or not isinstance(automaton, _TABLED):
+            return None
+        targets = automaton.table[state, PLAIN_BYTES]  # built: its plain successor is known
+        if np.count_nonzero(targets) < _FIRST_BYTE_MIN or bool((targets < 0).any()):
+            return None
+        following = np.unique(targets)
+        following = following[following != DEAD]
+        automaton.build_rows(following.tolist())
+        table = automaton.table  # after the builds, which may grow it
+        looping = following[(table[following][:, PLAIN_BYTES] == following[:, None]).all(axis=1)]
+        if not looping.size:
+            return None
+        position = np.minimum(looping.searchsorted(targets), looping.size - 1)
+        read = looping[position] == targets
+        by_first = np.zeros(256, dtype=np.uint8)  # code c: looping[c - 1]; 0: not read
+        by_first[PLAIN_BYTES] = np.where(read, position + 1, 0)
+        vocabulary = self.vocabulary
+        plain_trie = vocabulary.plain_trie
+        walked_ids, walked_states = _walk_natively(automaton, vocabulary.other_trie, state, _copied)
+        walked = ~read & (targets != DEAD)
+        if walked.any():
+            nodes = plain_trie.flat.root_children[PLAIN_BYTES[walked]]
+            start = (nodes[nodes >= 0], targets[walked][nodes >= 0])
+            ids, states = _walk_natively(automaton, plain_trie, state, _copied, start)
+            walked_ids, walked_states = walked_ids + ids, walked_states + states
+        return _looked_up(
+            vocabulary, by_first, looping, PLAIN_BYTES[~read], walked_ids, walked_states
+        )
 
     def _joint_automaton(self) -> LazyAutomaton | None:
         """The automaton when its deterministic nodes are worth walking directly (it
@@ -790,8 +857,11 @@ def _walk_natively(
     trie: TokenTrie,
     state: int,
     finish: Callable[[IntArray, IntArray], _Finished],
+    start: tuple[IntArray, IntArray] | None = None,
 ) -> _Finished:
-    """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk. The walk
+    """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk, from the
+    trie's root in ``state`` (or from the nodes ``start[0]`` in the states ``start[1]``,
+    the states their bytes lead to, when given). The walk
     builds the rows of a :class:`LazyAutomaton` it reaches itself, by the C subset
     construction (:meth:`~formcast.automaton.lazy.LazyAutomaton.walk_building`); other
     automata's rows, and rows past the table's room, are built between rounds of walking
@@ -805,8 +875,9 @@ def _walk_natively(
     buffers = _BUFFERS.take(flat.token_count, flat.node_count)
     try:
         ids, states, pending_nodes, pending_states = buffers
-        frontier_nodes = _ROOT
-        frontier_states = np.array([state], dtype=np.int32)
+        frontier_nodes, frontier_states = (
+            (_ROOT, np.array([state], dtype=np.int32)) if start is None else start
+        )
         filled = 0
         while True:
             walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)
@@ -967,7 +1038,7 @@ def _sorted_by_token(
     ids: list[IntArray],
     states: list[IntArray],
     size: int,
-    trie: TokenTrie,
+    trie: TokenTrie | Repeats,
     plain: _Plain | None = None,
     templates: _PlainTemplates | None = None,
 ) -> _Row:
@@ -1008,7 +1079,7 @@ def _sorted_by_token(
 
 
 def _scattered(
-    found: IntArray, reached: IntArray, plain: _Plain | None, size: int, trie: TokenTrie
+    found: IntArray, reached: IntArray, plain: _Plain | None, size: int, trie: TokenTrie | Repeats
 ) -> _Row:
     """:func:`_sorted_by_token` of a large row by the C module's ``scatter_pairs``: on a
     table reused from row to row, kept as one byte a token when its states are few."""
@@ -1164,7 +1235,7 @@ def _templated(
     reached: IntArray,
     plain: _Plain,
     size: int,
-    trie: TokenTrie,
+    trie: TokenTrie | Repeats,
     templates: _PlainTemplates,
 ) -> _Row | None:
     """:func:`_scattered` of a row with plain tokens, from the template of its chain's
@@ -1206,6 +1277,83 @@ def _templated(
         token_ids = np.flatnonzero(codes).astype(np.int32)
         return _Row(token_ids, palette[codes[token_ids]], bits)
     return _Row(None, None, bits, codes, palette)
+
+
+class _FirstByteLookup:
+    """A large row whose plain tokens' states are read off their first byte
+    (``by_first``, codes into ``palette``: each such state stays where it is on every
+    plain byte), but for the sorted ``ids`` whose ``states`` were walked: a step is one
+    binary search and, for a plain token, two reads; no table over the vocabulary is laid
+    out until something asks for the row's arrays (:meth:`table`)."""
+
+    __slots__ = ("by_first", "ids", "palette", "states", "vocabulary")
+
+    def __init__(
+        self,
+        vocabulary: Vocabulary,
+        by_first: npt.NDArray[np.uint8],
+        palette: IntArray,
+        ids: IntArray,
+        states: IntArray,
+    ) -> None:
+        self.vocabulary = vocabulary
+        self.by_first = by_first
+        self.palette = palette
+        self.ids = ids
+        self.states = states
+
+    def state_of(self, token_id: int) -> int:
+        """The state ``token_id`` leads to (:data:`DEAD` if none)."""
+        ids = self.ids
+        position = int(ids.searchsorted(np.int32(token_id)))
+        if position < ids.size and ids[position] == token_id:
+            return int(self.states[position])
+        vocabulary = self.vocabulary
+        if token_id >= vocabulary.size or not vocabulary.plain_flags[token_id]:
+            return DEAD
+        return int(self.palette[self.by_first[vocabulary.first_bytes[token_id]]])
+
+    def table(self) -> tuple[IntArray, None]:
+        """The row as a table of states over the vocabulary (O(vocabulary) numpy)."""
+        vocabulary = self.vocabulary
+        table = np.zeros(vocabulary.size, dtype=np.int32)
+        codes = self.by_first[vocabulary.plain_token_firsts]
+        table[vocabulary.plain_token_ids] = self.palette[codes]
+        table[self.ids] = self.states
+        return table, None
+
+
+def _looked_up(
+    vocabulary: Vocabulary,
+    by_first: npt.NDArray[np.uint8],
+    looping: IntArray,
+    unread: npt.NDArray[np.int64],
+    walked_ids: list[IntArray],
+    walked_states: list[IntArray],
+) -> _Row:
+    """The row of :meth:`TokenIndex._first_byte_row`: its bits are the plain tokens' but
+    for those starting with the ``unread`` bytes (dead, or walked), plus the walked
+    tokens'; its steps are looked up (:class:`_FirstByteLookup`, code ``c`` of
+    ``by_first`` for ``looping[c - 1]``). O(unread bytes + walked tokens) numpy work over
+    packed words, no pass over the vocabulary."""
+    ids, states = _sorted_pairs(_concat(walked_ids), _concat(walked_states))
+    repeats = vocabulary.split_repeats
+    if repeats.repeats.size and ids.size:  # a walked token's repeats take its state
+        position = np.minimum(ids.searchsorted(repeats.repeated), ids.size - 1)
+        hit = ids[position] == repeats.repeated
+        if hit.any():
+            ids, states = _sorted_pairs(
+                np.concatenate([ids, repeats.repeats[hit]]),
+                np.concatenate([states, states[position[hit]]]),
+            )
+    bits = vocabulary.plain_bits.copy()
+    if unread.size:
+        bits &= ~np.bitwise_or.reduce(vocabulary.plain_bits_by_first[unread], axis=0)
+    if ids.size:
+        bits |= _packed_bits(ids, bits.size)
+    palette = np.concatenate([[DEAD], looping]).astype(np.int32)
+    lookup = _FirstByteLookup(vocabulary, by_first, palette, ids, states)
+    return _Row(None, None, bits, lookup=lookup)
 
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:

@@ -211,9 +211,56 @@ class Vocabulary:
         return self.lengths[self.plain_token_ids]
 
     @cached_property
+    def plain_flags(self) -> npt.NDArray[np.bool_]:
+        """Whether each token of the vocabulary is one of :attr:`plain_token_ids`."""
+        flags = np.zeros(self.size, dtype=np.bool_)
+        flags[self.plain_token_ids] = True
+        return flags
+
+    @cached_property
+    def first_bytes(self) -> npt.NDArray[np.uint8]:
+        """The first byte of each token of the vocabulary (0 for a token without bytes)."""
+        return np.ascontiguousarray(self.byte_matrix[:, 0], dtype=np.uint8)
+
+    @cached_property
+    def plain_bits_by_first(self) -> npt.NDArray[np.uint32]:
+        """The plain tokens starting with each byte, as 256 packed bitmasks over the
+        vocabulary (bit ``i % 32`` of word ``i // 32``; 1.5 MB for 49k tokens, built once:
+        a row reads its plain tokens by first byte off them, see
+        :meth:`formcast.index.TokenIndex._first_byte_row`)."""
+        words = (self.size + 31) // 32
+        ids = self.plain_token_ids.astype(np.int64)
+        flat = self.plain_token_firsts.astype(np.int64) * words + (ids >> 5)
+        bits = np.left_shift(1, ids & 31).astype(np.float64)
+        summed = np.bincount(flat, weights=bits, minlength=256 * words)  # distinct powers
+        return summed.astype(np.uint32).reshape(256, words)
+
+    @cached_property
+    def plain_bits(self) -> npt.NDArray[np.uint32]:
+        """:attr:`plain_token_ids` as a packed bitmask over the vocabulary."""
+        bits: npt.NDArray[np.uint32] = np.bitwise_or.reduce(self.plain_bits_by_first, axis=0)
+        return bits
+
+    @cached_property
+    def plain_token_firsts(self) -> npt.NDArray[np.uint8]:
+        """The first byte of each of :attr:`plain_token_ids` (the index reads the state of
+        a plain token off the chain its first byte leads to)."""
+        return np.ascontiguousarray(self.byte_matrix[self.plain_token_ids, 0], dtype=np.uint8)
+
+    @cached_property
     def plain_trie(self) -> TokenTrie:
         """The prefix tree of the plain tokens (every byte in :data:`PLAIN_BYTES`)."""
         return TokenTrie.build(self, self.plain_token_ids)
+
+    @cached_property
+    def split_repeats(self) -> Repeats:
+        """The repeated tokens of :attr:`plain_trie` and :attr:`other_trie` together (a
+        token and the one it repeats have the same bytes, so both lie in one of them)."""
+        plain, other = self.plain_trie, self.other_trie
+        return Repeats(
+            np.concatenate([plain.repeats, other.repeats]),
+            np.concatenate([plain.repeated, other.repeated]),
+        )
 
     @cached_property
     def token_trie(self) -> TokenTrie:
@@ -332,6 +379,15 @@ class TrieLevel(_Level):
 
 
 @dataclass(frozen=True, eq=False)
+class Repeats:
+    """Tokens whose bytes repeat another token's (:attr:`TokenTrie.repeats`), which a walk
+    gives that token's state, with the tokens they repeat at the same places."""
+
+    repeats: npt.NDArray[np.int32]
+    repeated: npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, eq=False)
 class TokenTrie:
     """The prefix tree of some of a vocabulary's tokens (:meth:`build`'s ``ids``; the index
     walks :attr:`Vocabulary.plain_trie` and :attr:`Vocabulary.other_trie`), one
@@ -413,6 +469,15 @@ class FlatTrie:
         """The fields in the order they are declared, which is the order the C walk
         takes them."""
         return tuple(getattr(self, declared.name) for declared in fields(self))
+
+    @cached_property
+    def root_children(self) -> npt.NDArray[np.int32]:
+        """The node of each first byte (256 entries; -1 where no token starts with it)."""
+        found = np.full(256, -1, dtype=np.int32)
+        first, count = int(self.child_first[0]), int(self.child_count[0])
+        children = np.arange(first, first + count, dtype=np.int32)
+        found[self.node_bytes[children]] = children
+        return found
 
     @classmethod
     def of(cls, trie: TokenTrie) -> FlatTrie:
