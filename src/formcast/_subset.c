@@ -33,6 +33,13 @@
  *   most 256) and returns the index of that state (len(states) when all are built).
  *   The same construction of one row is exported to formcast._trie_walk as the capsule
  *   `_build_state`, so that a walk builds the rows it reaches without leaving C.
+ * .plain_chain(chain, filled, plain, table, accepting, sets, ids) -> (filled, parted):
+ *   chain (int32) holds chain[0 .. filled) (filled >= 1); from there, chain[k] is the one
+ *   state all the bytes `plain` (uint8) lead to from chain[k - 1], whose row is built as
+ *   by build_rows; DEAD stays DEAD and a state leading to itself stays put. Stops where
+ *   the plain bytes part ways (parted 1: chain[filled - 1]'s row sends them to different
+ *   states), where the table may lack room for a row's new states (the caller grows it
+ *   and calls again from `filled`), or at the chain's end.
  * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
  *   state) reachable from `state` by epsilon edges.
  *
@@ -50,6 +57,7 @@
 #define BUFFERS 11
 #define SUBSET_API "formcast._subset._build_state"
 #define UNBUILT (-1) /* a table entry not built yet (formcast.automaton.table) */
+#define DEAD 0         /* the dead state (formcast.automaton.table) */
 
 typedef struct {
     int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
@@ -774,6 +782,64 @@ done:
     return result;
 }
 
+/* plain_chain(chain, filled, plain, table, accepting, sets, ids) -> (filled, parted):
+ * see the module's docstring. */
+static PyObject *Nfa_plain_chain(Nfa *self, PyObject *args) {
+    PyObject *objects[4];
+    Py_ssize_t filled;
+    Target at;
+    if (!PyArg_ParseTuple(args, "OnOOOO!O!:plain_chain", &objects[0], &filled, &objects[1],
+                          &objects[2], &objects[3], &PyList_Type, &at.sets, &PyDict_Type,
+                          &at.ids))
+        return NULL;
+    Py_buffer views[4];
+    const Py_ssize_t itemsizes[4] = {4, 1, 4, 1};
+    const int writable[4] = {1, 0, 1, 1};
+    int held = 0;
+    PyObject *result = NULL;
+    for (; held < 4; held++) {
+        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
+        if (views[held].itemsize != itemsizes[held]) {
+            PyBuffer_Release(&views[held]);
+            PyErr_SetString(PyExc_ValueError,
+                            "expected an int32 chain and table, uint8 plain bytes and flags");
+            goto done;
+        }
+    }
+    int32_t *chain = views[0].buf;
+    Py_ssize_t links = views[0].len / 4, plain = views[1].len;
+    const uint8_t *plain_bytes = views[1].buf;
+    at.table = views[2].buf;
+    at.capacity = views[2].len / (4 * 256);
+    at.accepting = views[3].buf;
+    if (filled < 1 || filled > links || plain < 1 || views[3].len < at.capacity) {
+        PyErr_SetString(PyExc_ValueError,
+                        "expected a chain begun, plain bytes and a flag for every table row");
+        goto done;
+    }
+    int parted = 0;
+    for (; filled < links && !parted; filled++) {
+        int32_t current = chain[filled - 1];
+        if (current == DEAD || (filled > 1 && current == chain[filled - 2])) {
+            chain[filled] = current; /* DEAD stays DEAD; a loop stays put */
+            continue;
+        }
+        int status = build_state(self, current, &at);
+        if (status < 0) goto done;
+        if (status == 2) break; /* no room for its row's new states: the caller grows */
+        const int32_t *row = at.table + (Py_ssize_t)current * 256;
+        int32_t following = row[plain_bytes[0]];
+        for (Py_ssize_t k = 1; k < plain && !parted; k++) parted = row[plain_bytes[k]] != following;
+        if (parted) break;
+        chain[filled] = following;
+    }
+    result = Py_BuildValue("(ni)", filled, parted);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return result;
+}
+
 /* The C API for formcast._trie_walk (a capsule named SUBSET_API): the walk builds the
  * rows it needs without going back to Python. Returns build_state's codes; `nfa` must be
  * an Nfa. The signature is repeated in _trie_walk.c. */
@@ -900,6 +966,9 @@ static PyMethodDef Nfa_methods[] = {
     {"build_rows", (PyCFunction)Nfa_build_rows, METH_VARARGS,
      "build_rows(states, table, accepting, sets, ids) -> next: the rows of the states not"
      " built yet, in order, into the table; see the module."},
+    {"plain_chain", (PyCFunction)Nfa_plain_chain, METH_VARARGS,
+     "plain_chain(chain, filled, plain, table, accepting, sets, ids) -> (filled, parted): the"
+     " states the plain bytes lead to, one after another; see the module."},
     {"closure", (PyCFunction)Nfa_closure, METH_O,
      "closure(state) -> frozenset: the important states epsilon-reachable from `state`."},
     {NULL, NULL, 0, NULL},

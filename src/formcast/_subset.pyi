@@ -35,4 +35,15 @@ class Nfa:
         ids: dict[frozenset[int], int],
         /,
     ) -> int: ...
+    def plain_chain(
+        self,
+        chain: npt.NDArray[np.int32],
+        filled: int,
+        plain: npt.NDArray[np.uint8],
+        table: npt.NDArray[np.int32],
+        accepting: npt.NDArray[np.bool_],
+        sets: list[frozenset[int]],
+        ids: dict[frozenset[int], int],
+        /,
+    ) -> tuple[int, int]: ...
     def closure(self, state: int, /) -> frozenset[int]: ...

@@ -92,6 +92,7 @@ _STORED_AUTOMATA: dict[str, type[LazyAutomaton] | type[PushdownAutomaton]] = {
     "pushdown": PushdownAutomaton,
 }
 _PARTED = -3  # plain bytes lead to different states
+_PLAIN_BYTES_U8 = PLAIN_BYTES.astype(np.uint8)
 # A state whose plain bytes part ways has its plain tokens read off by first byte when at
 # least this many plain bytes lead on (an object's key: all of them; a number: ten).
 _FIRST_BYTE_MIN = 32
@@ -672,6 +673,8 @@ class TokenIndex:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
         up to ``depth``; ``None`` if some plain bytes part ways on the way (O(depth)
         lookups, each state's plain successor computed once)."""
+        if isinstance(self.automaton, LazyAutomaton):  # one call, its rows built in C
+            return self.automaton.plain_chain(state, depth + 1, _PLAIN_BYTES_U8)
         if self._plain_successor(state) == _PARTED:
             return None  # the common case inside most grammars: known before any array
         chain = np.full(depth + 1, DEAD, dtype=np.int32)

@@ -272,3 +272,58 @@ def test_build_rows_refuses_bad_arguments() -> None:
     assert unbuilt
     small = table[: len(sets)].copy()
     assert native.build_rows(np.array(unbuilt, np.int32), small, accepting, sets, ids) == 0
+
+
+@pytest.mark.parametrize(
+    ("pattern", "chained"),
+    [
+        (r'"[^"\\]*"', True),  # a free string: its characters loop
+        (r'"[^"\\]{2,40}"', True),  # a bound counts them, a floor keeps the quote away
+        (r'"[^"\\]{0,3}"x', True),  # the chain ends in DEAD past the bound
+        (r'"(?:[a-z]+|[0-9]{1,5})"', False),  # plain bytes part ways at once
+        (r'"a[^"\\]{1,90}"', True),
+    ],
+)
+def test_plain_chains_built_in_c_match_the_python_rows(
+    pattern: str, chained: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain of plain bytes' states, its rows built in one C call, is the one the rows
+    built in Python give, from every state on the way into the string."""
+    from formcast.vocabulary import PLAIN_BYTES
+
+    plain = PLAIN_BYTES.astype(np.uint8)
+    chains = []
+    for native in (True, False):
+        with monkeypatch.context() as patch:
+            if not native:
+                patch.setattr(lazy_module, "native_subset", None)
+            automaton = LazyAutomaton(pattern)
+            found = []
+            for prefix in (b'"', b'"a', b'"ab', b'"abc'):
+                state = automaton.walk(prefix)
+                chain = automaton.plain_chain(state, 81, plain) if state else None
+                found.append(
+                    None if chain is None else [automaton._sets[s] for s in chain.tolist()]
+                )
+            assert (automaton._native is not None) == native
+        chains.append(found)
+    assert chains[0] == chains[1]
+    assert any(chain is not None for chain in chains[0]) == chained
+
+
+def test_plain_chain_refuses_bad_arguments() -> None:
+    automaton = LazyAutomaton(r'"[^"\\]{0,50}"')
+    state = automaton.walk(b'"')
+    native = automaton._native_nfa()
+    table, accepting = automaton._table, automaton._accepting
+    sets, ids = automaton._sets, automaton._ids
+    chain = np.zeros(8, dtype=np.int32)
+    chain[0] = state
+    plain = np.frombuffer(b"abc", dtype=np.uint8)
+    with pytest.raises(ValueError, match="chain begun"):
+        native.plain_chain(chain, 0, plain, table, accepting, sets, ids)
+    with pytest.raises(ValueError, match="int32 chain"):
+        native.plain_chain(chain.astype(np.int64), 1, plain, table, accepting, sets, ids)
+    chain[0] = len(sets) + 7
+    with pytest.raises(ValueError, match="DFA state id"):
+        native.plain_chain(chain, 1, plain, table, accepting, sets, ids)

@@ -474,6 +474,39 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
             )
             self._took_in()
 
+    def plain_chain(self, state: int, links: int, plain: npt.NDArray[np.uint8]) -> IntArray | None:
+        """``chain[k]`` for ``k < links``: the state ``k`` bytes of ``plain`` lead to from
+        ``state``, where every byte of ``plain`` leads from each state to one state (a
+        string's characters: the same state while the string is free, one more each
+        while a bound counts them; :data:`DEAD` from where none leads on); ``None`` where
+        they part ways on the way. The rows on the way are built in C, in one call where
+        the table has room (without the C module: row by row, then read)."""
+        chain = np.full(links, DEAD, dtype=np.int32)
+        chain[0] = state
+        filled = 1
+        native = self._native if self._native is not None else self._native_nfa()
+        if native is not None:
+            with self._lock:
+                while filled < links:
+                    self._reserve(256 * min(links - filled, 8))
+                    filled, parted = native.plain_chain(
+                        chain, filled, plain, self._table, self._accepting, self._sets, self._ids
+                    )
+                    self._took_in()
+                    if parted:
+                        return None
+            return chain
+        for k in range(1, links):
+            current = int(chain[k - 1])
+            if current == DEAD or (k > 1 and current == chain[k - 2]):
+                chain[k] = current
+                continue
+            targets = self.row(current)[plain]
+            if bool((targets != targets[0]).any()):
+                return None
+            chain[k] = targets[0]
+        return chain
+
     def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
         """``run(table, builder)`` under the row lock, with room in the table for
         :data:`_WALK_ROOM` new states: ``builder`` is ``(nfa, accepting, sets, ids)``, what
