@@ -211,3 +211,57 @@ def test_relative_dates_follow_the_compile_day(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(formcast.schema, "compile_day", lambda: dt.date(2030, 1, 1))
     later = formcast.schema.pydantic_schema(model)
     assert today != later and "2030-01-01" in json.dumps(later)
+
+
+_INVALID_DOCUMENTS = [
+    {"type": "strng"},
+    {"properties": {"a": {"minLength": -1}}},
+    {"items": {"type": ["string", 3]}},
+    {"$defs": {"x": {"pattern": "(unclosed"}}, "$ref": "#/$defs/x"},
+    {"required": "a"},
+    {"anyOf": []},
+    {"properties": {"a": {"$dynamicRef": 4}}},
+    {"dependencies": {"a": [1]}},
+    {"prefixItems": {"type": "integer"}},
+    {"$id": "not a uri\\x"},
+]
+
+
+def _same_verdicts(documents: list[Any]) -> list[bool]:
+    """The real 2020-12 metaschema's verdict on each document, asserting that the flat
+    one load_schema checks first gives the same."""
+    import jsonschema
+
+    from formcast.schema import _flat_2020_12, _metaschema_stand_in
+
+    flat = _flat_2020_12()
+    verdicts = []
+    for document in documents:
+        document = _metaschema_stand_in(document)
+        try:
+            jsonschema.Draft202012Validator.check_schema(document)
+            real = True
+        except jsonschema.SchemaError:
+            real = False
+        assert flat.is_valid(document) == real, json.dumps(document)[:200]
+        verdicts.append(real)
+    return verdicts
+
+
+def test_the_flat_2020_12_metaschema_refuses_what_the_real_one_refuses() -> None:
+    """Each keyword's own vocabulary, formats and the root's deprecated keywords."""
+    assert not any(_same_verdicts(_INVALID_DOCUMENTS))
+    with pytest.raises(SchemaError, match=r"expected a valid JSON Schema.*'strng'"):
+        load_schema({"type": "strng"})
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_the_flat_2020_12_metaschema_accepts_what_the_real_one_accepts(
+    maskbench_dir: Any,
+) -> None:
+    documents = [
+        json.loads(path.read_text())["schema"]
+        for path in sorted(maskbench_dir.glob("*.json"))[::40]
+    ]
+    verdicts = _same_verdicts([d for d in documents if isinstance(d, dict)])
+    assert sum(verdicts) > len(verdicts) // 2
