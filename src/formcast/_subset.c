@@ -30,7 +30,8 @@
  *   `sets` and put in `ids` as new states, with their acceptance (whether the final state
  *   is a member) written to `accepting` (a byte a table row) and their rows made UNBUILT.
  *   Stops before a row when the table might lack room for its new states (a row adds at
- *   most 256) and returns the index of that state (len(states) when all are built).
+ *   most 256; those not interned yet count) and returns the index of that state
+ *   (len(states) when all are built).
  *   The same construction of one row is exported to formcast._trie_walk as the capsule
  *   `_build_state`, so that a walk builds the rows it reaches without leaving C.
  * .plain_chain(chain, filled, plain, table, accepting, sets, ids) -> (filled, parted):
@@ -710,8 +711,8 @@ static int64_t state_of(Nfa *self, const int64_t *succ, Py_ssize_t count, const 
 }
 
 /* Build the row of DFA state `sid` into the table: 1 when built, 0 when it was built
- * already, 2 when the table may lack room for the states it adds (at most 256: nothing
- * done), -1 on error (an exception set). The new states' rows are UNBUILT before the
+ * already, 2 when the table may lack room for the states it adds (those of its runs not
+ * interned yet, at most 256: nothing is registered then), -1 on error (an exception set). The new states' rows are UNBUILT before the
  * row's entries are written, each once, from UNBUILT to its final value. */
 static int build_state(Nfa *self, int32_t sid, const Target *at) {
     if (sid < 0 || sid >= at->capacity || sid >= PyList_GET_SIZE(at->sets)) {
@@ -720,7 +721,6 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
     }
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
     if (target[0] != UNBUILT) return 0;
-    if (PyList_GET_SIZE(at->sets) + 256 > at->capacity) return 2;
     const int64_t *members = members_of(self, at->sets, sid);
     if (!members) return -1;
     Py_ssize_t size = members[0];
@@ -728,6 +728,14 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
     for (Py_ssize_t k = 0; k < size; k++) /* nothing is kept before the runs: */
         if (byte_edges_of(self, members[1 + k]) < 0) return -1; /* `members` holds */
     if (compute_runs(self) < 0) return -1;
+    /* room for the states the row may add: those not interned here (some may be in the
+     * dict, registered from Python: counted anyway) */
+    Py_ssize_t unknown = 0;
+    for (Py_ssize_t r = 0; r < self->runs.size; r += 4) {
+        const int64_t *run = self->runs.data + r, *succ = self->succ.data + run[2];
+        unknown += interned_find(self, succ, run[3], hash_members(succ, run[3])) < 0;
+    }
+    if (PyList_GET_SIZE(at->sets) + unknown > at->capacity) return 2;
     int32_t row[256];
     memset(row, 0, sizeof(row));
     for (Py_ssize_t r = 0; r < self->runs.size; r += 4) {

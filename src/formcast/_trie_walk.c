@@ -179,13 +179,15 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     int32_t count = w->child_count[node];
     int32_t first = w->child_first[node];
     if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->nodes)) return WALK_BAD_NODE;
-    if (count > 0 && !children_built(w, node, state) && w->build) {
+    int missing = count > 0 && !children_built(w, node, state);
+    if (missing && w->build) {
         /* build the row here; left pending only when the table lacks room for it */
         int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting,
                              w->sets, w->ids);
         if (built < 0) return WALK_ERROR;
+        missing = built == 2;
     }
-    if (count > 0 && !children_built(w, node, state)) {
+    if (missing) {
         if (w->pending >= w->pending_size) return WALK_FULL;
         w->pending_nodes[w->pending] = node;
         w->pending_states[w->pending] = state;

@@ -626,7 +626,13 @@ class TokenIndex:
         automaton = self.automaton
         if native_walk is None or not isinstance(automaton, _TABLED):
             return None
-        targets = automaton.table[state, PLAIN_BYTES]  # built: its plain successor is known
+        table = automaton.table  # the row of ``state`` is built: its plain chain was asked
+        # An undeclared key starts with any byte no declared name starts with: '~' or
+        # '`' (two reads tell the usual grammar state, where they lead nowhere or on)
+        probe = int(table[state, ord("~")]) or int(table[state, ord("`")])
+        if probe <= DEAD or not self._loops_on_plain(probe):
+            return None
+        targets = table[state, PLAIN_BYTES]
         if np.count_nonzero(targets) < _FIRST_BYTE_MIN or bool((targets < 0).any()):
             return None
         following = np.unique(targets)
@@ -653,6 +659,21 @@ class TokenIndex:
             vocabulary, by_first, looping, PLAIN_BYTES[~read], walked_ids, walked_states
         )
 
+    def _loops_on_plain(self, state: int) -> bool:
+        """Whether ``state`` stays where it is on every plain byte (its row built here)."""
+        row = self._built_row(state)
+        return bool((row[PLAIN_BYTES] == state).all())
+
+    def _built_row(self, state: int) -> IntArray:
+        """The automaton's row of ``state``: a view of its table where that row is built,
+        else :meth:`~formcast.automaton.table.TableAutomaton.row` (which builds it)."""
+        automaton = self.automaton
+        if isinstance(automaton, _TABLED):
+            row: IntArray = automaton.table[state]
+            if int(row.min()) >= 0:
+                return row
+        return automaton.row(state)
+
     def _joint_automaton(self) -> LazyAutomaton | None:
         """The automaton when its deterministic nodes are worth walking directly (it
         holds a trie-built choice, of at least :data:`_JOINT_WALK_MIN` characters when
@@ -673,8 +694,12 @@ class TokenIndex:
         """``chain[k]``: the state every ``k`` plain bytes lead to from ``state``, for ``k``
         up to ``depth``; ``None`` if some plain bytes part ways on the way (O(depth)
         lookups, each state's plain successor computed once)."""
-        if isinstance(self.automaton, LazyAutomaton):  # one call, its rows built in C
-            return self.automaton.plain_chain(state, depth + 1, _PLAIN_BYTES_U8)
+        automaton = self.automaton
+        if isinstance(automaton, LazyAutomaton):  # one call, its rows built in C
+            row = automaton.table[state]
+            if row[0] >= 0 and _plain_target(row) == _PARTED:
+                return None  # built, and parted at once: the usual grammar state
+            return automaton.plain_chain(state, depth + 1, _PLAIN_BYTES_U8)
         if self._plain_successor(state) == _PARTED:
             return None  # the common case inside most grammars: known before any array
         chain = np.full(depth + 1, DEAD, dtype=np.int32)
@@ -864,13 +889,14 @@ def _walk_natively(
 ) -> _Finished:
     """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk, from the
     trie's root in ``state`` (or from the nodes ``start[0]`` in the states ``start[1]``,
-    the states their bytes lead to, when given). The walk
-    builds the rows of a :class:`LazyAutomaton` it reaches itself, by the C subset
-    construction (:meth:`~formcast.automaton.lazy.LazyAutomaton.walk_building`); other
-    automata's rows, and rows past the table's room, are built between rounds of walking
-    as far as built transitions go (O(live nodes) over all rounds, plus the transitions
-    built). Returns ``finish`` of the tokens reached and their states, given as views of
-    the walk's buffers while it still holds them (``finish`` copies what it keeps)."""
+    the states their bytes lead to, when given). A first round walks as far as built
+    rows go; from where it stopped, the walk builds the rows of a :class:`LazyAutomaton`
+    it reaches itself, by the C subset construction
+    (:meth:`~formcast.automaton.lazy.LazyAutomaton.walk_building`); other automata's rows,
+    and rows past the table's room, are built between rounds (O(live nodes) over all
+    rounds, plus the transitions built). Returns ``finish`` of the tokens reached and
+    their states, given as views of the walk's buffers while it still holds them
+    (``finish`` copies what it keeps)."""
     assert native_walk is not None
     if state == DEAD:  # nothing is allowed after a dead end (the walk takes live states)
         return finish(_NONE, _NONE)
@@ -882,14 +908,32 @@ def _walk_natively(
             (_ROOT, np.array([state], dtype=np.int32)) if start is None else start
         )
         filled = 0
+        building = False  # the first round reads built rows alone: no lock, no GIL held
         while True:
-            walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)
-            filled, pending = automaton.walk_building(walk_round.run)
+            if building:
+                walk_round = _WalkRound(
+                    flat.arrays, frontier_nodes, frontier_states, buffers, filled
+                )
+                filled, pending = automaton.walk_building(walk_round.run)
+            else:
+                filled, pending = native_walk.walk(
+                    automaton.table,
+                    flat.arrays,
+                    frontier_nodes,
+                    frontier_states,
+                    ids,
+                    states,
+                    filled,
+                    pending_nodes,
+                    pending_states,
+                )
             if not pending:
                 return finish(ids[:filled], states[:filled])
             frontier_nodes = pending_nodes[:pending].copy()
             frontier_states = pending_states[:pending].copy()
-            _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
+            if building:  # rows the walk could not build itself
+                _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
+            building = True
     finally:
         _BUFFERS.give_back(buffers)
 

@@ -244,7 +244,7 @@ def test_walks_that_build_rows_in_c_match_the_rounds_through_python(
     and so does the Python construction."""
     texts = [b'{"apiVersion":"v1","kind":"Job","metadata":{"name":"x"},"count":3}', b'{"zz":"']
     built_in_c = _walked_rows(vocabulary, texts)
-    monkeypatch.setattr(lazy_module, "_WALK_ROOM", 0)  # every row left pending
+    monkeypatch.setattr(lazy_module, "_ROOM", 0)  # rows left pending where the table is full
     pending = _walked_rows(vocabulary, texts)
     monkeypatch.setattr(lazy_module, "native_subset", None)
     python = _walked_rows(vocabulary, texts)

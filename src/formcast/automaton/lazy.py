@@ -63,9 +63,11 @@ BoolArray = npt.NDArray[np.bool_]
 _Relative = tuple[list[tuple[int, int, int]], list[int], bool]
 
 _END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
-# The new states a walk that builds rows in C has room for before it returns to Python
-# (which then grows the table): 1 MB of table.
-_WALK_ROOM = 1024
+# The new states the C construction has room for in the table, at least, before it
+# returns to Python (which then grows the table): a row needs room for those of its
+# successors not interned yet, so a small automaton's table (64 rows at first) does not
+# grow for the room alone.
+_ROOM = 64
 _Result = TypeVar("_Result")
 
 
@@ -466,13 +468,15 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         itself, so no Python runs per state or per row. Between its calls the table grows,
         so that a row's new states (at most 256) always fit."""
         wanted = np.asarray(states, dtype=np.int32)
-        done = 0
+        done, room = 0, _ROOM
         while done < wanted.size:
-            self._reserve(256 * min(wanted.size - done, 4))
-            done += native.build_rows(
+            self._reserve(room)
+            made = native.build_rows(
                 wanted[done:], self._table, self._accepting, self._sets, self._ids
             )
             self._took_in()
+            done += made
+            room = _ROOM if made else 2 * room + 1  # a row adds at most 256 states
 
     def plain_chain(self, state: int, links: int, plain: npt.NDArray[np.uint8]) -> IntArray | None:
         """``chain[k]`` for ``k < links``: the state ``k`` bytes of ``plain`` lead to from
@@ -487,14 +491,17 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         native = self._native if self._native is not None else self._native_nfa()
         if native is not None:
             with self._lock:
+                room = _ROOM
                 while filled < links:
-                    self._reserve(256 * min(links - filled, 8))
+                    self._reserve(room)
+                    before = filled
                     filled, parted = native.plain_chain(
                         chain, filled, plain, self._table, self._accepting, self._sets, self._ids
                     )
                     self._took_in()
                     if parted:
                         return None
+                    room = _ROOM if filled > before else 2 * room + 1
             return chain
         for k in range(1, links):
             current = int(chain[k - 1])
@@ -509,7 +516,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
 
     def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
         """``run(table, builder)`` under the row lock, with room in the table for
-        :data:`_WALK_ROOM` new states: ``builder`` is ``(nfa, accepting, sets, ids)``, what
+        :data:`_ROOM` new states: ``builder`` is ``(nfa, accepting, sets, ids)``, what
         :func:`formcast._trie_walk.walk` needs to build the rows it reaches by the C
         construction, without a return to Python per row (None where that module is not
         built: the walk then leaves them pending)."""
@@ -517,7 +524,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         if native is None:
             return run(self._table, None)
         with self._lock:
-            self._reserve(_WALK_ROOM)
+            self._reserve(_ROOM)
             try:
                 return run(self._table, (native, self._accepting, self._sets, self._ids))
             finally:
