@@ -249,9 +249,7 @@ typedef struct {
     Vec runs, succ, targets; /* a row's runs (see compute_runs) */
     /* the DFA states known here (see members_of) */
     Vec member_at, members;
-    int64_t *interned; /* state ids by hash of their members, -1 empty */
-    uint64_t *interned_hash;
-    Py_ssize_t interned_capacity, interned_size; /* capacity: a power of two */
+    Map interned; /* the hash of a state's members (63 bits: keys are >= 0) -> its id */
 } Nfa;
 
 static int out_of_range(int64_t state) {
@@ -537,10 +535,10 @@ static PyObject *Nfa_segments(Nfa *self, PyObject *members) {
 /* -- the DFA states: members interned by content -------------------------------------------
  * self->member_at[sid] is the offset in self->members of the sorted members of DFA state
  * sid (members[offset] = their count, then the ids), or -1 while unknown; self->interned
- * maps a hash of members to a state id (open addressing, -1 empty), equal hashes told
- * apart by comparing members. It mirrors the automaton's dict (frozenset -> id) in front
- * of it: a state registered from Python is found in the dict on its first miss here, and
- * interned then. */
+ * maps a hash of members to a state id, checked by comparing members (a set whose hash
+ * another holds is not interned: the dict finds it). It mirrors the automaton's dict
+ * (frozenset -> id) in front of it: a state registered from Python is found in the dict
+ * on its first miss here, and interned then. */
 static uint64_t hash_members(const int64_t *ids, Py_ssize_t count) {
     uint64_t h = mix((uint64_t)count + 0x9e3779b97f4a7c15ULL);
     for (Py_ssize_t k = 0; k < count; k++) h = mix(h ^ (uint64_t)ids[k]) + (uint64_t)k;
@@ -596,56 +594,21 @@ static const int64_t *remember_members(Nfa *self, Py_ssize_t sid, const int64_t 
     return self->members.data + offset;
 }
 
-static int interned_grow(Nfa *self) {
-    Py_ssize_t capacity = self->interned_capacity ? 2 * self->interned_capacity : 1024;
-    int64_t *slots = PyMem_Malloc((size_t)capacity * sizeof(int64_t));
-    uint64_t *hashes = PyMem_Malloc((size_t)capacity * sizeof(uint64_t));
-    if (!slots || !hashes) {
-        PyMem_Free(slots);
-        PyMem_Free(hashes);
-        PyErr_NoMemory();
-        return -1;
-    }
-    memset(slots, 0xff, (size_t)capacity * sizeof(int64_t));
-    for (Py_ssize_t i = 0; i < self->interned_capacity; i++) {
-        if (self->interned[i] < 0) continue;
-        Py_ssize_t slot = (Py_ssize_t)(self->interned_hash[i] & (uint64_t)(capacity - 1));
-        while (slots[slot] >= 0) slot = (slot + 1) & (capacity - 1);
-        slots[slot] = self->interned[i];
-        hashes[slot] = self->interned_hash[i];
-    }
-    PyMem_Free(self->interned);
-    PyMem_Free(self->interned_hash);
-    self->interned = slots;
-    self->interned_hash = hashes;
-    self->interned_capacity = capacity;
-    return 0;
-}
-
 /* The state interned with these members, or -1. */
 static int64_t interned_find(const Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
-    if (!self->interned_capacity) return -1;
-    Py_ssize_t mask = self->interned_capacity - 1;
-    for (Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask); self->interned[slot] >= 0;
-         slot = (slot + 1) & mask) {
-        if (self->interned_hash[slot] != h) continue;
-        const int64_t *known = self->members.data + self->member_at.data[self->interned[slot]];
-        if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
-            return self->interned[slot];
-    }
-    return -1;
+    int64_t sid;
+    if (!map_get(&self->interned, (int64_t)(h >> 1), &sid)) return -1;
+    const int64_t *known = self->members.data + self->member_at.data[sid];
+    if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
+        return sid;
+    return -1; /* another set with this hash: found through the dict instead */
 }
 
+/* Intern state `sid` under its members' hash, unless another set holds that hash. */
 static int interned_put(Nfa *self, int64_t sid, uint64_t h) {
-    if (2 * (self->interned_size + 1) > self->interned_capacity && interned_grow(self) < 0)
-        return -1;
-    Py_ssize_t mask = self->interned_capacity - 1;
-    Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)mask);
-    while (self->interned[slot] >= 0) slot = (slot + 1) & mask;
-    self->interned[slot] = sid;
-    self->interned_hash[slot] = h;
-    self->interned_size++;
-    return 0;
+    int64_t known;
+    if (map_get(&self->interned, (int64_t)(h >> 1), &known)) return 0;
+    return map_put(&self->interned, (int64_t)(h >> 1), sid);
 }
 
 static int contains(const int64_t *sorted, Py_ssize_t count, int64_t id) {
@@ -888,8 +851,7 @@ static void Nfa_dealloc(Nfa *self) {
     vec_free(&self->targets);
     vec_free(&self->member_at);
     vec_free(&self->members);
-    PyMem_Free(self->interned);
-    PyMem_Free(self->interned_hash);
+    map_free(&self->interned);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -908,7 +908,10 @@ def _walk_natively(
             (_ROOT, np.array([state], dtype=np.int32)) if start is None else start
         )
         filled = 0
-        building = False  # the first round reads built rows alone: no lock, no GIL held
+        # The first round reads built rows alone (no lock, the GIL released); after it, a
+        # LazyAutomaton's walk builds the rows it reaches, other automata's are built here.
+        builds_rows = isinstance(automaton, LazyAutomaton) and native_rows is not None
+        building = False
         while True:
             if building:
                 walk_round = _WalkRound(
@@ -931,9 +934,9 @@ def _walk_natively(
                 return finish(ids[:filled], states[:filled])
             frontier_nodes = pending_nodes[:pending].copy()
             frontier_states = pending_states[:pending].copy()
-            if building:  # rows the walk could not build itself
+            if building or not builds_rows:  # rows the walk did not build itself
                 _build_children_entries(automaton, flat, frontier_nodes, frontier_states)
-            building = True
+            building = builds_rows
     finally:
         _BUFFERS.give_back(buffers)
 
