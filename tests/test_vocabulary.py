@@ -239,3 +239,18 @@ def test_compile_without_a_tokenizer_says_what_was_expected(given: Any) -> None:
     assert repr(given)[:20] in str(caught.value)
     if isinstance(given, str):
         assert "AutoTokenizer.from_pretrained('HuggingFaceTB" in str(caught.value)
+
+
+def test_the_whole_tries_repeats_are_those_of_the_plain_and_other_tries() -> None:
+    """A key row walks the plain and the other trie and takes its repeats from the whole
+    trie: a token and the one it repeats share their bytes, so one of the two tries holds
+    both, and every trie takes the lowest id of a run of equal tokens as its original."""
+    tokens = [b"", b"ab", b'a"', b"ab", "é".encode(), b"x", b'a"', b"ab", "é".encode(), b"q"]
+    vocabulary = Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])
+
+    def pairs(trie: Any) -> set[tuple[int, int]]:
+        return set(zip(trie.repeats.tolist(), trie.repeated.tolist(), strict=True))
+
+    whole = pairs(vocabulary.token_trie)
+    assert whole == {(3, 1), (7, 1), (6, 2), (8, 4)}
+    assert whole == pairs(vocabulary.plain_trie) | pairs(vocabulary.other_trie)

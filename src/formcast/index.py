@@ -65,7 +65,6 @@ from formcast.text import TextSlot, text_slots
 from formcast.vocabulary import (
     PLAIN_BYTES,
     FlatTrie,
-    Repeats,
     TokenTrie,
     TrieLevel,
     Vocabulary,
@@ -397,6 +396,11 @@ class TokenIndex:
         return TokenIndex(bound, self.vocabulary, description=self.description)
 
     # -- queries --------------------------------------------------------------------------
+    @cached_property
+    def _eos_ids(self) -> IntArray:
+        """The EOS ids, sorted (set in the masks of accepting states)."""
+        return np.fromiter(sorted(self.vocabulary.eos_token_ids), dtype=np.int32)
+
     @property
     def initial_state(self) -> int:
         return self.automaton.initial
@@ -494,7 +498,7 @@ class TokenIndex:
         found = self._row(state)
         words = (width + 31) // 32
         accepting = self.is_accepting(state)
-        eos = np.fromiter(sorted(self.vocabulary.eos_token_ids), dtype=np.int32)
+        eos = self._eos_ids
         if found.bits is not None and found.bits.size <= words:
             # the bits the C scatter wrote: no pass over the row's ~50k ids
             packed = np.zeros(words, dtype=np.uint32)
@@ -695,8 +699,8 @@ class TokenIndex:
         up to ``depth``; ``None`` if some plain bytes part ways on the way (O(depth)
         lookups, each state's plain successor computed once)."""
         automaton = self.automaton
-        if isinstance(automaton, LazyAutomaton):  # one call, its rows built in C
-            row = automaton.table[state]
+        if isinstance(automaton, LazyAutomaton) and lazy_module.native_subset is not None:
+            row = automaton.table[state]  # one call, its rows built in C
             if row[0] >= 0 and _plain_target(row) == _PARTED:
                 return None  # built, and parted at once: the usual grammar state
             return automaton.plain_chain(state, depth + 1, _PLAIN_BYTES_U8)
@@ -727,7 +731,7 @@ class TokenIndex:
             self._plain_next = known = grown
         found = int(known[state])
         if found == _UNKNOWN:
-            found = _plain_target(self.automaton.row(state))
+            found = _plain_target(self._built_row(state))
             known[state] = found
         return found
 
@@ -1088,7 +1092,7 @@ def _sorted_by_token(
     ids: list[IntArray],
     states: list[IntArray],
     size: int,
-    trie: TokenTrie | Repeats,
+    trie: TokenTrie,
     plain: _Plain | None = None,
     templates: _PlainTemplates | None = None,
 ) -> _Row:
@@ -1129,7 +1133,7 @@ def _sorted_by_token(
 
 
 def _scattered(
-    found: IntArray, reached: IntArray, plain: _Plain | None, size: int, trie: TokenTrie | Repeats
+    found: IntArray, reached: IntArray, plain: _Plain | None, size: int, trie: TokenTrie
 ) -> _Row:
     """:func:`_sorted_by_token` of a large row by the C module's ``scatter_pairs``: on a
     table reused from row to row, kept as one byte a token when its states are few."""
@@ -1285,7 +1289,7 @@ def _templated(
     reached: IntArray,
     plain: _Plain,
     size: int,
-    trie: TokenTrie | Repeats,
+    trie: TokenTrie,
     templates: _PlainTemplates,
 ) -> _Row | None:
     """:func:`_scattered` of a row with plain tokens, from the template of its chain's
@@ -1387,7 +1391,10 @@ def _looked_up(
     ``by_first`` for ``looping[c - 1]``). O(unread bytes + walked tokens) numpy work over
     packed words, no pass over the vocabulary."""
     ids, states = _sorted_pairs(_concat(walked_ids), _concat(walked_states))
-    repeats = vocabulary.split_repeats
+    # the repeats of the plain and the other trie: the same tokens and originals as the
+    # whole trie's (a token and the one it repeats share their bytes, so one of the two
+    # tries holds both, and each trie takes the lowest id of a run as its original)
+    repeats = vocabulary.token_trie
     if repeats.repeats.size and ids.size:  # a walked token's repeats take its state
         position = np.minimum(ids.searchsorted(repeats.repeated), ids.size - 1)
         hit = ids[position] == repeats.repeated

@@ -237,30 +237,21 @@ class Vocabulary:
 
     @cached_property
     def plain_bits(self) -> npt.NDArray[np.uint32]:
-        """:attr:`plain_token_ids` as a packed bitmask over the vocabulary."""
-        bits: npt.NDArray[np.uint32] = np.bitwise_or.reduce(self.plain_bits_by_first, axis=0)
-        return bits
+        """:attr:`plain_token_ids` as a packed bitmask over the vocabulary (bit ``i % 32``
+        of word ``i // 32``)."""
+        flags = np.zeros(-(-self.size // 32) * 32, dtype=np.bool_)
+        flags[self.plain_token_ids] = True
+        return np.packbits(flags, bitorder="little").view(np.uint32)
 
     @cached_property
     def plain_token_firsts(self) -> npt.NDArray[np.uint8]:
-        """The first byte of each of :attr:`plain_token_ids` (the index reads the state of
-        a plain token off the chain its first byte leads to)."""
-        return np.ascontiguousarray(self.byte_matrix[self.plain_token_ids, 0], dtype=np.uint8)
+        """The first byte of each of :attr:`plain_token_ids`."""
+        return self.first_bytes[self.plain_token_ids]
 
     @cached_property
     def plain_trie(self) -> TokenTrie:
         """The prefix tree of the plain tokens (every byte in :data:`PLAIN_BYTES`)."""
         return TokenTrie.build(self, self.plain_token_ids)
-
-    @cached_property
-    def split_repeats(self) -> Repeats:
-        """The repeated tokens of :attr:`plain_trie` and :attr:`other_trie` together (a
-        token and the one it repeats have the same bytes, so both lie in one of them)."""
-        plain, other = self.plain_trie, self.other_trie
-        return Repeats(
-            np.concatenate([plain.repeats, other.repeats]),
-            np.concatenate([plain.repeated, other.repeated]),
-        )
 
     @cached_property
     def token_trie(self) -> TokenTrie:
@@ -376,15 +367,6 @@ class TrieLevel(_Level):
     child_count: npt.NDArray[np.int32]
     node_large: npt.NDArray[np.bool_]
     below_bytes: npt.NDArray[np.uint64]
-
-
-@dataclass(frozen=True, eq=False)
-class Repeats:
-    """Tokens whose bytes repeat another token's (:attr:`TokenTrie.repeats`), which a walk
-    gives that token's state, with the tokens they repeat at the same places."""
-
-    repeats: npt.NDArray[np.int32]
-    repeated: npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True, eq=False)

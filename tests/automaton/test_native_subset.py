@@ -285,27 +285,30 @@ def test_build_rows_refuses_bad_arguments() -> None:
     ],
 )
 def test_plain_chains_built_in_c_match_the_python_rows(
-    pattern: str, chained: bool, monkeypatch: pytest.MonkeyPatch
+    pattern: str, chained: bool, vocabulary: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A chain of plain bytes' states, its rows built in one C call, is the one the rows
-    built in Python give, from every state on the way into the string."""
-    from formcast.vocabulary import PLAIN_BYTES
+    """A chain of plain bytes' states, its rows built in one C call, is the one the index
+    walks row by row without the C module, from every state on the way into the string."""
+    from formcast.index import TokenIndex
 
-    plain = PLAIN_BYTES.astype(np.uint8)
     chains = []
     for native in (True, False):
         with monkeypatch.context() as patch:
             if not native:
                 patch.setattr(lazy_module, "native_subset", None)
             automaton = LazyAutomaton(pattern)
+            index = TokenIndex(automaton, vocabulary)
             found = []
             for prefix in (b'"', b'"a', b'"ab', b'"abc'):
                 state = automaton.walk(prefix)
-                chain = automaton.plain_chain(state, 81, plain) if state else None
+                chain = index._plain_chain(state, 80) if state else None
                 found.append(
                     None if chain is None else [automaton._sets[s] for s in chain.tolist()]
                 )
             assert (automaton._native is not None) == native
+            if not native:
+                with pytest.raises(RuntimeError, match="C subset construction"):
+                    automaton.plain_chain(automaton.initial, 8, np.arange(3, dtype=np.uint8))
         chains.append(found)
     assert chains[0] == chains[1]
     assert any(chain is not None for chain in chains[0]) == chained

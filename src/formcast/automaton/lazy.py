@@ -430,7 +430,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
 
         A state inside one regular copy takes its row from the template's (see
         :meth:`_copy_segments`); any other joins its members' moves."""
-        native = self._native if self._native is not None else self._native_nfa()
+        native = self._native_nfa()
         if native is not None:  # the same row, in C (see _native_nfa)
             self._build_natively(native, [sid])
             return
@@ -456,7 +456,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
     def _build_rows(self, states: list[int]) -> None:
         """The rows of ``states`` (none built yet; caller holds the lock): together in C
         where the module is built, else one by one."""
-        native = self._native if self._native is not None else self._native_nfa()
+        native = self._native_nfa()
         if native is None:
             super()._build_rows(states)
         else:
@@ -483,35 +483,28 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         ``state``, where every byte of ``plain`` leads from each state to one state (a
         string's characters: the same state while the string is free, one more each
         while a bound counts them; :data:`DEAD` from where none leads on); ``None`` where
-        they part ways on the way. The rows on the way are built in C, in one call where
-        the table has room (without the C module: row by row, then read)."""
+        they part ways on the way. The rows on the way are built by the C construction,
+        in one call where the table has room. Where that module is not built, the
+        caller walks the rows itself (see :meth:`TokenIndex._plain_chain
+        <formcast.index.TokenIndex._plain_chain>`): RuntimeError here."""
+        native = self._native_nfa()
+        if native is None:
+            raise RuntimeError("expected the C subset construction (formcast._subset)")
         chain = np.full(links, DEAD, dtype=np.int32)
         chain[0] = state
         filled = 1
-        native = self._native if self._native is not None else self._native_nfa()
-        if native is not None:
-            with self._lock:
-                room = _ROOM
-                while filled < links:
-                    self._reserve(room)
-                    before = filled
-                    filled, parted = native.plain_chain(
-                        chain, filled, plain, self._table, self._accepting, self._sets, self._ids
-                    )
-                    self._took_in()
-                    if parted:
-                        return None
-                    room = _ROOM if filled > before else 2 * room + 1
-            return chain
-        for k in range(1, links):
-            current = int(chain[k - 1])
-            if current == DEAD or (k > 1 and current == chain[k - 2]):
-                chain[k] = current
-                continue
-            targets = self.row(current)[plain]
-            if bool((targets != targets[0]).any()):
-                return None
-            chain[k] = targets[0]
+        with self._lock:
+            room = _ROOM
+            while filled < links:
+                self._reserve(room)
+                before = filled
+                filled, parted = native.plain_chain(
+                    chain, filled, plain, self._table, self._accepting, self._sets, self._ids
+                )
+                self._took_in()
+                if parted:
+                    return None
+                room = _ROOM if filled > before else 2 * room + 1
         return chain
 
     def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
@@ -520,7 +513,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         :func:`formcast._trie_walk.walk` needs to build the rows it reaches by the C
         construction, without a return to Python per row (None where that module is not
         built: the walk then leaves them pending)."""
-        native = self._native if self._native is not None else self._native_nfa()
+        native = self._native_nfa()
         if native is None:
             return run(self._table, None)
         with self._lock:
@@ -536,9 +529,8 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         the tests do by setting :data:`native_subset` to None). It reads this automaton's
         edge index without copying it, and memoizes closures per NFA state as the Python
         construction does. Cost: O(blocks + extras) once per edge index, O(1) after."""
-        if native_subset is None:
-            return None
-        self._native = native_subset.Nfa(*native_arguments(self._edges, self._final))
+        if self._native is None and native_subset is not None:
+            self._native = native_subset.Nfa(*native_arguments(self._edges, self._final))
         return self._native
 
     def _single_segments(
