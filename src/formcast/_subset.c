@@ -711,6 +711,23 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
     return 1;
 }
 
+/* Take the C-contiguous buffers of `count` objects, each of its item size and writable
+ * where asked; returns how many were taken (all of them, or an exception set with
+ * `expected` as the message of a wrong item size). The caller releases those taken. */
+static int hold_buffers(PyObject *const *objects, int count, const Py_ssize_t *itemsizes,
+                        const int *writable, Py_buffer *views, const char *expected) {
+    for (int held = 0; held < count; held++) {
+        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) return held;
+        if (views[held].itemsize != itemsizes[held]) {
+            PyBuffer_Release(&views[held]);
+            PyErr_SetString(PyExc_ValueError, expected);
+            return held;
+        }
+    }
+    return count;
+}
+
 /* build_rows(states, table, accepting, sets, ids) -> next: see the module's docstring. */
 static PyObject *Nfa_build_rows(Nfa *self, PyObject *args) {
     PyObject *objects[3];
@@ -720,18 +737,11 @@ static PyObject *Nfa_build_rows(Nfa *self, PyObject *args) {
         return NULL;
     Py_buffer views[3];
     const Py_ssize_t itemsizes[3] = {4, 4, 1};
-    int held = 0;
+    const int writable[3] = {0, 1, 1};
     PyObject *result = NULL;
-    for (; held < 3; held++) {
-        int flags = PyBUF_C_CONTIGUOUS | (held ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
-        if (views[held].itemsize != itemsizes[held]) {
-            PyBuffer_Release(&views[held]);
-            PyErr_SetString(PyExc_ValueError,
+    int held = hold_buffers(objects, 3, itemsizes, writable, views,
                             "expected int32 states and table, and one byte a flag");
-            goto done;
-        }
-    }
+    if (held < 3) goto done;
     const int32_t *states = views[0].buf;
     Py_ssize_t count = views[0].len / 4;
     at.table = views[1].buf;
@@ -766,18 +776,10 @@ static PyObject *Nfa_plain_chain(Nfa *self, PyObject *args) {
     Py_buffer views[4];
     const Py_ssize_t itemsizes[4] = {4, 1, 4, 1};
     const int writable[4] = {1, 0, 1, 1};
-    int held = 0;
     PyObject *result = NULL;
-    for (; held < 4; held++) {
-        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
-        if (views[held].itemsize != itemsizes[held]) {
-            PyBuffer_Release(&views[held]);
-            PyErr_SetString(PyExc_ValueError,
+    int held = hold_buffers(objects, 4, itemsizes, writable, views,
                             "expected an int32 chain and table, uint8 plain bytes and flags");
-            goto done;
-        }
-    }
+    if (held < 4) goto done;
     int32_t *chain = views[0].buf;
     Py_ssize_t links = views[0].len / 4, plain = views[1].len;
     const uint8_t *plain_bytes = views[1].buf;
