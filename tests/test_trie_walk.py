@@ -160,11 +160,16 @@ def test_a_walk_inside_a_walk_gets_buffers_of_its_own() -> None:
     _BUFFERS.give_back(grown)
 
 
-@pytest.mark.parametrize("count", [0, 1, 2, 7, 64, 300])
-def test_sort_pairs_orders_by_token_and_leaves_out_dead_states(count: int) -> None:
+@pytest.mark.parametrize(
+    ("count", "largest"),
+    # the insertion sort (up to 64 pairs), then the radix sort's two and three passes
+    [(0, 50_000), (1, 50_000), (2, 50_000), (7, 50_000), (64, 50_000), (65, 50_000),
+     (300, 50_000), (20_000, 50_000), (3_000, 2**22 + 5_000), (3_000, 2**31 - 1)],
+)  # fmt: skip
+def test_sort_pairs_orders_by_token_and_leaves_out_dead_states(count: int, largest: int) -> None:
     assert native_walk is not None
     rng = np.random.default_rng(count)
-    ids = rng.permutation(50_000)[:count].astype(np.int32)
+    ids = rng.choice(largest, size=count, replace=False).astype(np.int32)
     states = rng.integers(0, 4, count).astype(np.int32)  # some DEAD (0)
     pairs = zip(ids.tolist(), states.tolist(), strict=True)
     expected = sorted((t, s) for t, s in pairs if s != DEAD)

@@ -101,9 +101,6 @@ _FEW_IDS = 16  # rows of at most this many tokens set their mask bits one by one
 # _ARGSORTED_ROW tokens, an argsort; past it, one sort of packed (token, state) keys.
 _SORTED_SHARE = 3
 _ARGSORTED_ROW = 512
-# Up to this many pairs, the C insertion sort (quadratic, but the fixed cost of numpy's
-# calls dominates below it).
-_NATIVE_SORTED_ROW = 64
 # Three plain bytes that most grammar states send different ways (see _plain_target).
 _SPACE, _DIGIT, _LETTER = 0x20, 0x30, 0x61
 _PRINTABLE = 0x7F - _SPACE  # the bytes from the space up to "~"
@@ -1415,10 +1412,11 @@ def _looked_up(
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:
     """The (token, state) pairs without :data:`DEAD`, ordered by token (each token at most
-    once): an argsort up to :data:`_ARGSORTED_ROW` pairs, past it one sort of
-    ``token << 32 | state`` keys, cheaper than an argsort and two gathers. Up to
-    :data:`_NATIVE_SORTED_ROW` pairs, the C module's insertion sort when it is built."""
-    if native_walk is not None and found.size <= _NATIVE_SORTED_ROW:
+    once): by the C module's sort where it is built (an insertion sort of a few dozen
+    pairs, a radix sort of more: O(pairs)); else an argsort up to :data:`_ARGSORTED_ROW`
+    pairs, past it one sort of ``token << 32 | state`` keys, cheaper than an argsort and
+    two gathers."""
+    if native_walk is not None:
         ids, states = np.array(found, dtype=np.int32), np.array(reached, dtype=np.int32)
         kept = native_walk.sort_pairs(ids, states)  # in place, on copies of their own
         return ids[:kept], states[:kept]
