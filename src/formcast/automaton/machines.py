@@ -51,8 +51,7 @@ BoolArray = npt.NDArray[np.bool_]
 MAIN = 0
 """The machine of the main pattern."""
 
-_REAL = np.ones(256, dtype=np.bool_)
-_REAL[sorted(MARKER_BYTES)] = False
+_MARKERS = np.array(sorted(MARKER_BYTES), dtype=np.intp)
 
 
 class FrameInfo(NamedTuple):
@@ -185,11 +184,12 @@ class Machines:
 
     def _frame_info(self, machine: int, state: int) -> FrameInfo:
         automaton = self.automata[machine]
-        full = automaton.row(state)
-        row = np.where(_REAL, full, DEAD).astype(np.int32)
+        row = automaton.row(state)  # a copy: the marker bytes are cleared in it
         accepting = automaton.is_accepting(state)
-        calls = self._calls(automaton, int(full[CALL_BYTE]))
-        return FrameInfo(row, bool(row.any()), accepting, calls, accepting and not full.any())
+        ends_only = accepting and not row.any()
+        calls = self._calls(automaton, int(row[CALL_BYTE]))
+        row[_MARKERS] = DEAD
+        return FrameInfo(row, bool(row.any()), accepting, calls, ends_only)
 
     def _calls(self, automaton: LazyAutomaton, marked: int) -> tuple[tuple[int, int], ...]:
         """The calls after the call byte led to ``marked``: one digit level at a time."""

@@ -343,9 +343,15 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         found = self._layouts.get(tops)
         if found is None:
             info = self._machines.info
-            steps = np.stack([info(machine, state).row for machine, state in tops])
-            live = np.flatnonzero(steps[0] if len(tops) == 1 else steps.any(axis=0))
-            columns, inverse = _distinct_columns(steps[:, live])
+            if len(tops) == 1:  # the usual state: one parse, its targets are the columns
+                ((machine, state),) = tops
+                step = info(machine, state).row
+                live = np.flatnonzero(step)
+                columns, inverse = _distinct_targets(step[live].tolist())
+            else:
+                steps = np.stack([info(machine, state).row for machine, state in tops])
+                live = np.flatnonzero(steps.any(axis=0))
+                columns, inverse = _distinct_columns(steps[:, live])
             found = self._layouts[tops] = (live, columns, np.asarray(inverse, dtype=np.intp))
         return found
 
@@ -442,6 +448,14 @@ def _distinct_columns(steps: npt.NDArray[np.int32]) -> tuple[list[tuple[int, ...
         first_seen.setdefault(column, len(first_seen)) for column in map(tuple, steps.T.tolist())
     ]
     return list(first_seen), inverse
+
+
+def _distinct_targets(targets: list[int]) -> tuple[list[tuple[int]], list[int]]:
+    """:func:`_distinct_columns` of a single row, ``targets``: columns of one entry,
+    found by int keys rather than tuples."""
+    first_seen: dict[int, int] = {}
+    inverse = [first_seen.setdefault(target, len(first_seen)) for target in targets]
+    return [(target,) for target in first_seen], inverse
 
 
 def _csr(name: str, groups: list[list[int]]) -> dict[str, npt.NDArray[np.int64]]:
