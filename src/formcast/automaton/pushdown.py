@@ -450,7 +450,7 @@ def _distinct_columns(steps: npt.NDArray[np.int32]) -> tuple[list[tuple[int, ...
     return list(first_seen), inverse
 
 
-def _distinct_targets(targets: list[int]) -> tuple[list[tuple[int]], list[int]]:
+def _distinct_targets(targets: list[int]) -> tuple[list[tuple[int, ...]], list[int]]:
     """:func:`_distinct_columns` of a single row, ``targets``: columns of one entry,
     found by int keys rather than tuples."""
     first_seen: dict[int, int] = {}
