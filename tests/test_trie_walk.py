@@ -438,3 +438,50 @@ def test_scatter_on_template_refuses_bad_ids_shapes_and_short_buffers(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         _on_template(*changed)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_byte_split_matches_a_reading_of_the_table(seed: int) -> None:
+    """Random tables where some states loop on every plain byte: the codes, the looping
+    states, the walked bytes and the unread ones are what the table says."""
+    assert native_walk is not None
+    rng = np.random.default_rng(seed)
+    plain = np.array(sorted(rng.choice(np.arange(32, 127), size=60, replace=False)), np.uint8)
+    states = 12
+    table = rng.integers(0, states, size=(states, 256)).astype(np.int32)
+    looping = sorted(rng.choice(np.arange(2, states), size=3, replace=False).tolist())
+    for state in looping:
+        table[state, plain] = state
+    table[1, plain] = rng.choice([DEAD, *looping, 5, 6], size=plain.size)
+    by_first = np.full(256, 99, dtype=np.uint8)
+    lists = np.full((4, 256), -7, dtype=np.int32)
+    looped, walked, unread = native_walk.first_byte_split(table, 1, plain, by_first, lists)
+
+    targets = table[1, plain]
+    reached = sorted({int(t) for t in targets if t in looping})
+    assert lists[0, :looped].tolist() == reached
+    expected_codes = np.zeros(256, dtype=np.uint8)
+    for byte, target in zip(plain.tolist(), targets.tolist(), strict=True):
+        if target in reached:
+            expected_codes[byte] = reached.index(target) + 1
+    assert by_first.tolist() == expected_codes.tolist()
+    other = [(b, t) for b, t in zip(plain.tolist(), targets.tolist(), strict=True)
+             if t not in reached]  # fmt: skip
+    assert lists[3, :unread].tolist() == [b for b, _ in other]
+    live = [(b, t) for b, t in other if t != DEAD]
+    assert lists[1, :walked].tolist() == [b for b, _ in live]
+    assert lists[2, :walked].tolist() == [t for _, t in live]
+
+
+def test_first_byte_split_refuses_targets_whose_rows_are_not_built() -> None:
+    assert native_walk is not None
+    plain = np.arange(97, 123, dtype=np.uint8)
+    table = np.zeros((3, 256), dtype=np.int32)
+    table[1, plain] = 2
+    table[2] = -1  # UNBUILT
+    lists = np.empty((4, 256), dtype=np.int32)
+    by_first = np.empty(256, dtype=np.uint8)
+    with pytest.raises(ValueError, match="built rows"):
+        native_walk.first_byte_split(table, 1, plain, by_first, lists)
+    with pytest.raises(ValueError, match="live state"):
+        native_walk.first_byte_split(table, 3, plain, by_first, lists)

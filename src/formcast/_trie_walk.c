@@ -924,6 +924,94 @@ done:
     return result;
 }
 
+
+PyDoc_STRVAR(first_byte_split_doc,
+"first_byte_split(table, state, plain, by_first, lists) -> (looping, walked, unread)\n"
+"\n"
+"Part the plain bytes (uint8 `plain`) of `state` by where they lead in the int32 table,\n"
+"whose rows of those targets must be built: `looping` states stay where they are on\n"
+"every plain byte. Writes by_first (uint8[256]): for a plain byte leading to the k-th\n"
+"looping state (in increasing order), k + 1; 0 for every other byte. Writes the rows\n"
+"of `lists` (int32, 4 x 256): 0, the looping states; 1 and 2, the plain bytes that lead\n"
+"to another live state and those states; 3, the plain bytes by_first leaves at 0 (those\n"
+"and the dead ones). Returns the three counts. ValueError where a target lies outside\n"
+"the table or its row is not built.");
+
+static PyObject *first_byte_split(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *objects[4];
+    Py_ssize_t state;
+    if (!PyArg_ParseTuple(args, "OnOOO:first_byte_split", &objects[0], &state, &objects[1],
+                          &objects[2], &objects[3]))
+        return NULL;
+    Held held[4];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL;
+    if (take(objects[0], &held[0], 0, 4, 256, "the table") < 0) goto done;
+    if (take(objects[1], &held[1], 0, 1, 0, "plain") < 0) goto done;
+    if (take(objects[2], &held[2], 1, 1, 256, "by_first") < 0) goto done;
+    if (take(objects[3], &held[3], 1, 4, 4 * 256, "lists") < 0) goto done;
+    const int32_t *table = held[0].view.buf;
+    Py_ssize_t states = held[0].view.len / 4 / 256;
+    const uint8_t *plain = held[1].view.buf;
+    Py_ssize_t plains = held[1].view.len;
+    uint8_t *by_first = held[2].view.buf;
+    int32_t *looping = held[3].view.buf, *walked_bytes = looping + 256;
+    int32_t *walked_states = looping + 512, *unread = looping + 768;
+    if (state <= DEAD || state >= states) {
+        PyErr_Format(PyExc_ValueError, "expected a live state below %zd, found %zd", states,
+                     state);
+        goto done;
+    }
+    if (plains > 256) {
+        PyErr_Format(PyExc_ValueError, "expected at most 256 plain bytes, found %zd", plains);
+        goto done;
+    }
+    const int32_t *row = table + state * 256;
+    int32_t targets[256];
+    Py_ssize_t looped = 0, walked = 0, left = 0;
+    for (Py_ssize_t i = 0; i < plains; i++) {
+        int32_t target = row[plain[i]];
+        targets[i] = target;
+        if (target == DEAD) continue;
+        if (target < 0 || target >= states || table[(Py_ssize_t)target * 256] == UNBUILT) {
+            PyErr_Format(PyExc_ValueError, "expected built rows of the targets, found %d",
+                         (int)target);
+            goto done;
+        }
+        Py_ssize_t at = looped; /* where it goes in the sorted list of looping states */
+        while (at > 0 && looping[at - 1] > target) at--;
+        if (at > 0 && looping[at - 1] == target) continue; /* listed already */
+        const int32_t *next = table + (Py_ssize_t)target * 256;
+        int loops = 1;
+        for (Py_ssize_t j = 0; j < plains && loops; j++) loops = next[plain[j]] == target;
+        if (!loops) continue;
+        memmove(looping + at + 1, looping + at, (size_t)(looped - at) * sizeof(int32_t));
+        looping[at] = target;
+        looped++;
+    }
+    memset(by_first, 0, 256);
+    for (Py_ssize_t i = 0; i < plains; i++) {
+        int32_t target = targets[i];
+        Py_ssize_t code = 0;
+        for (Py_ssize_t k = 0; k < looped && !code; k++)
+            if (looping[k] == target) code = k + 1;
+        if (code) {
+            by_first[plain[i]] = (uint8_t)code;
+            continue;
+        }
+        unread[left++] = plain[i];
+        if (target != DEAD) {
+            walked_bytes[walked] = plain[i];
+            walked_states[walked++] = target;
+        }
+    }
+    result = Py_BuildValue("(nnn)", looped, walked, left);
+done:
+    release(held, 4);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"sort_pairs", sort_pairs, METH_VARARGS, sort_pairs_doc},
@@ -931,6 +1019,7 @@ static PyMethodDef methods[] = {
     {"pack_bits", pack_bits, METH_VARARGS, pack_bits_doc},
     {"plain_template", plain_template, METH_VARARGS, plain_template_doc},
     {"scatter_on_template", scatter_on_template, METH_VARARGS, scatter_on_template_doc},
+    {"first_byte_split", first_byte_split, METH_VARARGS, first_byte_split_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -59,3 +59,11 @@ def scatter_on_template(
     out_palette: _Int32,
     /,
 ) -> tuple[int, int]: ...
+def first_byte_split(
+    table: _Int32,
+    state: int,
+    plain: npt.NDArray[np.uint8],
+    by_first: npt.NDArray[np.uint8],
+    lists: _Int32,
+    /,
+) -> tuple[int, int, int]: ...

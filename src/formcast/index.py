@@ -633,31 +633,30 @@ class TokenIndex:
         probe = int(table[state, ord("~")]) or int(table[state, ord("`")])
         if probe <= DEAD or not self._loops_on_plain(probe):
             return None
-        targets = table[state, PLAIN_BYTES]
-        if np.count_nonzero(targets) < _FIRST_BYTE_MIN or bool((targets < 0).any()):
+        targets = table[state, PLAIN_BYTES].tolist()
+        following = set(targets)
+        following.discard(DEAD)
+        if len(targets) - targets.count(DEAD) < _FIRST_BYTE_MIN or min(following) < 0:
             return None
-        following = np.unique(targets)
-        following = following[following != DEAD]
-        automaton.build_rows(following.tolist())
-        table = automaton.table  # after the builds, which may grow it
-        looping = following[(table[following][:, PLAIN_BYTES] == following[:, None]).all(axis=1)]
-        if not looping.size:
+        automaton.build_rows(sorted(following))
+        # code c of by_first: lists[0][c - 1], a looping state; 0: not read (see the C)
+        by_first = np.empty(256, dtype=np.uint8)
+        lists = np.empty((4, 256), dtype=np.int32)
+        looped, walked, unread = native_walk.first_byte_split(
+            automaton.table, state, _PLAIN_BYTES_U8, by_first, lists
+        )
+        if not looped:
             return None
-        position = np.minimum(looping.searchsorted(targets), looping.size - 1)
-        read = looping[position] == targets
-        by_first = np.zeros(256, dtype=np.uint8)  # code c: looping[c - 1]; 0: not read
-        by_first[PLAIN_BYTES] = np.where(read, position + 1, 0)
         vocabulary = self.vocabulary
         plain_trie = vocabulary.plain_trie
         walked_ids, walked_states = _walk_natively(automaton, vocabulary.other_trie, state, _copied)
-        walked = ~read & (targets != DEAD)
-        if walked.any():
-            nodes = plain_trie.flat.root_children[PLAIN_BYTES[walked]]
-            start = (nodes[nodes >= 0], targets[walked][nodes >= 0])
+        if walked:
+            nodes = plain_trie.flat.root_children[lists[1, :walked]]
+            start = (nodes[nodes >= 0], lists[2, :walked][nodes >= 0])
             ids, states = _walk_natively(automaton, plain_trie, state, _copied, start)
             walked_ids, walked_states = walked_ids + ids, walked_states + states
         return _looked_up(
-            vocabulary, by_first, looping, PLAIN_BYTES[~read], walked_ids, walked_states
+            vocabulary, by_first, lists[0, :looped], lists[3, :unread], walked_ids, walked_states
         )
 
     def _loops_on_plain(self, state: int) -> bool:
@@ -1378,7 +1377,7 @@ def _looked_up(
     vocabulary: Vocabulary,
     by_first: npt.NDArray[np.uint8],
     looping: IntArray,
-    unread: npt.NDArray[np.int64],
+    unread: IntArray,
     walked_ids: list[IntArray],
     walked_states: list[IntArray],
 ) -> _Row:
