@@ -924,7 +924,6 @@ done:
     return result;
 }
 
-
 PyDoc_STRVAR(first_byte_split_doc,
 "first_byte_split(table, state, plain, by_first, lists) -> (looping, walked, unread)\n"
 "\n"
