@@ -915,23 +915,11 @@ def _walk_natively(
         builds_rows = isinstance(automaton, LazyAutomaton) and native_rows is not None
         building = False
         while True:
+            walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)
             if building:
-                walk_round = _WalkRound(
-                    flat.arrays, frontier_nodes, frontier_states, buffers, filled
-                )
                 filled, pending = automaton.walk_building(walk_round.run)
             else:
-                filled, pending = native_walk.walk(
-                    automaton.table,
-                    flat.arrays,
-                    frontier_nodes,
-                    frontier_states,
-                    ids,
-                    states,
-                    filled,
-                    pending_nodes,
-                    pending_states,
-                )
+                filled, pending = walk_round.run(automaton.table, None)
             if not pending:
                 return finish(ids[:filled], states[:filled])
             frontier_nodes = pending_nodes[:pending].copy()

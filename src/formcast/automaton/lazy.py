@@ -515,7 +515,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         built: the walk then leaves them pending)."""
         native = self._native_nfa()
         if native is None:
-            return run(self._table, None)
+            return super().walk_building(run)
         with self._lock:
             self._reserve(_ROOM)
             try:
