@@ -604,3 +604,57 @@ def test_the_vectorized_text_agrees_with_the_general_one(text: str, data: Any) -
         for byte in value[: len(value) // 2].encode():
             states = [int(fast.row(states[0])[byte]), int(slow.row(states[1])[byte])]
         assert fast.distance(states[0]) == slow.distance(states[1])
+
+
+TEXT_OPTIONS = [
+    FromText(),
+    FromText(whitespace="exact", min_length=2, max_length=5),
+    FromText(case_sensitive=False, max_length=4),
+    FromText(word_boundaries=False, min_length=3),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(TEXT_CHARS, min_size=1, max_size=40), data=st.data())
+def test_rows_built_in_a_loop_agree_with_numpy(text: str, data: Any) -> None:
+    """A state's row is built in a Python loop over its few nodes; the numpy build (taken
+    for states of many nodes) must give the same transitions to the same states, in the
+    vectorized and the general layouts, with counted lengths, raw and JSON spellings."""
+    options = data.draw(st.sampled_from(TEXT_OPTIONS))
+    spelling = data.draw(st.sampled_from(["json", "raw"]))
+    automaton = TextAutomaton(text, TextSlot("string", options, spelling=spelling), ALL_BYTES)
+    seen, frontier = {automaton.initial}, [automaton.initial]
+    while frontier and len(seen) < 200:
+        state = frontier.pop()
+        looped = automaton.sparse_row(state)
+        by_numpy = automaton._many_nodes_row(state, automaton._nodes[state])
+        assert [(b, t) for b, t in enumerate(by_numpy.tolist()) if t] == list(looped)
+        for _, target in looped:
+            if target not in seen:
+                seen.add(target)
+                frontier.append(target)
+
+
+def test_bound_entries_built_one_by_one_agree_with_whole_rows(vocabulary: Vocabulary) -> None:
+    """A bound automaton builds the entries a walk asks for alone; built entry by entry in
+    a shuffled order, it must be the same automaton as one built a whole row at a time (the
+    same transitions and acceptance, up to the numbering of the states)."""
+    constraint = compile_index(Receipt, vocabulary)
+    by_rows = constraint.bind(RECEIPT).automaton
+    by_entries = constraint.bind(RECEIPT).automaton
+    rng = np.random.default_rng(7)
+    names = {by_rows.initial: by_entries.initial}
+    frontier = [by_rows.initial]
+    while frontier and len(names) < 400:
+        state = frontier.pop(0)
+        other = names[state]
+        assert by_rows.is_accepting(state) == by_entries.is_accepting(other)
+        row = by_rows.row(state)
+        for byte in rng.permutation(256).tolist():
+            moved = int(by_entries.step(np.array([other], np.int32), np.array([byte], np.uint8))[0])
+            target = int(row[byte])
+            assert (target == 0) == (moved == 0), (state, byte)
+            if target and target not in names:
+                names[target] = moved
+                frontier.append(target)
+            assert names.get(target, 0) == moved, (state, byte)

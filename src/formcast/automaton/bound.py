@@ -10,23 +10,24 @@ read nor written: entering a slot, and leaving it once its value is complete, ar
 that read nothing.
 
 Its table and the readers of it (``step``, ``row``, ``is_accepting``, ``walk``) are
-those of :class:`~formcast.automaton.table.TableAutomaton`, built one entry at a time
-rather than one row at a time (each entry costs a closure); with
+those of :class:`~formcast.automaton.table.TableAutomaton`, whose entries are built as
+walks ask for them, from the live bytes of the state's parts (sparse inside a slot: a
+value read so far occurs at a few places of the text); with
 ``min_bytes_to_accept`` that is what :class:`~formcast.index.TokenIndex` reads, so one
 request's index is an ordinary ``TokenIndex`` over it:
 :meth:`formcast.index.TokenIndex.bind` builds it.
 
 Cost: binding builds one text automaton per slot kind (linear in the text) and one
-weighted distance table of the schema's automaton (linear in its NFA); states and their
-transitions are built when first reached, each in O(members) plus the text automaton's
-own row.
+weighted distance table of the schema's automaton (linear in its NFA); a state's
+live bytes are listed when it is first reached, in O(live bytes of its parts); each
+entry asked for then costs a closure, or nothing where no part lives on.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +35,7 @@ import numpy.typing as npt
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.automaton.shaped import slot_automaton
 from formcast.automaton.table import UNBUILT, TableAutomaton
+from formcast.automaton.text import SparseRow
 from formcast.errors import InvalidOptionError, NoTextValueError
 from formcast.text import KIND_BYTES, MARKER_BYTES, SLOT_CLOSE, SLOT_OPEN, TextSlot
 
@@ -44,8 +46,14 @@ BoolArray = npt.NDArray[np.bool_]
 Member = tuple[int, int, int]  # (slot kind, text state, schema state before the close marker)
 Key = tuple[tuple[int, ...], tuple[Member, ...]]
 
-_REAL = np.ones(256, dtype=bool)
-_REAL[sorted(MARKER_BYTES)] = False
+_REAL_BYTES = np.setdiff1d(np.arange(256), sorted(MARKER_BYTES))  # all but the markers
+
+
+class _SchemaPart(NamedTuple):
+    """A state of the schema's automaton as the bound one reads it."""
+
+    row: IntArray  # its 256 transitions
+    sparse: SparseRow  # its live transitions on the bytes that are not markers
 
 
 class BoundAutomaton(TableAutomaton[Key]):
@@ -70,7 +78,9 @@ class BoundAutomaton(TableAutomaton[Key]):
         self.usable = np.asarray(usable, dtype=bool)
         self.texts = [slot_automaton(text, slot, self.usable) for slot in self.slots]
         self._kinds = [(KIND_BYTES[k], k) for k in range(len(self.slots))]
-        self._schema_rows: dict[int, IntArray] = {}
+        self._schema_parts: dict[int, _SchemaPart] = {}
+        self._moves_of: dict[int, dict[int, tuple[int, ...]]] = {}
+        self._successors: dict[tuple[int, tuple[int, ...]], int] = {}
         self._lock = threading.Lock()
         self._sets = []
         self._ids = {}
@@ -85,11 +95,17 @@ class BoundAutomaton(TableAutomaton[Key]):
 
     # -- states -----------------------------------------------------------------------
     def _schema_row(self, state: int) -> IntArray:
-        row = self._schema_rows.get(state)
-        if row is None:
+        return self._schema_part(state).row
+
+    def _schema_part(self, state: int) -> _SchemaPart:
+        found = self._schema_parts.get(state)
+        if found is None:
             row = self.schema.row(state)
-            self._schema_rows[state] = row
-        return row
+            live = np.flatnonzero(row[_REAL_BYTES]).astype(np.intp)
+            bytes_ = _REAL_BYTES[live]
+            sparse = tuple(zip(bytes_.tolist(), row[bytes_].tolist(), strict=True))
+            found = self._schema_parts[state] = _SchemaPart(row, sparse)
+        return found
 
     def _closure(self, schemas: Iterable[int], members: Iterable[Member]) -> int:
         """Intern the state made of ``schemas`` and ``members`` plus every move that
@@ -106,13 +122,13 @@ class BoundAutomaton(TableAutomaton[Key]):
             if state in seen:
                 continue
             seen.add(state)
-            row = self._schema_row(state)
-            opened = int(row[SLOT_OPEN])
+            part = self._schema_part(state)
+            opened = int(part.row[SLOT_OPEN])
             if opened != DEAD:
                 for member in self._entries(opened):
                     kept_members.add(member)
                     pending.extend(self._exits(member))
-            if self.schema.is_accepting(state) or bool(row[_REAL].any()):
+            if part.sparse or self.schema.is_accepting(state):
                 kept_schemas.append(state)
         return self._intern((tuple(sorted(kept_schemas)), tuple(sorted(kept_members))))
 
@@ -138,20 +154,6 @@ class BoundAutomaton(TableAutomaton[Key]):
         if found is not None:
             return found
         return self._register(key, any(self.schema.is_accepting(s) for s in key[0]))
-
-    def _next(self, state: int, byte: int) -> int:
-        """The state after ``byte`` (computed once, then read from the table)."""
-        known = int(self._table[state, byte])
-        if known != UNBUILT:
-            return known
-        found = DEAD
-        if _REAL[byte]:
-            schemas, members = self._sets[state]
-            moved = [int(self._schema_row(s)[byte]) for s in schemas]
-            read = [int(self.texts[kind].row(text_state)[byte]) for kind, text_state, _ in members]
-            found = self._successor(members, moved, read)
-        self._table[state, byte] = found
-        return found
 
     def _successor(
         self, members: Sequence[Member], moved: Sequence[int], read: Sequence[int]
@@ -194,41 +196,76 @@ class BoundAutomaton(TableAutomaton[Key]):
                 break
         return inside + [-1] * (len(data) - len(inside))
 
-    # -- how the table is built: one entry at a time, or a whole row -------------------
+    # -- how the table is built: entries the walks ask for, from the parts' live bytes ---
+    def _moves(self, state: int) -> dict[int, tuple[int, ...]]:
+        """Per live byte of ``state``, where it moves each part (schema states, then the
+        slots' text states; DEAD where a part dies). Built once per state, in O(live
+        bytes of its parts): a handful inside a slot."""
+        found = self._moves_of.get(state)
+        if found is not None:
+            return found
+        schemas, members = self._sets[state]
+        parts = [self._schema_part(s).sparse for s in schemas]
+        parts += [self.texts[kind].sparse_row(text_state) for kind, text_state, _ in members]
+        width = len(parts)
+        moves: dict[int, list[int]] = {}
+        for i, part in enumerate(parts):
+            for byte, target in part:
+                known = moves.get(byte)
+                if known is None:
+                    known = moves[byte] = [DEAD] * width
+                known[i] = target
+        found = self._moves_of[state] = {byte: tuple(moved) for byte, moved in moves.items()}
+        row = np.zeros(256, dtype=np.int32)  # DEAD at once where no part lives: a walk
+        row[list(found)] = UNBUILT  # asks for the live entries alone from here on
+        self._table[state] = row
+        return found
+
+    def _entry(self, state: int, byte: int) -> int:
+        """The state after ``byte``: a closure per distinct move of ``state``'s parts."""
+        moved = self._moves(state).get(byte)
+        if moved is None:
+            return DEAD
+        key = (state, moved)
+        found = self._successors.get(key)
+        if found is None:
+            schemas, members = self._sets[state]
+            split = len(schemas)
+            found = self._successor(members, moved[:split], moved[split:])
+            self._successors[key] = found
+        return found
+
     def _build_entries(
         self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
     ) -> None:
-        """Build the entries ``(states[i], data[i])`` alone (each costs a closure)."""
-        pairs = np.unique((states.astype(np.int64) << 8) | data)
-        for pair in pairs.tolist():
-            self._next(pair >> 8, pair & 0xFF)
+        """Build the entries ``(states[i], data[i])`` alone: a walk over the vocabulary
+        asks for a few bytes of most states it reaches."""
+        with self._lock:
+            for state in np.unique(states).tolist():
+                self._moves(state)  # the first time: the row's dead bytes
+            unbuilt = self._table[states, data] == UNBUILT
+            pairs = np.unique((states[unbuilt].astype(np.int64) << 8) | data[unbuilt])
+            for pair in pairs.tolist():
+                state, byte = pair >> 8, pair & 0xFF
+                found = self._entry(state, byte)
+                self._table[state, byte] = found  # after the closure, which may grow it
+
+    def _ensure(self, states: Iterable[int]) -> None:
+        """Build what is missing of the rows of ``states``, under the lock (a row may hold
+        single entries already, so every byte is checked, not the first alone)."""
+        with self._lock:
+            for state in states:
+                if bool((self._table[state] == UNBUILT).any()):
+                    self._build_row(state)
 
     def _ensure_row(self, state: int) -> None:
-        if bool((self._table[state] == UNBUILT).any()):
-            self._build_row(state)
+        self._ensure((state,))
 
     def _build_row(self, state: int) -> None:
-        """Every transition of ``state`` at once: bytes that move each part of the state
-        to the same places share one closure (a handful per row, not 256)."""
-        schemas, members = self._sets[state]
-        columns = [self._schema_row(s) for s in schemas]
-        columns += [self.texts[kind].row(text_state) for kind, text_state, _ in members]
-        targets = np.zeros(256, dtype=np.int32)
-        if columns:
-            moves = np.stack(columns, axis=1)
-            moves[~_REAL] = DEAD
-            if moves.shape[1] == 1:  # the common case: one part (a slot, or a schema state)
-                values, inverse = np.unique(moves[:, 0], return_inverse=True)
-                unique = values.reshape(-1, 1)
-            else:
-                unique, inverse = np.unique(moves, axis=0, return_inverse=True)
-            split = len(schemas)
-            found = np.array(
-                [self._successor(members, key[:split], key[split:]) for key in unique.tolist()],
-                dtype=np.int32,
-            )
-            targets = found[inverse.reshape(-1)]
-        self._table[state] = targets  # after the closures, which may grow the table
+        row = np.zeros(256, dtype=np.int32)  # DEAD everywhere else, markers included
+        for byte in self._moves(state):
+            row[byte] = self._entry(state, byte)
+        self._table[state] = row  # after the closures, which may grow the table
 
     # -- distances ----------------------------------------------------------------------
     def _slot_costs(self) -> npt.NDArray[np.int64]:

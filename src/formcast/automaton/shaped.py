@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
-from formcast.automaton.text import TextAutomaton, memoized
+from formcast.automaton.text import SparseRow, TextAutomaton, memoized
 from formcast.text import TextSlot
 
 __all__ = ["ShapedText", "shape_automaton", "slot_automaton"]
@@ -71,6 +71,7 @@ class ShapedText:
         self._pairs: list[tuple[int, int]] = [(DEAD, DEAD)]
         self._ids: dict[tuple[int, int], int] = {(DEAD, DEAD): DEAD}
         self._rows: dict[int, IntArray] = {DEAD: np.zeros(256, dtype=np.int32)}
+        self._sparse: dict[int, SparseRow] = {DEAD: ()}
         self._distances: dict[int, int] = {}
         self.initial = self._intern(values.initial, shape.initial)
 
@@ -100,13 +101,23 @@ class ShapedText:
         return memoized(self._rows, state, self._build_row)
 
     def _build_row(self, state: int) -> IntArray:
-        value, shaped = self._pairs[state]
-        values = self.values.row(value)
-        shapes = self.shape.row(shaped)
         row = np.zeros(256, dtype=np.int32)
-        for byte in np.flatnonzero((values != DEAD) & (shapes != DEAD)).tolist():
-            row[byte] = self._intern(int(values[byte]), int(shapes[byte]))
+        for byte, target in self.sparse_row(state):
+            row[byte] = target
         return row
+
+    def sparse_row(self, state: int) -> SparseRow:
+        """The live transitions of ``state``: ``(byte, state)`` pairs, bytes ascending
+        (those of the text automaton's row that the shape allows too)."""
+        return memoized(self._sparse, state, self._build_sparse_row)
+
+    def _build_sparse_row(self, state: int) -> SparseRow:
+        value, shaped = self._pairs[state]
+        shapes = self.shape.row(shaped).tolist()
+        pairs = ((byte, target, shapes[byte]) for byte, target in self.values.sparse_row(value))
+        return tuple(
+            (byte, self._intern(target, shape)) for byte, target, shape in pairs if shape != DEAD
+        )
 
     def distance(self, state: int) -> int:
         """Fewest bytes (each one usable) that complete a value from ``state``: 0 when

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal, InvalidOperation
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +27,7 @@ from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.table import DEAD
 from formcast.text import MARKER_BYTES, FromText, Spelling, TextSlot
 
-__all__ = ["TextAutomaton", "memoized", "number_candidates"]
+__all__ = ["SparseRow", "TextAutomaton", "memoized", "number_candidates"]
 
 IntArray = npt.NDArray[np.int32]
 _T = TypeVar("_T")
@@ -355,6 +355,33 @@ def _number_lines(text: str, slot: TextSlot) -> _Lines:
 # -- the automaton ---------------------------------------------------------------------------
 
 
+#: The live transitions of a state: (byte, state) pairs, bytes ascending.
+SparseRow = tuple[tuple[int, int], ...]
+
+#: States of at most this many nodes build their rows in a Python loop, larger ones by
+#: numpy (whose dozen calls cost more than the loop below this size).
+_FEW_NODES = 256
+
+
+class _EdgeLists(NamedTuple):
+    """The edges (CSR by source node) as Python sequences, for rows built in a loop."""
+
+    offsets: list[int]
+    read: bytes
+    to: list[int]
+    first: bytes
+
+    @classmethod
+    def of(
+        cls,
+        offsets: npt.NDArray[np.int64],
+        read: npt.NDArray[np.uint8],
+        to: IntArray,
+        first: IntArray,
+    ) -> _EdgeLists:
+        return cls(offsets.tolist(), read.tobytes(), to.tolist(), first.astype(np.uint8).tobytes())
+
+
 class TextAutomaton:
     """The values one slot allows for one text, as a lazily determinized automaton.
 
@@ -377,6 +404,7 @@ class TextAutomaton:
         self._max = options.max_length if slot.value == "string" else None
         # counts stay exact up to what the bounds need; only the initial state has 0
         self._cap = max(minimum, 1, (self._max + 1) if self._max is not None else 0)
+        self._linear = False  # one spelling per character: node i reads byte i (_build_linear)
         if slot.value != "string":
             starts = self._build(_number_lines(text, slot), usable)
         else:
@@ -385,11 +413,14 @@ class TextAutomaton:
                 starts = self._build_linear(text, options, usable)
             else:
                 starts = self._build(_string_lines(text, options, slot.spelling), usable)
-        self._ids: dict[tuple[bytes, int], int] = {}
+        self._ids: dict[tuple[tuple[int, ...], int], int] = {}
+        self._node_lists: list[tuple[int, ...]] = [()]
         self._nodes: list[IntArray] = [np.empty(0, dtype=np.int32)]
         self._counts: list[int] = [0]
         self._rows: dict[int, IntArray] = {DEAD: np.zeros(256, dtype=np.int32)}
-        self.initial = self._intern(starts, 0)
+        self._sparse: dict[int, SparseRow] = {DEAD: ()}
+        self._edges: _EdgeLists | None = None
+        self.initial = self._intern(tuple(starts.tolist()), 0)
 
     def _build_linear(
         self, text: str, options: FromText, usable: npt.NDArray[np.bool_]
@@ -407,6 +438,7 @@ class TextAutomaton:
             raise AssertionError("JSON spelling lengths disagree with json.dumps")
         unit_first = np.zeros(size + 1, dtype=np.int32)
         unit_first[boundary[:-1]] = 1
+        self._linear = True
         self._ebyte = escaped.copy()
         self._edst = np.arange(1, size + 1, dtype=np.int32)
         self._efirst = unit_first[:size]
@@ -480,15 +512,17 @@ class TextAutomaton:
         self._units = units
 
     # -- states -------------------------------------------------------------------------
-    def _intern(self, nodes: IntArray, count: int) -> int:
-        if not nodes.size:
+    def _intern(self, nodes: tuple[int, ...], count: int) -> int:
+        """The state of ``nodes`` (ascending) having read ``count`` characters (capped)."""
+        if not nodes:
             return DEAD
-        key = (nodes.tobytes(), count)
+        key = (nodes, count)
         found = self._ids.get(key)
         if found is None:
             found = len(self._nodes)
             self._ids[key] = found
-            self._nodes.append(nodes.copy())  # not a view keeping a row's arrays alive
+            self._node_lists.append(nodes)
+            self._nodes.append(np.array(nodes, dtype=np.int32))
             self._counts.append(count)
         return found
 
@@ -505,10 +539,79 @@ class TextAutomaton:
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (shared array: do not modify)."""
-        return memoized(self._rows, state, self._build_row)
+        found = self._rows.get(state)
+        if found is None:
+            found = np.zeros(256, dtype=np.int32)
+            for byte, target in self.sparse_row(state):
+                found[byte] = target
+            self._rows[state] = found
+        return found
 
-    def _build_row(self, state: int) -> IntArray:
-        nodes = self._nodes[state]
+    def sparse_row(self, state: int) -> SparseRow:
+        """The live transitions of ``state``: ``(byte, state)`` pairs, bytes ascending.
+
+        Cost: built on the first call, in O(edges of the state's nodes): in Python for a
+        state of a few nodes (most of them: a value read so far occurs a few times in the
+        text), by numpy for larger ones (the initial state: every place a value starts)."""
+        found = self._sparse.get(state)
+        if found is None:
+            nodes = self._node_lists[state]
+            if len(nodes) > _FEW_NODES:
+                row = self._many_nodes_row(state, self._nodes[state])
+                live = np.flatnonzero(row)
+                found = tuple(zip(live.tolist(), row[live].tolist(), strict=True))
+                self._rows[state] = row
+            elif self._linear:
+                found = self._few_nodes_row(state, self._linear_moves(nodes))
+            else:
+                found = self._few_nodes_row(state, self._moves(nodes))
+            self._sparse[state] = found
+        return found
+
+    def _edge_lists(self) -> _EdgeLists:
+        edges = self._edges
+        if edges is None:
+            edges = _EdgeLists.of(self._offsets, self._ebyte, self._edst, self._efirst)
+            self._edges = edges
+        return edges
+
+    def _linear_moves(self, nodes: tuple[int, ...]) -> Iterable[tuple[int, int, int]]:
+        """``(byte, target, characters read)`` of the edges of ``nodes`` where each node
+        but the last reads the next byte of the spelled text."""
+        _, read, _, first = self._edge_lists()
+        size = len(read)
+        return ((read[node], node + 1, first[node]) for node in nodes if node < size)
+
+    def _moves(self, nodes: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
+        """``(byte, target, characters read)`` of the edges of ``nodes``, in order."""
+        offsets, read, to, first = self._edge_lists()
+        for node in nodes:
+            for edge in range(offsets[node], offsets[node + 1]):
+                yield read[edge], to[edge], first[edge]
+
+    def _few_nodes_row(self, state: int, moves: Iterable[tuple[int, int, int]]) -> SparseRow:
+        """:meth:`_many_nodes_row` as a loop over the edges: the same states, with the same
+        counts (a byte's count is the one of its edge to the lowest node)."""
+        base, limit = self._counts[state], self._max
+        found: dict[int, tuple[int, int, set[int]]] = {}  # byte: lowest node, count, nodes
+        for byte, target, read in moves:
+            count = base + read
+            if limit is not None and count > limit:
+                continue
+            known = found.get(byte)
+            if known is None:
+                found[byte] = (target, count, {target})
+            else:
+                known[2].add(target)
+                if target < known[0]:
+                    found[byte] = (target, count, known[2])
+        cap = self._cap
+        return tuple(
+            (byte, self._intern(tuple(sorted(targets)), min(count, cap)))
+            for byte, (_, count, targets) in sorted(found.items())
+        )
+
+    def _many_nodes_row(self, state: int, nodes: IntArray) -> IntArray:
         row = np.zeros(256, dtype=np.int32)
         lo, hi = self._offsets[nodes], self._offsets[nodes + 1]
         sizes = hi - lo
@@ -539,7 +642,7 @@ class TextAutomaton:
         for a, b, byte, counted in zip(
             bounds[:-1], bounds[1:], read[starts].tolist(), count[starts].tolist(), strict=True
         ):
-            row[byte] = self._intern(targets[a:b], min(counted, cap))
+            row[byte] = self._intern(tuple(targets[a:b].tolist()), min(counted, cap))
         return row
 
     def distance(self, state: int) -> int:
