@@ -627,7 +627,7 @@ def test_rows_built_in_a_loop_agree_with_numpy(text: str, data: Any) -> None:
     while frontier and len(seen) < 200:
         state = frontier.pop()
         looped = automaton.sparse_row(state)
-        by_numpy = automaton._many_nodes_row(state, automaton._nodes[state])
+        by_numpy = automaton._many_nodes_row(state, automaton._nodes(state))
         assert [(b, t) for b, t in enumerate(by_numpy.tolist()) if t] == list(looped)
         for _, target in looped:
             if target not in seen:

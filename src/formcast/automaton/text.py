@@ -364,22 +364,24 @@ _FEW_NODES = 256
 
 
 class _EdgeLists(NamedTuple):
-    """The edges (CSR by source node) as Python sequences, for rows built in a loop."""
+    """The edges (CSR by source node) and the nodes where a value may end, as Python
+    sequences, for rows built in a loop."""
 
     offsets: list[int]
     read: bytes
     to: list[int]
     first: bytes
+    ends: bytes
 
     @classmethod
-    def of(
-        cls,
-        offsets: npt.NDArray[np.int64],
-        read: npt.NDArray[np.uint8],
-        to: IntArray,
-        first: IntArray,
-    ) -> _EdgeLists:
-        return cls(offsets.tolist(), read.tobytes(), to.tolist(), first.astype(np.uint8).tobytes())
+    def of(cls, automaton: TextAutomaton) -> _EdgeLists:
+        return cls(
+            automaton._offsets.tolist(),
+            automaton._ebyte.tobytes(),
+            automaton._edst.tolist(),
+            automaton._efirst.astype(np.uint8).tobytes(),
+            automaton._end_node.astype(np.uint8).tobytes(),
+        )
 
 
 class TextAutomaton:
@@ -415,7 +417,6 @@ class TextAutomaton:
                 starts = self._build(_string_lines(text, options, slot.spelling), usable)
         self._ids: dict[tuple[tuple[int, ...], int], int] = {}
         self._node_lists: list[tuple[int, ...]] = [()]
-        self._nodes: list[IntArray] = [np.empty(0, dtype=np.int32)]
         self._counts: list[int] = [0]
         self._rows: dict[int, IntArray] = {DEAD: np.zeros(256, dtype=np.int32)}
         self._sparse: dict[int, SparseRow] = {DEAD: ()}
@@ -519,23 +520,31 @@ class TextAutomaton:
         key = (nodes, count)
         found = self._ids.get(key)
         if found is None:
-            found = len(self._nodes)
+            found = len(self._node_lists)
             self._ids[key] = found
             self._node_lists.append(nodes)
-            self._nodes.append(np.array(nodes, dtype=np.int32))
             self._counts.append(count)
         return found
 
+    def _nodes(self, state: int) -> IntArray:
+        return np.array(self._node_lists[state], dtype=np.int32)
+
     @property
     def num_states(self) -> int:
-        return len(self._nodes)
+        return len(self._node_lists)
 
     def is_accepting(self, state: int) -> bool:
         """Whether the value read so far is complete (may be closed here)."""
         count = self._counts[state] if state != DEAD else -1
         if count < self._min:
             return False
-        return count == 0 or bool(self._end_node[self._nodes[state]].any())
+        if count == 0:
+            return True
+        nodes = self._node_lists[state]
+        if len(nodes) > _FEW_NODES:
+            return bool(self._end_node[self._nodes(state)].any())
+        ends = self._edge_lists().ends
+        return any(ends[node] for node in nodes)
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (shared array: do not modify)."""
@@ -557,7 +566,7 @@ class TextAutomaton:
         if found is None:
             nodes = self._node_lists[state]
             if len(nodes) > _FEW_NODES:
-                row = self._many_nodes_row(state, self._nodes[state])
+                row = self._many_nodes_row(state, self._nodes(state))
                 live = np.flatnonzero(row)
                 found = tuple(zip(live.tolist(), row[live].tolist(), strict=True))
                 self._rows[state] = row
@@ -571,20 +580,21 @@ class TextAutomaton:
     def _edge_lists(self) -> _EdgeLists:
         edges = self._edges
         if edges is None:
-            edges = _EdgeLists.of(self._offsets, self._ebyte, self._edst, self._efirst)
+            edges = _EdgeLists.of(self)
             self._edges = edges
         return edges
 
     def _linear_moves(self, nodes: tuple[int, ...]) -> Iterable[tuple[int, int, int]]:
         """``(byte, target, characters read)`` of the edges of ``nodes`` where each node
         but the last reads the next byte of the spelled text."""
-        _, read, _, first = self._edge_lists()
+        edges = self._edge_lists()
+        read, first = edges.read, edges.first
         size = len(read)
         return ((read[node], node + 1, first[node]) for node in nodes if node < size)
 
     def _moves(self, nodes: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
         """``(byte, target, characters read)`` of the edges of ``nodes``, in order."""
-        offsets, read, to, first = self._edge_lists()
+        offsets, read, to, first, _ = self._edge_lists()
         for node in nodes:
             for edge in range(offsets[node], offsets[node + 1]):
                 yield read[edge], to[edge], first[edge]
@@ -653,7 +663,7 @@ class TextAutomaton:
             return UNREACHABLE
         if self.is_accepting(state):
             return 0
-        nodes = self._nodes[state]
+        nodes = self._nodes(state)
         count = self._counts[state]
         gates = self._gate[nodes]
         need = max(0, self._min - count)
