@@ -239,16 +239,17 @@ class BoundAutomaton(TableAutomaton[Key]):
         self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
     ) -> None:
         """Build the entries ``(states[i], data[i])`` alone: a walk over the vocabulary
-        asks for a few bytes of most states it reaches."""
+        asks for a few bytes of most states it reaches, and the bytes where no part of a
+        state lives are written DEAD when it is first asked (no closure)."""
+        asked: dict[int, set[int]] = {}
+        for state, byte in zip(states.tolist(), data.tolist(), strict=True):
+            asked.setdefault(state, set()).add(byte)
         with self._lock:
-            for state in np.unique(states).tolist():
-                self._moves(state)  # the first time: the row's dead bytes
-            unbuilt = self._table[states, data] == UNBUILT
-            pairs = np.unique((states[unbuilt].astype(np.int64) << 8) | data[unbuilt])
-            for pair in pairs.tolist():
-                state, byte = pair >> 8, pair & 0xFF
-                found = self._entry(state, byte)
-                self._table[state, byte] = found  # after the closure, which may grow it
+            for state, wanted in asked.items():
+                for byte in wanted & self._moves(state).keys():
+                    if int(self._table[state, byte]) == UNBUILT:
+                        found = self._entry(state, byte)
+                        self._table[state, byte] = found  # after the closure, which may grow it
 
     def _ensure(self, states: Iterable[int]) -> None:
         """Build what is missing of the rows of ``states``, under the lock (a row may hold
