@@ -658,3 +658,29 @@ def test_bound_entries_built_one_by_one_agree_with_whole_rows(vocabulary: Vocabu
                 names[target] = moved
                 frontier.append(target)
             assert names.get(target, 0) == moved, (state, byte)
+
+
+NUMBER_VALUES = st.lists(st.text("0123456789.,-", min_size=1, max_size=6), max_size=6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=NUMBER_VALUES, unusable=st.sets(st.sampled_from(b"0123456789.,-"), max_size=2))
+def test_number_values_are_laid_out_as_the_general_build_does(
+    values: list[str], unusable: set[int]
+) -> None:
+    """The numbers a slot may copy are laid out vectorized; the general build of the same
+    values as lines must give the same nodes, edges and distance tables."""
+    from formcast.automaton.text import _number_lines
+
+    usable = ALL_BYTES.copy()
+    usable[sorted(unusable)] = False
+    slot = TextSlot("number", FromText())
+    fast = TextAutomaton("", slot, usable)
+    slow = TextAutomaton("", slot, usable)
+    fast_starts = fast._build_whole_values(values, usable)
+    slow_starts = slow._build(_number_lines(values), usable)
+    assert fast_starts.tolist() == slow_starts.tolist()
+    names = ("_ebyte", "_edst", "_efirst", "_offsets", "_end_node", "_gate", "_left")
+    for name in (*names, "_prefix", "_next_end"):
+        assert getattr(fast, name).tolist() == getattr(slow, name).tolist(), name
+    assert fast._units == slow._units

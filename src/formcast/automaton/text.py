@@ -338,12 +338,20 @@ def _number_ok(rendered: str, bounds: Iterable[tuple[str, str]]) -> bool:
     return True
 
 
-def _number_lines(text: str, slot: TextSlot) -> _Lines:
-    lines = _Lines()
+def _number_values(text: str, slot: TextSlot) -> list[str]:
+    """The numbers of ``text`` a number slot may copy (within its bounds), as written."""
     integer, whole_lines = slot.value == "integer", slot.options.whole_lines
-    for rendered in number_candidates(text, integer=integer, whole_lines=whole_lines):
-        if not _number_ok(rendered, slot.bounds):
-            continue
+    return [
+        rendered
+        for rendered in number_candidates(text, integer=integer, whole_lines=whole_lines)
+        if _number_ok(rendered, slot.bounds)
+    ]
+
+
+def _number_lines(values: list[str]) -> _Lines:
+    """``values`` as lines whose units are their characters, each a whole value."""
+    lines = _Lines()
+    for rendered in values:
         units: list[list[bytes] | None] = [[c.encode()] for c in rendered]
         marks = [False] * (len(units) + 1)
         starts, ends = list(marks), list(marks)
@@ -408,7 +416,7 @@ class TextAutomaton:
         self._cap = max(minimum, 1, (self._max + 1) if self._max is not None else 0)
         self._linear = False  # one spelling per character: node i reads byte i (_build_linear)
         if slot.value != "string":
-            starts = self._build(_number_lines(text, slot), usable)
+            starts = self._build_whole_values(_number_values(text, slot), usable)
         else:
             linear = options.case_sensitive and not _SURROGATE.search(text)
             if linear and slot.spelling == "json":
@@ -455,6 +463,36 @@ class TextAutomaton:
         cost = np.where(bad[boundary[1:]] > bad[boundary[:-1]], _INF, lengths)
         self._finish_tables(cost, ends)
         return boundary[starts].astype(np.int32)
+
+    def _build_whole_values(self, values: list[str], usable: npt.NDArray[np.bool_]) -> IntArray:
+        """The layout :meth:`_build` gives ``values`` as :func:`_number_lines`, vectorized
+        for values of ASCII characters other than a line feed (numbers): a node per
+        boundary, an edge per character, a separator unit between two values. Returns the
+        start nodes."""
+        data = np.frombuffer("\n".join(values).encode(), dtype=np.uint8)
+        if (data >= 0x80).any() or any("\n" in value for value in values):
+            return self._build(_number_lines(values), usable)  # not one byte per character
+        units = int(data.size)
+        written = data != 0x0A  # the separators are the line feeds
+        self._ebyte = data[written]
+        self._edst = (np.flatnonzero(written) + 1).astype(np.int32)
+        self._efirst = np.ones(self._ebyte.size, dtype=np.int32)
+        self._offsets = np.concatenate(([0], np.cumsum(np.append(written, False)))).astype(
+            np.int64
+        )
+        lengths = np.array([len(value) for value in values], dtype=np.int64)
+        first = np.cumsum(lengths + 1) - (lengths + 1)  # where each value starts
+        starts = np.zeros(units + 1, dtype=bool)
+        ends = np.zeros(units + 1, dtype=bool)
+        starts[first[lengths > 0]] = True
+        ends[(first + lengths)[lengths > 0]] = True
+        self._end_node = ends.copy()
+        self._gate = np.arange(units + 1, dtype=np.int64)
+        self._left = np.zeros(units + 1, dtype=np.int64)
+        usable_here = np.asarray(usable, dtype=bool)[data]
+        cost = np.where(written & usable_here, 1, _INF).astype(np.int64)
+        self._finish_tables(cost, ends)
+        return np.flatnonzero(starts).astype(np.int32)
 
     def _build(self, lines: _Lines, usable: npt.NDArray[np.bool_]) -> IntArray:
         """Nodes, edges (CSR by source) and the tables of :meth:`distance`, in general
