@@ -46,6 +46,9 @@ BoolArray = npt.NDArray[np.bool_]
 Member = tuple[int, int, int]  # (slot kind, text state, schema state before the close marker)
 Key = tuple[tuple[int, ...], tuple[Member, ...]]
 
+#: Rows with at most this many live bytes mark them one by one (cheaper than fancy indexing).
+_FEW_LIVE = 8
+
 _REAL_BYTES = np.setdiff1d(np.arange(256), sorted(MARKER_BYTES))  # all but the markers
 
 
@@ -207,6 +210,22 @@ class BoundAutomaton(TableAutomaton[Key]):
         schemas, members = self._sets[state]
         parts = [self._schema_part(s).sparse for s in schemas]
         parts += [self.texts[kind].sparse_row(text_state) for kind, text_state, _ in members]
+        if len(parts) == 1:  # inside a slot, or between two: one part moves
+            found = {byte: (target,) for byte, target in parts[0]}
+        else:
+            found = self._joined_moves(parts)
+        self._moves_of[state] = found
+        row = self._table[state]
+        row[:] = DEAD  # at once where no part lives: a walk asks for the live entries alone
+        if len(found) <= _FEW_LIVE:
+            for byte in found:
+                row[byte] = UNBUILT
+        else:
+            row[list(found)] = UNBUILT
+        return found
+
+    @staticmethod
+    def _joined_moves(parts: Sequence[SparseRow]) -> dict[int, tuple[int, ...]]:
         width = len(parts)
         moves: dict[int, list[int]] = {}
         for i, part in enumerate(parts):
@@ -215,11 +234,7 @@ class BoundAutomaton(TableAutomaton[Key]):
                 if known is None:
                     known = moves[byte] = [DEAD] * width
                 known[i] = target
-        found = self._moves_of[state] = {byte: tuple(moved) for byte, moved in moves.items()}
-        row = np.zeros(256, dtype=np.int32)  # DEAD at once where no part lives: a walk
-        row[list(found)] = UNBUILT  # asks for the live entries alone from here on
-        self._table[state] = row
-        return found
+        return {byte: tuple(moved) for byte, moved in moves.items()}
 
     def _entry(self, state: int, byte: int) -> int:
         """The state after ``byte``: a closure per distinct move of ``state``'s parts."""
@@ -230,8 +245,12 @@ class BoundAutomaton(TableAutomaton[Key]):
         found = self._successors.get(key)
         if found is None:
             schemas, members = self._sets[state]
-            split = len(schemas)
-            found = self._successor(members, moved[:split], moved[split:])
+            if not schemas and len(members) == 1:  # inside a slot: its text moved alone
+                kind, _, inside = members[0]
+                found = self._closure((), ((kind, moved[0], inside),)) if moved[0] else DEAD
+            else:
+                split = len(schemas)
+                found = self._successor(members, moved[:split], moved[split:])
             self._successors[key] = found
         return found
 
