@@ -1014,12 +1014,10 @@ def _build_children_entries(
     """Build the transitions from each of ``states`` on the bytes of its node's children:
     whole rows in a :class:`TableAutomaton` (where a row is built at once), those entries
     alone in a :class:`BoundAutomaton` (whose entries each cost a closure)."""
-    if not isinstance(automaton, BoundAutomaton):
+    if isinstance(automaton, BoundAutomaton):
+        automaton.build_below(nodes.tolist(), states.tolist(), flat.child_bytes)
+    else:
         automaton.build_rows(np.unique(states).tolist())
-        return
-    counts = flat.child_count[nodes]
-    children = _slices(flat.child_first[nodes], counts)
-    automaton.step(np.repeat(states, counts), flat.node_bytes[children])
 
 
 def _plain_target(row: IntArray) -> int:

@@ -453,6 +453,16 @@ class FlatTrie:
         return tuple(getattr(self, declared.name) for declared in fields(self))
 
     @cached_property
+    def _node_bytes_data(self) -> bytes:
+        return self.node_bytes.tobytes()
+
+    def child_bytes(self, node: int) -> bytes:
+        """The bytes of ``node``'s children, ascending: a slice of a copy of
+        :attr:`node_bytes` (made once, O(nodes) at C speed)."""
+        start = int(self.child_first[node])
+        return self._node_bytes_data[start : start + int(self.child_count[node])]
+
+    @cached_property
     def root_children(self) -> npt.NDArray[np.int32]:
         """The node of each first byte (256 entries; -1 where no token starts with it)."""
         found = np.full(256, -1, dtype=np.int32)

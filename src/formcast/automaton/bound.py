@@ -26,7 +26,7 @@ entry asked for then costs a closure, or nothing where no part lives on.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -267,6 +267,25 @@ class BoundAutomaton(TableAutomaton[Key]):
             for state, wanted in asked.items():
                 for byte in wanted & self._moves(state).keys():
                     if int(self._table[state, byte]) == UNBUILT:
+                        found = self._entry(state, byte)
+                        self._table[state, byte] = found  # after the closure, which may grow it
+
+    def build_below(
+        self, nodes: Sequence[int], states: Sequence[int], children: Callable[[int], bytes]
+    ) -> None:
+        """Build the entries from each of ``states`` on the bytes of its node's children
+        in a vocabulary trie (``children(node)``, as
+        :meth:`formcast.vocabulary.FlatTrie.child_bytes` gives them): where a walk of the
+        trie stopped. Only the live bytes of a state are looked up there (a handful
+        inside a slot), so a round of the walk costs O(pending pairs) in Python."""
+        with self._lock:
+            for node, state in zip(nodes, states, strict=True):
+                live = self._moves(state)
+                if not live:
+                    continue
+                below = children(node)
+                for byte in live:
+                    if byte in below and int(self._table[state, byte]) == UNBUILT:
                         found = self._entry(state, byte)
                         self._table[state, byte] = found  # after the closure, which may grow it
 
