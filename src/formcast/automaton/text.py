@@ -609,7 +609,7 @@ class TextAutomaton:
                 found = tuple(zip(live.tolist(), row[live].tolist(), strict=True))
                 self._rows[state] = row
             elif self._linear:
-                found = self._few_nodes_row(state, self._linear_moves(nodes))
+                found = self._linear_row(state, nodes)
             else:
                 found = self._few_nodes_row(state, self._moves(nodes))
             self._sparse[state] = found
@@ -622,13 +622,33 @@ class TextAutomaton:
             self._edges = edges
         return edges
 
-    def _linear_moves(self, nodes: tuple[int, ...]) -> Iterable[tuple[int, int, int]]:
-        """``(byte, target, characters read)`` of the edges of ``nodes`` where each node
-        but the last reads the next byte of the spelled text."""
+    def _linear_row(self, state: int, nodes: tuple[int, ...]) -> SparseRow:
+        """:meth:`_few_nodes_row` where node ``i`` reads byte ``i`` of the spelled text
+        alone (:meth:`_build_linear`): each byte's nodes come ascending and distinct, its
+        count from the first of them."""
         edges = self._edge_lists()
         read, first = edges.read, edges.first
-        size = len(read)
-        return ((read[node], node + 1, first[node]) for node in nodes if node < size)
+        size, base, limit = len(read), self._counts[state], self._max
+        targets: dict[int, list[int]] = {}
+        counts: dict[int, int] = {}
+        for node in nodes:
+            if node >= size:
+                continue
+            count = base + first[node]
+            if limit is not None and count > limit:
+                continue
+            byte = read[node]
+            known = targets.get(byte)
+            if known is None:
+                targets[byte] = [node + 1]
+                counts[byte] = count
+            else:
+                known.append(node + 1)
+        cap = self._cap
+        return tuple(
+            (byte, self._intern(tuple(targets[byte]), min(counts[byte], cap)))
+            for byte in sorted(targets)
+        )
 
     def _moves(self, nodes: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
         """``(byte, target, characters read)`` of the edges of ``nodes``, in order."""
