@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 import formcast
 from formcast import FromText, NoTextValueError, UnsupportedSchemaError
 from formcast.automaton.text import TextAutomaton, number_candidates
+from formcast.automaton.text_states import PythonTextStates, native_states
 from formcast.compiler import compile as compile_index
 from formcast.decode.logits import (
     ForcedTokenizer,
@@ -614,25 +615,80 @@ TEXT_OPTIONS = [
 ]
 
 
-@settings(max_examples=60, deadline=None)
-@given(text=st.text(TEXT_CHARS, min_size=1, max_size=40), data=st.data())
-def test_rows_built_in_a_loop_agree_with_numpy(text: str, data: Any) -> None:
-    """A state's row is built in a Python loop over its few nodes; the numpy build (taken
-    for states of many nodes) must give the same transitions to the same states, in the
-    vectorized and the general layouts, with counted lengths, raw and JSON spellings."""
-    options = data.draw(st.sampled_from(TEXT_OPTIONS))
-    spelling = data.draw(st.sampled_from(["json", "raw"]))
-    automaton = TextAutomaton(text, TextSlot("string", options, spelling=spelling), ALL_BYTES)
-    seen, frontier = {automaton.initial}, [automaton.initial]
-    while frontier and len(seen) < 200:
+def reachable(automaton: TextAutomaton, limit: int = 200) -> list[int]:
+    """Up to ``limit`` states reached from the initial one, depth first, in the order the
+    walk first meets them (which builds their rows)."""
+    seen, frontier, order = {automaton.initial}, [automaton.initial], []
+    while frontier and len(order) < limit:
         state = frontier.pop()
-        looped = automaton.sparse_row(state)
-        by_numpy = automaton._many_nodes_row(state, automaton._nodes(state))
-        assert [(b, t) for b, t in enumerate(by_numpy.tolist()) if t] == list(looped)
-        for _, target in looped:
+        order.append(state)
+        for _, target in automaton.sparse_row(state):
             if target not in seen:
                 seen.add(target)
                 frontier.append(target)
+    return order
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(TEXT_CHARS, min_size=1, max_size=40), data=st.data())
+def test_rows_built_in_a_loop_agree_with_numpy(text: str, data: Any) -> None:
+    """In Python, a state's row is built in a loop over its few nodes; the numpy build
+    (taken for states of many nodes) must give the same transitions to the same states, in
+    the vectorized and the general layouts, with counted lengths, raw and JSON spellings."""
+    options = data.draw(st.sampled_from(TEXT_OPTIONS))
+    spelling = data.draw(st.sampled_from(["json", "raw"]))
+    slot = TextSlot("string", options, spelling=spelling)
+    automaton = TextAutomaton(text, slot, ALL_BYTES, native=False)
+    states = automaton._states
+    assert isinstance(states, PythonTextStates)
+    for state in reachable(automaton):
+        by_numpy = states.many_nodes_row(state)
+        looped = automaton.sparse_row(state)
+        assert [(b, t) for b, t in enumerate(by_numpy.tolist()) if t] == list(looped)
+
+
+@pytest.mark.skipif(native_states is None, reason="formcast._text_states was not built")
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(TEXT_CHARS, min_size=1, max_size=40), data=st.data())
+def test_text_states_in_c_agree_with_python(text: str, data: Any) -> None:
+    """The C states number and build exactly as the Python ones: the same rows, counts,
+    nodes and acceptance for every state reached, in every layout (strings of each
+    spelling and case, numbers)."""
+    kind = data.draw(st.sampled_from(["string", "number", "integer"]))
+    options = data.draw(st.sampled_from(TEXT_OPTIONS)) if kind == "string" else FromText()
+    spelling = data.draw(st.sampled_from(["json", "raw"])) if kind == "string" else "json"
+    if kind != "string":
+        text += " " + " ".join(data.draw(st.lists(st.sampled_from(NUMBERS), max_size=4)))
+    slot = TextSlot(kind, options, spelling=spelling)
+    in_c = TextAutomaton(text, slot, ALL_BYTES)
+    in_python = TextAutomaton(text, slot, ALL_BYTES, native=False)
+    assert not isinstance(in_c._states, PythonTextStates)
+    assert in_c.initial == in_python.initial
+    for state in reachable(in_python):
+        assert in_c.sparse_row(state) == in_python.sparse_row(state)
+        assert in_c.is_accepting(state) == in_python.is_accepting(state)
+        assert in_c._states.count(state) == in_python._states.count(state)
+        assert in_c._states.nodes(state) == in_python._states.nodes(state)
+        assert in_c.distance(state) == in_python.distance(state)
+    assert in_c.num_states == in_python.num_states
+
+
+NUMBERS = ["12", "3.50", "1,234.00", "-7", "007", "RM31.00", "18/04/2018"]
+
+
+def test_text_states_in_c_refuse_bad_input() -> None:
+    """The C states check what they are given: node ids within the text's NFA, ascending,
+    and states that exist."""
+    if native_states is None:
+        pytest.skip("formcast._text_states was not built")
+    automaton = TextAutomaton("ab cd", TextSlot("string", FromText()), ALL_BYTES)
+    states = automaton._states
+    with pytest.raises(ValueError, match="ascending distinct node ids"):
+        states.intern(np.array([3, 1], dtype=np.int32), 1)
+    with pytest.raises(ValueError, match="ascending distinct node ids"):
+        states.intern(np.array([10**6], dtype=np.int32), 1)
+    with pytest.raises(ValueError, match="expected a state in"):
+        states.sparse_row(len(states))
 
 
 def test_bound_entries_built_one_by_one_agree_with_whole_rows(vocabulary: Vocabulary) -> None:

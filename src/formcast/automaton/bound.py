@@ -35,7 +35,7 @@ import numpy.typing as npt
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.automaton.shaped import slot_automaton
 from formcast.automaton.table import UNBUILT, TableAutomaton
-from formcast.automaton.text import SparseRow
+from formcast.automaton.text_states import SparseRow
 from formcast.errors import InvalidOptionError, NoTextValueError
 from formcast.text import KIND_BYTES, MARKER_BYTES, SLOT_CLOSE, SLOT_OPEN, TextSlot
 

@@ -26,7 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
-from formcast.automaton.text import SparseRow, TextAutomaton, memoized
+from formcast.automaton.text import TextAutomaton, memoized
+from formcast.automaton.text_states import SparseRow
 from formcast.text import TextSlot
 
 __all__ = ["ShapedText", "shape_automaton", "slot_automaton"]

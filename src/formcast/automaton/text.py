@@ -16,18 +16,19 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from decimal import Decimal, InvalidOperation
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.table import DEAD
+from formcast.automaton.text_states import Layout, SparseRow, text_states
 from formcast.text import MARKER_BYTES, FromText, Spelling, TextSlot
 
-__all__ = ["SparseRow", "TextAutomaton", "memoized", "number_candidates"]
+__all__ = ["TextAutomaton", "memoized", "number_candidates"]
 
 IntArray = npt.NDArray[np.int32]
 _T = TypeVar("_T")
@@ -363,35 +364,6 @@ def _number_lines(values: list[str]) -> _Lines:
 # -- the automaton ---------------------------------------------------------------------------
 
 
-#: The live transitions of a state: (byte, state) pairs, bytes ascending.
-SparseRow = tuple[tuple[int, int], ...]
-
-#: States of at most this many nodes build their rows in a Python loop, larger ones by
-#: numpy (whose dozen calls cost more than the loop below this size).
-_FEW_NODES = 256
-
-
-class _EdgeLists(NamedTuple):
-    """The edges (CSR by source node) and the nodes where a value may end, as Python
-    sequences, for rows built in a loop."""
-
-    offsets: list[int]
-    read: bytes
-    to: list[int]
-    first: bytes
-    ends: bytes
-
-    @classmethod
-    def of(cls, automaton: TextAutomaton) -> _EdgeLists:
-        return cls(
-            automaton._offsets.tolist(),
-            automaton._ebyte.tobytes(),
-            automaton._edst.tolist(),
-            automaton._efirst.astype(np.uint8).tobytes(),
-            automaton._end_node.astype(np.uint8).tobytes(),
-        )
-
-
 class TextAutomaton:
     """The values one slot allows for one text, as a lazily determinized automaton.
 
@@ -406,7 +378,9 @@ class TextAutomaton:
         usable: the bytes the vocabulary can emit one at a time (for distances).
     """
 
-    def __init__(self, text: str, slot: TextSlot, usable: npt.NDArray[np.bool_]) -> None:
+    def __init__(
+        self, text: str, slot: TextSlot, usable: npt.NDArray[np.bool_], *, native: bool = True
+    ) -> None:
         self.slot = slot
         options = slot.options
         minimum = options.min_length if slot.value == "string" else 1
@@ -423,13 +397,20 @@ class TextAutomaton:
                 starts = self._build_linear(text, options, usable)
             else:
                 starts = self._build(_string_lines(text, options, slot.spelling), usable)
-        self._ids: dict[tuple[tuple[int, ...], int], int] = {}
-        self._node_lists: list[tuple[int, ...]] = [()]
-        self._counts: list[int] = [0]
+        layout = Layout(
+            self._offsets,
+            self._ebyte,
+            self._edst,
+            self._efirst,
+            self._end_node,
+            self._cap,
+            self._max,
+            minimum,
+            self._linear,
+        )
+        self._states = text_states(layout, native=native)
         self._rows: dict[int, IntArray] = {DEAD: np.zeros(256, dtype=np.int32)}
-        self._sparse: dict[int, SparseRow] = {DEAD: ()}
-        self._edges: _EdgeLists | None = None
-        self.initial = self._intern(tuple(starts.tolist()), 0)
+        self.initial = self._states.intern(np.ascontiguousarray(starts, dtype=np.int32), 0)
 
     def _build_linear(
         self, text: str, options: FromText, usable: npt.NDArray[np.bool_]
@@ -477,9 +458,7 @@ class TextAutomaton:
         self._ebyte = data[written]
         self._edst = (np.flatnonzero(written) + 1).astype(np.int32)
         self._efirst = np.ones(self._ebyte.size, dtype=np.int32)
-        self._offsets = np.concatenate(([0], np.cumsum(np.append(written, False)))).astype(
-            np.int64
-        )
+        self._offsets = np.concatenate(([0], np.cumsum(np.append(written, False)))).astype(np.int64)
         lengths = np.array([len(value) for value in values], dtype=np.int64)
         first = np.cumsum(lengths + 1) - (lengths + 1)  # where each value starts
         starts = np.zeros(units + 1, dtype=bool)
@@ -551,167 +530,31 @@ class TextAutomaton:
         self._units = units
 
     # -- states -------------------------------------------------------------------------
-    def _intern(self, nodes: tuple[int, ...], count: int) -> int:
-        """The state of ``nodes`` (ascending) having read ``count`` characters (capped)."""
-        if not nodes:
-            return DEAD
-        key = (nodes, count)
-        found = self._ids.get(key)
-        if found is None:
-            found = len(self._node_lists)
-            self._ids[key] = found
-            self._node_lists.append(nodes)
-            self._counts.append(count)
-        return found
-
     def _nodes(self, state: int) -> IntArray:
-        return np.array(self._node_lists[state], dtype=np.int32)
+        return np.frombuffer(self._states.nodes(state), dtype=np.int32)
 
     @property
     def num_states(self) -> int:
-        return len(self._node_lists)
+        return len(self._states)
 
     def is_accepting(self, state: int) -> bool:
         """Whether the value read so far is complete (may be closed here)."""
-        count = self._counts[state] if state != DEAD else -1
-        if count < self._min:
-            return False
-        if count == 0:
-            return True
-        nodes = self._node_lists[state]
-        if len(nodes) > _FEW_NODES:
-            return bool(self._end_node[self._nodes(state)].any())
-        ends = self._edge_lists().ends
-        return any(ends[node] for node in nodes)
+        return self._states.is_accepting(state)
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (shared array: do not modify)."""
         found = self._rows.get(state)
         if found is None:
             found = np.zeros(256, dtype=np.int32)
-            for byte, target in self.sparse_row(state):
+            for byte, target in self._states.sparse_row(state):
                 found[byte] = target
             self._rows[state] = found
         return found
 
     def sparse_row(self, state: int) -> SparseRow:
         """The live transitions of ``state``: ``(byte, state)`` pairs, bytes ascending.
-
-        Cost: built on the first call, in O(edges of the state's nodes): in Python for a
-        state of a few nodes (most of them: a value read so far occurs a few times in the
-        text), by numpy for larger ones (the initial state: every place a value starts)."""
-        found = self._sparse.get(state)
-        if found is None:
-            nodes = self._node_lists[state]
-            if len(nodes) > _FEW_NODES:
-                row = self._many_nodes_row(state, self._nodes(state))
-                live = np.flatnonzero(row)
-                found = tuple(zip(live.tolist(), row[live].tolist(), strict=True))
-                self._rows[state] = row
-            elif self._linear:
-                found = self._linear_row(state, nodes)
-            else:
-                found = self._few_nodes_row(state, self._moves(nodes))
-            self._sparse[state] = found
-        return found
-
-    def _edge_lists(self) -> _EdgeLists:
-        edges = self._edges
-        if edges is None:
-            edges = _EdgeLists.of(self)
-            self._edges = edges
-        return edges
-
-    def _linear_row(self, state: int, nodes: tuple[int, ...]) -> SparseRow:
-        """:meth:`_few_nodes_row` where node ``i`` reads byte ``i`` of the spelled text
-        alone (:meth:`_build_linear`): each byte's nodes come ascending and distinct, its
-        count from the first of them."""
-        edges = self._edge_lists()
-        read, first = edges.read, edges.first
-        size, base, limit = len(read), self._counts[state], self._max
-        targets: dict[int, list[int]] = {}
-        counts: dict[int, int] = {}
-        for node in nodes:
-            if node >= size:
-                continue
-            count = base + first[node]
-            if limit is not None and count > limit:
-                continue
-            byte = read[node]
-            known = targets.get(byte)
-            if known is None:
-                targets[byte] = [node + 1]
-                counts[byte] = count
-            else:
-                known.append(node + 1)
-        cap = self._cap
-        return tuple(
-            (byte, self._intern(tuple(targets[byte]), min(counts[byte], cap)))
-            for byte in sorted(targets)
-        )
-
-    def _moves(self, nodes: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
-        """``(byte, target, characters read)`` of the edges of ``nodes``, in order."""
-        offsets, read, to, first, _ = self._edge_lists()
-        for node in nodes:
-            for edge in range(offsets[node], offsets[node + 1]):
-                yield read[edge], to[edge], first[edge]
-
-    def _few_nodes_row(self, state: int, moves: Iterable[tuple[int, int, int]]) -> SparseRow:
-        """:meth:`_many_nodes_row` as a loop over the edges: the same states, with the same
-        counts (a byte's count is the one of its edge to the lowest node)."""
-        base, limit = self._counts[state], self._max
-        found: dict[int, tuple[int, int, set[int]]] = {}  # byte: lowest node, count, nodes
-        for byte, target, read in moves:
-            count = base + read
-            if limit is not None and count > limit:
-                continue
-            known = found.get(byte)
-            if known is None:
-                found[byte] = (target, count, {target})
-            else:
-                known[2].add(target)
-                if target < known[0]:
-                    found[byte] = (target, count, known[2])
-        cap = self._cap
-        return tuple(
-            (byte, self._intern(tuple(sorted(targets)), min(count, cap)))
-            for byte, (_, count, targets) in sorted(found.items())
-        )
-
-    def _many_nodes_row(self, state: int, nodes: IntArray) -> IntArray:
-        row = np.zeros(256, dtype=np.int32)
-        lo, hi = self._offsets[nodes], self._offsets[nodes + 1]
-        sizes = hi - lo
-        total = int(sizes.sum())
-        if not total:
-            return row
-        edges = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(total)
-        read = self._ebyte[edges]
-        target = self._edst[edges]
-        count = self._counts[state] + self._efirst[edges]
-        if self._max is not None:
-            keep = count <= self._max
-            read, target, count = read[keep], target[keep], count[keep]
-        if not read.size:
-            return row
-        order = np.lexsort((target, read))
-        read, target, count = read[order], target[order], count[order]
-        # one entry per (byte, node): the first of each run, which keeps each byte's first
-        new_byte = np.ones(read.size, dtype=bool)
-        new_byte[1:] = read[1:] != read[:-1]
-        fresh = new_byte.copy()
-        fresh[1:] |= target[1:] != target[:-1]
-        read, target, count = read[fresh], target[fresh], count[fresh]
-        targets = target.astype(np.int32)
-        starts = np.flatnonzero(new_byte[fresh])
-        bounds = [*starts.tolist(), int(read.size)]
-        cap = self._cap
-        for a, b, byte, counted in zip(
-            bounds[:-1], bounds[1:], read[starts].tolist(), count[starts].tolist(), strict=True
-        ):
-            row[byte] = self._intern(tuple(targets[a:b].tolist()), min(counted, cap))
-        return row
+        Built on the first call (:mod:`formcast.automaton.text_states`)."""
+        return self._states.sparse_row(state)
 
     def distance(self, state: int) -> int:
         """Fewest bytes (each one usable) that complete a value from ``state``: 0 when
@@ -722,7 +565,7 @@ class TextAutomaton:
         if self.is_accepting(state):
             return 0
         nodes = self._nodes(state)
-        count = self._counts[state]
+        count = self._states.count(state)
         gates = self._gate[nodes]
         need = max(0, self._min - count)
         reach = gates + need

@@ -1,0 +1,23 @@
+"""The states of a ``FromText`` slot's text automaton in C (``_text_states.c``); see
+:class:`formcast.automaton.text.TextAutomaton`."""
+
+from typing import Any
+
+class TextStates:
+    def __init__(
+        self,
+        offsets: Any,
+        read: Any,
+        to: Any,
+        first: Any,
+        ends: Any,
+        cap: int,
+        limit: int,
+        minimum: int,
+    ) -> None: ...
+    def intern(self, nodes: Any, count: int, /) -> int: ...
+    def sparse_row(self, state: int, /) -> tuple[tuple[int, int], ...]: ...
+    def is_accepting(self, state: int, /) -> bool: ...
+    def count(self, state: int, /) -> int: ...
+    def nodes(self, state: int, /) -> bytes: ...
+    def __len__(self) -> int: ...
