@@ -208,11 +208,12 @@ class BoundAutomaton(TableAutomaton[Key]):
         if found is not None:
             return found
         schemas, members = self._sets[state]
-        parts = [self._schema_part(s).sparse for s in schemas]
-        parts += [self.texts[kind].sparse_row(text_state) for kind, text_state, _ in members]
-        if len(parts) == 1:  # inside a slot, or between two: one part moves
-            found = {byte: (target,) for byte, target in parts[0]}
+        if not schemas and len(members) == 1:  # inside a slot: its text alone moves
+            kind, text_state, _ = members[0]
+            found = {byte: (target,) for byte, target in self.texts[kind].sparse_row(text_state)}
         else:
+            parts = [self._schema_part(s).sparse for s in schemas]
+            parts += [self.texts[kind].sparse_row(text_state) for kind, text_state, _ in members]
             found = self._joined_moves(parts)
         self._moves_of[state] = found
         row = self._table[state]
@@ -246,13 +247,23 @@ class BoundAutomaton(TableAutomaton[Key]):
         if found is None:
             schemas, members = self._sets[state]
             if not schemas and len(members) == 1:  # inside a slot: its text moved alone
-                kind, _, inside = members[0]
-                found = self._closure((), ((kind, moved[0], inside),)) if moved[0] else DEAD
+                found = self._slot_successor(members[0], moved[0])
             else:
                 split = len(schemas)
                 found = self._successor(members, moved[:split], moved[split:])
             self._successors[key] = found
         return found
+
+    def _slot_successor(self, member: Member, text_state: int) -> int:
+        """The state after a byte inside one slot that moved its text to ``text_state``:
+        the slot alone while its value cannot end there, else its closure."""
+        if text_state == DEAD:
+            return DEAD
+        kind, _, inside = member
+        moved = (kind, text_state, inside)
+        if self.texts[kind].is_accepting(text_state):
+            return self._closure((), (moved,))
+        return self._intern(((), (moved,)))  # a closure that adds nothing
 
     def _build_entries(
         self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
