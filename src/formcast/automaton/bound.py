@@ -83,6 +83,7 @@ class BoundAutomaton(TableAutomaton[Key]):
         self._kinds = [(KIND_BYTES[k], k) for k in range(len(self.slots))]
         self._schema_parts: dict[int, _SchemaPart] = {}
         self._moves_of: dict[int, dict[int, tuple[int, ...]]] = {}
+        self._after_slots: dict[tuple[int, int], tuple[tuple[int, ...], frozenset[Member]]] = {}
         self._successors: dict[tuple[int, tuple[int, ...]], int] = {}
         self._lock = threading.Lock()
         self._sets = []
@@ -118,6 +119,12 @@ class BoundAutomaton(TableAutomaton[Key]):
         for member in members:
             kept_members.add(member)
             pending.extend(self._exits(member))
+        kept_schemas = self._reach(pending, kept_members)
+        return self._intern((tuple(sorted(kept_schemas)), tuple(sorted(kept_members))))
+
+    def _reach(self, pending: list[int], kept_members: set[Member]) -> list[int]:
+        """The schema states of a closure from ``pending`` worth keeping (they read a
+        byte or accept); the slots entered on the way are added to ``kept_members``."""
         seen: set[int] = set()
         kept_schemas: list[int] = []
         while pending:
@@ -133,7 +140,19 @@ class BoundAutomaton(TableAutomaton[Key]):
                     pending.extend(self._exits(member))
             if part.sparse or self.schema.is_accepting(state):
                 kept_schemas.append(state)
-        return self._intern((tuple(sorted(kept_schemas)), tuple(sorted(kept_members))))
+        return kept_schemas
+
+    def _after_slot(self, kind: int, inside: int) -> tuple[tuple[int, ...], frozenset[Member]]:
+        """What a value of slot ``kind`` may close into, waiting at ``inside``: the closure
+        of its close marker's target, the same for every text state where the value may
+        end (computed once per slot and place)."""
+        key = (kind, inside)
+        found = self._after_slots.get(key)
+        if found is None:
+            entered: set[Member] = set()
+            schemas = self._reach([int(self._schema_row(inside)[SLOT_CLOSE])], entered)
+            found = self._after_slots[key] = (tuple(sorted(schemas)), frozenset(entered))
+        return found
 
     def _entries(self, opened: int) -> list[Member]:
         """The slots that start after the open marker (one per kind byte allowed there)."""
@@ -156,7 +175,8 @@ class BoundAutomaton(TableAutomaton[Key]):
         found = self._ids.get(key)
         if found is not None:
             return found
-        return self._register(key, any(self.schema.is_accepting(s) for s in key[0]))
+        schemas = key[0]
+        return self._register(key, bool(schemas) and any(map(self.schema.is_accepting, schemas)))
 
     def _successor(
         self, members: Sequence[Member], moved: Sequence[int], read: Sequence[int]
@@ -168,8 +188,11 @@ class BoundAutomaton(TableAutomaton[Key]):
             for (kind, _, inside), text_state in zip(members, read, strict=True)
             if text_state != DEAD
         ]
-        if not live and all(s == DEAD for s in moved):
-            return DEAD
+        if all(s == DEAD for s in moved):
+            if len(live) == 1:  # the byte went on inside one slot alone
+                return self._slot_successor(live[0])
+            if not live:
+                return DEAD
         return self._closure(moved, live)
 
     # -- provenance ---------------------------------------------------------------------
@@ -247,23 +270,24 @@ class BoundAutomaton(TableAutomaton[Key]):
         if found is None:
             schemas, members = self._sets[state]
             if not schemas and len(members) == 1:  # inside a slot: its text moved alone
-                found = self._slot_successor(members[0], moved[0])
+                kind, _, inside = members[0]
+                found = self._slot_successor((kind, moved[0], inside)) if moved[0] else DEAD
             else:
                 split = len(schemas)
                 found = self._successor(members, moved[:split], moved[split:])
             self._successors[key] = found
         return found
 
-    def _slot_successor(self, member: Member, text_state: int) -> int:
-        """The state after a byte inside one slot that moved its text to ``text_state``:
-        the slot alone while its value cannot end there, else its closure."""
-        if text_state == DEAD:
-            return DEAD
-        kind, _, inside = member
-        moved = (kind, text_state, inside)
-        if self.texts[kind].is_accepting(text_state):
-            return self._closure((), (moved,))
-        return self._intern(((), (moved,)))  # a closure that adds nothing
+    def _slot_successor(self, moved: Member) -> int:
+        """The state where one slot alone read a byte, into ``moved`` (a live text
+        state): the slot alone while its value cannot end there, else with what it may
+        close into (the closure of ``moved``, computed once per slot and place)."""
+        kind, text_state, inside = moved
+        if not self.texts[kind].is_accepting(text_state):
+            return self._intern(((), (moved,)))  # a closure that adds nothing
+        schemas, entered = self._after_slot(kind, inside)
+        members = tuple(sorted(entered | {moved})) if entered else (moved,)
+        return self._intern((schemas, members))
 
     def _build_entries(
         self, states: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]
