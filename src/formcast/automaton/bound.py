@@ -88,7 +88,7 @@ class BoundAutomaton(TableAutomaton[Key]):
         self._lock = threading.Lock()
         self._sets = []
         self._ids = {}
-        self._allocate(64)
+        self._allocate(512)  # a first row makes a few hundred states: no doubling
         self._register(((), ()), False)  # DEAD
         self._table[DEAD] = DEAD
         self._costs = self._slot_costs()
