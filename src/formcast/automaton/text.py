@@ -98,7 +98,8 @@ def _char_class(char: str) -> str:
 
 _CLASS_CODES = {"s": 0, "d": 1, "l": 2, "w": 3, "m": 4, "p": 5}
 _ASCII_CLASSES = np.array([_CLASS_CODES[_char_class(chr(c))] for c in range(128)], dtype=np.uint8)
-_STANDALONE = [_CLASS_CODES["w"], _CLASS_CODES["s"], _CLASS_CODES["p"]]
+_STANDALONE = np.zeros(len(_CLASS_CODES), dtype=bool)  # by class code: a word on its own
+_STANDALONE[[_CLASS_CODES["w"], _CLASS_CODES["s"], _CLASS_CODES["p"]]] = True
 
 
 def _classes(chars: str) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
@@ -130,17 +131,17 @@ def _boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_
     classes, marks = _classes(chars)
     before, after = classes[:-1], classes[1:]
     cut = np.ones(classes.size + 1, dtype=bool)
-    cut[1:-1] = ~marks[1:] & ((before != after) | np.isin(before, _STANDALONE))
+    cut[1:-1] = ~marks[1:] & ((before != after) | _STANDALONE[before])
     space = classes == _CLASS_CODES["s"]
     starts = cut & np.append(~space, False)
-    ends = cut & np.insert(~space, 0, False)
+    ends = cut & np.concatenate(([False], ~space))
     return starts, ends
 
 
 def _plain_boundaries(chars: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Like :func:`_boundaries` without word boundaries: only no outer whitespace."""
     space = np.array([c.isspace() for c in chars], dtype=bool)
-    return np.append(~space, False), np.insert(~space, 0, False)
+    return np.append(~space, False), np.concatenate(([False], ~space))
 
 
 _WHITESPACE_RUN = re.compile(r"\s+")
@@ -244,14 +245,18 @@ def _string_lines(text: str, options: FromText, spelling: Spelling = "json") -> 
     return lines
 
 
+# the JSON spelling's length of each ASCII character; 0 at 128 stands for the others
+_ASCII_SPELLED = np.array([len(_json_spelling(chr(c)) or b"") for c in range(128)] + [0])
+
+
 def _spelled_lengths(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.int64]:
     """Bytes of each character inside a JSON string (as :func:`_json_spelling` writes it)."""
-    lengths = np.where(codes < 0x80, 1, np.where(codes < 0x800, 2, np.where(codes < 0x10000, 3, 4)))
-    lengths[(codes == 0x22) | (codes == 0x5C)] = 2
-    control = codes < 0x20
-    short = np.isin(codes, [0x08, 0x09, 0x0A, 0x0C, 0x0D])
-    lengths[control] = np.where(short[control], 2, 6)
-    return lengths.astype(np.int64)
+    lengths = _ASCII_SPELLED[np.minimum(codes, 128)].astype(np.int64)
+    wide = codes >= 0x80
+    if wide.any():
+        found = codes[wide]
+        lengths[wide] = np.where(found < 0x800, 2, np.where(found < 0x10000, 3, 4))
+    return lengths
 
 
 _NUMBER = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?")
@@ -450,9 +455,10 @@ class TextAutomaton:
         for values of ASCII characters other than a line feed (numbers): a node per
         boundary, an edge per character, a separator unit between two values. Returns the
         start nodes."""
-        data = np.frombuffer("\n".join(values).encode(), dtype=np.uint8)
-        if (data >= 0x80).any() or any("\n" in value for value in values):
+        joined = "\n".join(values)
+        if not joined.isascii() or joined.count("\n") != max(len(values) - 1, 0):
             return self._build(_number_lines(values), usable)  # not one byte per character
+        data = np.frombuffer(joined.encode(), dtype=np.uint8)
         units = int(data.size)
         written = data != 0x0A  # the separators are the line feeds
         self._ebyte = data[written]
