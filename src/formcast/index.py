@@ -891,10 +891,11 @@ def _walk_natively(
 ) -> _Finished:
     """:meth:`TokenIndex._walk_trie` without a joint automaton, by the C walk, from the
     trie's root in ``state`` (or from the nodes ``start[0]`` in the states ``start[1]``,
-    the states their bytes lead to, when given). A first round walks as far as built
-    rows go; from where it stopped, the walk builds the rows of a :class:`LazyAutomaton`
-    it reaches itself, by the C subset construction
-    (:meth:`~formcast.automaton.lazy.LazyAutomaton.walk_building`); other automata's rows,
+    the states their bytes lead to, when given). The walk builds the rows of a
+    :class:`LazyAutomaton` it reaches itself, by the C subset construction
+    (:meth:`~formcast.automaton.lazy.LazyAutomaton.walk_building`), from its first round
+    unless the automaton's rows were built ahead (then a first round walks as far as
+    built rows go, and building starts from where it stopped); other automata's rows,
     and rows past the table's room, are built between rounds (O(live nodes) over all
     rounds, plus the transitions built). Returns ``finish`` of the tokens reached and
     their states, given as views of the walk's buffers while it still holds them
@@ -910,10 +911,13 @@ def _walk_natively(
             (_ROOT, np.array([state], dtype=np.int32)) if start is None else start
         )
         filled = 0
-        # The first round reads built rows alone (no lock, the GIL released); after it, a
-        # LazyAutomaton's walk builds the rows it reaches, other automata's are built here.
+        # A LazyAutomaton's walk builds the rows it reaches (under its lock, in C), from the
+        # first round where its rows are built lazily: a first visit meets unbuilt rows at
+        # once, and a round that stops there costs more than building does. Where rows were
+        # built ahead (a grammar's, at compile), the first round reads built rows alone (no
+        # lock, the GIL released). Other automata's rows are built here between rounds.
         builds_rows = isinstance(automaton, LazyAutomaton) and native_rows is not None
-        building = False
+        building = builds_rows and not automaton.rows_built_ahead
         while True:
             walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)
             if building:

@@ -109,3 +109,53 @@ def test_a_grammar_compiles_with_its_reachable_rows(vocabulary: Vocabulary) -> N
             token = rng.choice(choices)
             warm_cursor.advance(token)
             lazy_cursor.advance(token)
+
+
+def test_an_automaton_tells_whether_its_rows_were_built_ahead() -> None:
+    """Rows built at compile, or restored with an automaton, make a walk read built rows
+    first; an automaton whose rows are built as walks reach them does not."""
+    regex = formcast.Grammar(PLAN).regex()
+    cold = LazyAutomaton(regex)
+    assert not cold.rows_built_ahead
+    cold.build_breadth_first(0)
+    assert not cold.rows_built_ahead
+    cold.build_breadth_first(5)
+    assert cold.rows_built_ahead
+    restored = LazyAutomaton.from_arrays(*cold.to_arrays())
+    assert restored.rows_built_ahead
+    assert not LazyAutomaton.from_arrays(*LazyAutomaton(regex).to_arrays()).rows_built_ahead
+
+
+def _same_rows(first: formcast.TokenIndex, second: formcast.TokenIndex) -> int:
+    """Walk both indexes side by side from their initial states: the same tokens allowed
+    at each pair of states, and each token leading to a pair again. Returns the pairs."""
+    pairs = {first.initial_state: second.initial_state}
+    frontier = [first.initial_state]
+    while frontier:
+        state = frontier.pop()
+        ids, following = first.row(state)
+        other_ids, other_following = second.row(pairs[state])
+        assert ids.tolist() == other_ids.tolist()
+        assert first.is_accepting(state) == second.is_accepting(pairs[state])
+        for target, other in zip(following.tolist(), other_following.tolist(), strict=True):
+            if target not in pairs:
+                pairs[target] = other
+                frontier.append(target)
+            assert pairs[target] == other
+    return len(pairs)
+
+
+@pytest.mark.parametrize("grammar", [PLAN, 'root ::= [a-c]+ ("(" [0-9]* ")")?'])
+def test_walks_that_build_at_once_or_read_built_rows_first_agree(
+    grammar: str, vocabulary: Vocabulary
+) -> None:
+    """A first visit's walk builds the rows it reaches from its first round, or, where
+    rows were built ahead, reads those first: the rows are the same either way."""
+    regex = formcast.Grammar(grammar).regex()
+    building = LazyAutomaton(regex)
+    reading = LazyAutomaton(regex)
+    reading.build_breadth_first(3)  # a few rows ahead: the walks read, then build
+    assert reading.rows_built_ahead and not building.rows_built_ahead
+    first = formcast.TokenIndex(building, vocabulary)
+    second = formcast.TokenIndex(reading, vocabulary)
+    assert _same_rows(first, second) > 3

@@ -198,6 +198,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         self._sets = sets
         if table is not None and built is not None:
             self._table = np.where(built[:, None], table, UNBUILT).astype(np.int32)
+            self._rows_ahead = bool(built[1:].any())
         self._accepting = np.array([nfa.final in members for members in sets], dtype=np.bool_)
         self._allocate(max(INITIAL_CAPACITY, 2 * len(sets)))
         self._prepare(edges)

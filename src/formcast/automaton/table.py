@@ -64,6 +64,7 @@ class TableAutomaton(Generic[Members]):
     _accepting: BoolArray
     _filled: int  # the rows below this one are written (see _register)
     _lock: threading.Lock
+    _rows_ahead: bool = False  # rows were built before any walk asked (see rows_built_ahead)
 
     # -- storage -------------------------------------------------------------------------
     def _allocate(self, capacity: int) -> None:
@@ -210,7 +211,16 @@ class TableAutomaton(Generic[Members]):
                     seen.add(following)
                     order.append(following)
         self.build_rows(order)
+        self._rows_ahead = self._rows_ahead or bool(order)
         return order
+
+    @property
+    def rows_built_ahead(self) -> bool:
+        """Whether rows were built before walks reached them (at compile, by
+        :meth:`build_breadth_first`, or restored from the disk cache): a walk then reads
+        built rows first rather than building as it goes (see
+        :func:`formcast.index._walk_natively`)."""
+        return self._rows_ahead
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (a fresh int32 array; builds the row if needed)."""
