@@ -396,7 +396,6 @@ class TextAutomaton:
         self._max = options.max_length if slot.value == "string" else None
         # counts stay exact up to what the bounds need; only the initial state has 0
         self._cap = max(minimum, 1, (self._max + 1) if self._max is not None else 0)
-        self._linear = False  # one spelling per character: node i reads byte i (_build_linear)
         if slot.value != "string":
             starts = self._build_whole_values(_number_values(text, slot), usable)
         else:
@@ -414,7 +413,6 @@ class TextAutomaton:
             self._cap,
             self._max,
             minimum,
-            self._linear,
         )
         self._states = text_states(layout, native=native)
         self._rows: dict[int, IntArray] = {DEAD: np.zeros(256, dtype=np.int32)}
@@ -436,7 +434,6 @@ class TextAutomaton:
             raise AssertionError("JSON spelling lengths disagree with json.dumps")
         unit_first = np.zeros(size + 1, dtype=np.int32)
         unit_first[boundary[:-1]] = 1
-        self._linear = True
         self._ebyte = escaped.copy()
         self._edst = np.arange(1, size + 1, dtype=np.int32)
         self._efirst = unit_first[:size]

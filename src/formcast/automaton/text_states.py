@@ -13,13 +13,13 @@ Two implementations with one interface (:class:`TextStates`) and the same number
 
 Cost: a row is built once per state, in O(edges of its nodes); in C about a microsecond
 for the few nodes most states have (a value read so far occurs at a few places of the
-text), in Python a few microseconds, and numpy's dozen calls for states of many nodes.
+text), in Python a few microseconds.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -38,10 +38,6 @@ IntArray = npt.NDArray[np.int32]
 
 #: The live transitions of a state: (byte, state) pairs, bytes ascending.
 SparseRow = tuple[tuple[int, int], ...]
-
-#: States of at most this many nodes build their rows in a Python loop, larger ones by
-#: numpy (whose dozen calls cost more than the loop below this size).
-_FEW_NODES = 256
 
 
 class TextStates(Protocol):
@@ -67,7 +63,6 @@ class Layout(NamedTuple):
     cap: int  # the largest count kept
     limit: int | None  # the most characters a value may have
     minimum: int  # the fewest
-    linear: bool  # node i reads byte i alone, to node i + 1 (the last reads nothing)
 
 
 def text_states(layout: Layout, *, native: bool = True) -> TextStates:
@@ -156,16 +151,7 @@ class PythonTextStates:
     def sparse_row(self, state: int) -> SparseRow:
         found = self._sparse.get(state)
         if found is None:
-            nodes = self._node_lists[state]
-            if len(nodes) > _FEW_NODES:
-                row = self.many_nodes_row(state)
-                live = np.flatnonzero(row)
-                found = tuple(zip(live.tolist(), row[live].tolist(), strict=True))
-            elif self._layout.linear:
-                found = self._linear_row(state, nodes)
-            else:
-                found = self._few_nodes_row(state, nodes)
-            self._sparse[state] = found
+            found = self._sparse[state] = self._build_row(state)
         return found
 
     def _edge_lists(self) -> _EdgeLists:
@@ -174,36 +160,10 @@ class PythonTextStates:
             edges = self._edges = _EdgeLists.of(self._layout)
         return edges
 
-    def _linear_row(self, state: int, nodes: tuple[int, ...]) -> SparseRow:
-        """:meth:`_few_nodes_row` where node ``i`` reads byte ``i`` alone: each byte's
-        nodes come ascending and distinct, its count from the first of them."""
-        edges = self._edge_lists()
-        read, first = edges.read, edges.first
-        size, base, limit = len(read), self._counts[state], self._layout.limit
-        targets: dict[int, list[int]] = {}
-        counts: dict[int, int] = {}
-        for node in nodes:
-            if node >= size:
-                continue
-            count = base + first[node]
-            if limit is not None and count > limit:
-                continue
-            byte = read[node]
-            known = targets.get(byte)
-            if known is None:
-                targets[byte] = [node + 1]
-                counts[byte] = count
-            else:
-                known.append(node + 1)
-        cap = self._layout.cap
-        return tuple(
-            (byte, self._intern(tuple(targets[byte]), min(counts[byte], cap)))
-            for byte in sorted(targets)
-        )
-
-    def _few_nodes_row(self, state: int, nodes: tuple[int, ...]) -> SparseRow:
-        """:meth:`many_nodes_row` as a loop over the edges: the same states, with the
-        same counts (a byte's count is the one of its edge to the lowest node)."""
+    def _build_row(self, state: int) -> SparseRow:
+        """The byte edges of the state's nodes grouped by byte, each byte's count the one
+        of its edge to the lowest target node (in the order the nodes and edges come)."""
+        nodes = self._node_lists[state]
         offsets, read, to, first, _ = self._edge_lists()
         base, limit = self._counts[state], self._layout.limit
         found: dict[int, tuple[int, int, set[int]]] = {}  # byte: lowest node, count, nodes
@@ -224,40 +184,3 @@ class PythonTextStates:
             (byte, self._intern(tuple(sorted(targets)), min(count, cap)))
             for byte, (_, count, targets) in sorted(found.items())
         )
-
-    def many_nodes_row(self, state: int) -> IntArray:
-        """The row of ``state`` (256 entries) by numpy, for states of many nodes."""
-        layout = self._layout
-        nodes = np.array(self._node_lists[state], dtype=np.int64)
-        row = np.zeros(256, dtype=np.int32)
-        lo, hi = layout.offsets[nodes], layout.offsets[nodes + 1]
-        sizes = hi - lo
-        total = int(sizes.sum())
-        if not total:
-            return row
-        edges = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(total)
-        read = layout.read[edges]
-        target = layout.to[edges]
-        count: Any = self._counts[state] + layout.first[edges]
-        if layout.limit is not None:
-            keep = count <= layout.limit
-            read, target, count = read[keep], target[keep], count[keep]
-        if not read.size:
-            return row
-        order = np.lexsort((target, read))
-        read, target, count = read[order], target[order], count[order]
-        # one entry per (byte, node): the first of each run, which keeps each byte's first
-        new_byte = np.ones(read.size, dtype=bool)
-        new_byte[1:] = read[1:] != read[:-1]
-        fresh = new_byte.copy()
-        fresh[1:] |= target[1:] != target[:-1]
-        read, target, count = read[fresh], target[fresh], count[fresh]
-        targets = target.astype(np.int32)
-        starts = np.flatnonzero(new_byte[fresh])
-        bounds = [*starts.tolist(), int(read.size)]
-        cap = layout.cap
-        for a, b, byte, counted in zip(
-            bounds[:-1], bounds[1:], read[starts].tolist(), count[starts].tolist(), strict=True
-        ):
-            row[byte] = self._intern(tuple(targets[a:b].tolist()), min(counted, cap))
-        return row
