@@ -1016,8 +1016,9 @@ def _build_children_entries(
     automaton: TableAutomaton[Any], flat: FlatTrie, nodes: IntArray, states: IntArray
 ) -> None:
     """Build the transitions from each of ``states`` on the bytes of its node's children:
-    whole rows in a :class:`TableAutomaton` (where a row is built at once), those entries
-    alone in a :class:`BoundAutomaton` (whose entries each cost a closure)."""
+    whole rows in a :class:`TableAutomaton` (where a row is built at once), the live ones
+    among those entries alone in a :class:`BoundAutomaton` (whose entries each cost a
+    closure: :meth:`BoundAutomaton.build_below`)."""
     if isinstance(automaton, BoundAutomaton):
         automaton.build_below(nodes.tolist(), states.tolist(), flat.child_bytes)
     else:

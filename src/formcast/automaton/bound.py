@@ -105,8 +105,7 @@ class BoundAutomaton(TableAutomaton[Key]):
         found = self._schema_parts.get(state)
         if found is None:
             row = self.schema.row(state)
-            live = np.flatnonzero(row[_REAL_BYTES]).astype(np.intp)
-            bytes_ = _REAL_BYTES[live]
+            bytes_ = _REAL_BYTES[np.flatnonzero(row[_REAL_BYTES])]
             sparse = tuple(zip(bytes_.tolist(), row[bytes_].tolist(), strict=True))
             found = self._schema_parts[state] = _SchemaPart(row, sparse)
         return found
@@ -301,9 +300,7 @@ class BoundAutomaton(TableAutomaton[Key]):
         with self._lock:
             for state, wanted in asked.items():
                 for byte in wanted & self._moves(state).keys():
-                    if int(self._table[state, byte]) == UNBUILT:
-                        found = self._entry(state, byte)
-                        self._table[state, byte] = found  # after the closure, which may grow it
+                    self._build_entry(state, byte)
 
     def build_below(
         self, nodes: Sequence[int], states: Sequence[int], children: Callable[[int], bytes]
@@ -320,9 +317,15 @@ class BoundAutomaton(TableAutomaton[Key]):
                     continue
                 below = children(node)
                 for byte in live:
-                    if byte in below and int(self._table[state, byte]) == UNBUILT:
-                        found = self._entry(state, byte)
-                        self._table[state, byte] = found  # after the closure, which may grow it
+                    if byte in below:
+                        self._build_entry(state, byte)
+
+    def _build_entry(self, state: int, byte: int) -> None:
+        """Write the entry ``(state, byte)`` where it is not built yet (caller holds the
+        lock)."""
+        if int(self._table[state, byte]) == UNBUILT:
+            found = self._entry(state, byte)
+            self._table[state, byte] = found  # after the closure, which may grow the table
 
     def _ensure(self, states: Iterable[int]) -> None:
         """Build what is missing of the rows of ``states``, under the lock (a row may hold
