@@ -81,6 +81,26 @@ static int same_state(const TextStates *self, Py_ssize_t sid, const int32_t *nod
            memcmp(self->pool + self->start[sid], nodes, (size_t)length * sizeof(int32_t)) == 0;
 }
 
+/* Room for `needed` items of `itemsize` bytes in the array whose pointer is at `field`
+ * (read and written by memcpy: any pointer type) and whose room is *capacity: doubled
+ * (from `initial`) until it fits; -1 on error. */
+static int reserve(void *field, Py_ssize_t *capacity, Py_ssize_t needed, size_t itemsize,
+                   Py_ssize_t initial) {
+    if (needed <= *capacity) return 0;
+    Py_ssize_t grown = *capacity ? 2 * *capacity : initial;
+    while (grown < needed) grown *= 2;
+    void *data;
+    memcpy(&data, field, sizeof data);
+    void *moved = PyMem_Realloc(data, (size_t)grown * itemsize);
+    if (!moved) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(field, &moved, sizeof moved);
+    *capacity = grown;
+    return 0;
+}
+
 static int grow_slots(TextStates *self) {
     Py_ssize_t capacity = self->slot_capacity ? 2 * self->slot_capacity : 1024;
     int64_t *slots = PyMem_Malloc((size_t)capacity * sizeof(int64_t));
@@ -138,17 +158,9 @@ static Py_ssize_t intern_state(TextStates *self, const int32_t *nodes, Py_ssize_
             return (Py_ssize_t)self->slots[i];
     }
     if (self->states == self->state_capacity && grow_states(self) < 0) return -1;
-    if (self->pool_size + length > self->pool_capacity) {
-        Py_ssize_t capacity = self->pool_capacity ? 2 * self->pool_capacity : 4096;
-        while (capacity < self->pool_size + length) capacity *= 2;
-        int32_t *pool = PyMem_Realloc(self->pool, (size_t)capacity * sizeof(int32_t));
-        if (!pool) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->pool = pool;
-        self->pool_capacity = capacity;
-    }
+    if (reserve(&self->pool, &self->pool_capacity, self->pool_size + length,
+                sizeof(int32_t), 4096) < 0)
+        return -1;
     Py_ssize_t sid = self->states++;
     memcpy(self->pool + self->pool_size, nodes, (size_t)length * sizeof(int32_t));
     self->start[sid] = self->pool_size;
@@ -202,17 +214,9 @@ static Py_ssize_t gather_moves(TextStates *self, Py_ssize_t state) {
     int32_t base = self->count[state];
     for (Py_ssize_t k = 0; k < length; k++) {
         int64_t lo = self->offsets[nodes[k]], hi = self->offsets[nodes[k] + 1];
-        if (size + (hi - lo) > self->move_capacity) {
-            Py_ssize_t capacity = self->move_capacity ? 2 * self->move_capacity : 256;
-            while (capacity < size + (hi - lo)) capacity *= 2;
-            Move *moves = PyMem_Realloc(self->moves, (size_t)capacity * sizeof(Move));
-            if (!moves) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            self->moves = moves;
-            self->move_capacity = capacity;
-        }
+        if (reserve(&self->moves, &self->move_capacity, size + (Py_ssize_t)(hi - lo),
+                    sizeof(Move), 256) < 0)
+            return -1;
         for (int64_t e = lo; e < hi; e++) {
             int32_t counted = base + self->first[e];
             if (self->limit >= 0 && counted > self->limit) continue;
