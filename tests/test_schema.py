@@ -7,6 +7,8 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import formcast
@@ -265,3 +267,157 @@ def test_the_flat_2020_12_metaschema_accepts_what_the_real_one_accepts(
     ]
     verdicts = _same_verdicts([d for d in documents if isinstance(d, dict)])
     assert sum(verdicts) > len(verdicts) // 2
+
+
+_FORMAT_DOCUMENTS = [
+    {"pattern": "[a-"},  # jsonschema-rs reads no format: jsonschema's regex check refuses
+    {"properties": {"a": {"pattern": "(?P<n>a)\\d"}}},
+    {"patternProperties": {"(bad": {}}},
+    {"$ref": "#/$defs/a b", "$defs": {"a b": {}}},
+    {"$id": "http://example.com/root.json", "$ref": "#/$defs/x", "$defs": {"x": {}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}]},
+    {"$schema": "http://json-schema.org/draft-04/schema", "exclusiveMinimum": True},
+    {"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMinimum": 3},
+    {"$schema": "https://example.com/own-dialect", "type": "string"},
+    {"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveRef": "#"},
+    {"items": [{"type": "string"}]},  # draft 7 spelling without $schema: a fallback class
+    {"exclusiveMaximum": True, "maximum": 3},  # draft 4 spelling without $schema
+    {"enum": ["x"] * 100, "uniqueItems": True},
+    {"properties": {"pattern": {"type": "string"}, "$ref": {"const": "not a ref"}}},
+]
+
+
+def _verdict(document: dict[str, Any]) -> tuple[str, bool]:
+    from formcast.schema import _metaschema_class
+
+    cls, error = _metaschema_class(document)
+    return cls.__name__, error is None
+
+
+def _both_ways(documents: list[Any], monkeypatch: pytest.MonkeyPatch) -> int:
+    """Assert that each document gets the same class and verdict with the compiled check
+    first and with jsonschema alone; returns how many the compiled check answered."""
+    import jsonschema
+
+    import formcast.schema
+
+    native = pytest.importorskip("jsonschema_rs")
+    answered = 0
+    for document in documents:
+        if not isinstance(document, dict):
+            continue
+        first = jsonschema.validators.validator_for(
+            document, default=jsonschema.Draft202012Validator
+        )
+        monkeypatch.setattr(formcast.schema, "jsonschema_rs", native)
+        fast = _verdict(document)
+        accepted = formcast.schema._accepted_natively(document, first)
+        monkeypatch.setattr(formcast.schema, "jsonschema_rs", None)
+        assert fast == _verdict(document), json.dumps(document)[:200]
+        if accepted:  # what the compiled check accepts, jsonschema accepts
+            first.check_schema(document)
+            answered += 1
+    return answered
+
+
+def test_the_compiled_metaschema_check_gives_jsonschemas_verdicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """jsonschema-rs answers the documents it accepts; jsonschema still judges the rest:
+    formats (which jsonschema-rs does not check), other drafts, unknown dialects."""
+    answered = _both_ways(_INVALID_DOCUMENTS + _FORMAT_DOCUMENTS, monkeypatch)
+    assert answered >= 6  # the fast path is taken where it can be
+    with pytest.raises(SchemaError, match=r"'\[a-' is not a 'regex'"):
+        load_schema({"type": "string", "pattern": "[a-"})
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_the_compiled_metaschema_check_agrees_on_real_schemas(
+    maskbench_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    documents = [
+        json.loads(path.read_text())["schema"]
+        for path in sorted(maskbench_dir.glob("*.json"))[3::30]
+    ]
+    assert _both_ways(documents, monkeypatch) > len(documents) // 2
+
+
+_KEYWORD_VALUES: Any = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.sampled_from(
+        ["string", "integer", "object", "#", "#/$defs/a", "a b", "[a-", "^x+$", "(?P<n>x)"]
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "pattern",
+                    "$ref",
+                    "items",
+                    "minimum",
+                    "exclusiveMinimum",
+                    "enum",
+                    "properties",
+                    "a",
+                    "required",
+                    "$id",
+                    "anyOf",
+                    "patternProperties",
+                ]
+            ),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    document=st.dictionaries(
+        st.sampled_from(
+            [
+                "type",
+                "pattern",
+                "$ref",
+                "items",
+                "minimum",
+                "exclusiveMinimum",
+                "maximum",
+                "properties",
+                "required",
+                "$id",
+                "anyOf",
+                "patternProperties",
+                "$defs",
+                "prefixItems",
+                "minLength",
+                "dependencies",
+                "enum",
+            ]
+        ),
+        _KEYWORD_VALUES,
+        max_size=4,
+    ),
+    dialect=st.sampled_from(
+        [
+            None,
+            "http://json-schema.org/draft-04/schema#",
+            "http://json-schema.org/draft-07/schema",
+            "https://json-schema.org/draft/2019-09/schema",
+            "https://json-schema.org/draft/2020-12/schema",
+        ]
+    ),
+)
+def test_the_compiled_metaschema_check_agrees_on_random_documents(
+    document: dict[str, Any], dialect: str | None
+) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        if dialect is not None:
+            document = {"$schema": dialect, **document}
+        _both_ways([document], monkeypatch)

@@ -21,7 +21,10 @@ metaschema (milliseconds for typical schemas, ~10-50 ms for schemas of a few hun
 kilobytes). :class:`References` walks the document once on construction.
 
 ``jsonschema`` is needed at run time (metaschema validation here, and exact filtering of
-``enum`` values in :mod:`formcast.regex.enums`).
+``enum`` values in :mod:`formcast.regex.enums`). ``jsonschema-rs``, where it is installed,
+answers the metaschema check of a valid document first (~0.4 ms against ~65 ms for a
+200-kilobyte Kubernetes schema); ``jsonschema`` still judges every document it rejects,
+so the verdicts and the error messages are ``jsonschema``'s.
 """
 
 from __future__ import annotations
@@ -47,6 +50,11 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from formcast.errors import SchemaError, UnsupportedSchemaError
+
+try:  # a compiled metaschema check; optional: jsonschema alone gives the same verdicts
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - no wheel for this platform
+    jsonschema_rs = None  # type: ignore[assignment, unused-ignore]
 from formcast.regex.dialect import NUMBER
 from formcast.regex.formats import PYDANTIC_FORMS, STRING_FORMATS, url_regex
 from formcast.regex.more_formats import PAYMENT_CARD_REGEX, byte_size_regex, date_range_regex
@@ -214,6 +222,8 @@ def _metaschema_class(schema: dict[str, Any]) -> tuple[Any, jsonschema.SchemaErr
     ``exclusiveMinimum``) are accepted.
     """
     first = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if _accepted_natively(schema, first):
+        return first, None
     schema = _metaschema_stand_in(schema)
     if first is jsonschema.Draft202012Validator and _flat_2020_12().is_valid(schema):
         return first, None  # else the real metaschema's check names the error below
@@ -231,6 +241,70 @@ def _metaschema_class(schema: dict[str, Any]) -> tuple[Any, jsonschema.SchemaErr
         except jsonschema.SchemaError:
             continue
     return first, first_error
+
+
+# The metaschemas' keywords whose values (or, for the last two, keys) carry a format,
+# drafts 4 to 2020-12 together: jsonschema checks those formats, jsonschema-rs does not.
+_FORMATTED_VALUES = {
+    "$schema": "uri",
+    "$id": "uri-reference",
+    "$ref": "uri-reference",
+    "$dynamicRef": "uri-reference",
+    "$recursiveRef": "uri-reference",
+    "pattern": "regex",
+}
+_FORMATTED_KEYS = {"patternProperties": "regex", "$vocabulary": "uri"}
+
+
+def _accepted_natively(schema: dict[str, Any], first: Any) -> bool:
+    """Whether jsonschema-rs's metaschema check accepts ``schema`` under the draft
+    jsonschema reads it as (``first``), and every value the metaschemas give a format
+    passes ``first``'s format checker (jsonschema-rs checks no formats): then
+    ``first.check_schema`` accepts it too. False where that cannot be told (no
+    jsonschema-rs, a ``$schema`` other than ``first``'s own URI, a document it cannot
+    read); the caller then asks jsonschema. The format scan is conservative: any string
+    under one of those keywords anywhere, in a schema position or not, is checked, so a
+    failure only sends the document to jsonschema. Cost: the compiled check (~1-2 µs a
+    kilobyte) and one walk of the document in Python."""
+    if jsonschema_rs is None:
+        return False
+    declared = schema.get("$schema")
+    if declared is not None:
+        own = first.META_SCHEMA.get("$id", first.META_SCHEMA.get("id", ""))
+        if not isinstance(declared, str) or declared.rstrip("#") != own.rstrip("#"):
+            return False
+    try:
+        if not jsonschema_rs.meta.is_valid(schema):
+            return False
+    except Exception:  # a value or a $schema it cannot read: jsonschema decides
+        return False
+    return _formats_conform(schema, first.FORMAT_CHECKER)
+
+
+def _formats_conform(document: Any, checker: Any) -> bool:
+    """Whether every string under a keyword of :data:`_FORMATTED_VALUES` (and every key
+    under one of :data:`_FORMATTED_KEYS`) in ``document`` conforms to its format, as far
+    as ``checker`` checks that format."""
+    checks = checker.checkers
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if isinstance(value, (dict, list)):
+                stack.append(value)
+            form = _FORMATTED_VALUES.get(key)
+            if form in checks and isinstance(value, str) and not checker.conforms(value, form):
+                return False
+            form = _FORMATTED_KEYS.get(key)
+            keys_conform = not isinstance(value, dict) or form not in checks
+            if not keys_conform and not all(checker.conforms(k, form) for k in value):
+                return False
+    return True
 
 
 _META_2020_12 = "https://json-schema.org/draft/2020-12/"
