@@ -9,10 +9,11 @@ tables searched backwards over the :class:`Nfa`, one *scope* at a time: the top 
 inside copy ``j`` of a block is as far as its template state is from the template's end,
 plus the way out from the end of copy ``j``, so copies are never enumerated.
 
-Cost: the first call per byte-cost table runs the backward searches, O(NFA size) (0-1
-BFS when every weight is 0 or 1, else Dijkstra; ~0.05-0.1 s per 100,000 pattern
-characters); the last few tables are kept, and later calls cost O(members x repeat
-nesting depth).
+Cost: the first call per byte-cost table runs the backward searches, each scope over
+its own edges (found by two binary searches in the edges sorted by source, once per NFA),
+O(NFA size x repeat nesting depth) in all (0-1 BFS when every weight is 0 or 1, else
+Dijkstra; ~0.05-0.1 s per 100,000 pattern characters); the last few tables are kept,
+and later calls cost O(members x repeat nesting depth).
 """
 
 from __future__ import annotations
@@ -60,6 +61,17 @@ class DistanceTables:
         self._tree = tree
         self._kept: dict[_Key, dict[int, ScopeDistances]] = {}
         self._call_edges: tuple[npt.NDArray[np.intp], list[int], npt.NDArray[np.intp]] | None = None
+        self._by_source: tuple[_SourceOrder, _SourceOrder] | None = None
+
+    def _edges_from(self, lo: int, hi: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """The indices of the byte edges and of the epsilon edges leaving the concrete
+        states ``[lo, hi)``: two binary searches over the edges ordered by source (sorted
+        once per NFA), so that a scope costs its own edges, not the whole NFA's."""
+        if self._by_source is None:
+            nfa = self._nfa
+            self._by_source = (_SourceOrder.of(nfa.byte_src), _SourceOrder.of(nfa.eps_src))
+        byte_order, eps_order = self._by_source
+        return byte_order.within(lo, hi), eps_order.within(lo, hi)
 
     def min_bytes(
         self,
@@ -207,14 +219,14 @@ class DistanceTables:
         sources: list[npt.NDArray[np.int64]] = []
         targets: list[npt.NDArray[np.int64]] = []
         weights: list[npt.NDArray[np.int64]] = []
-        chosen = (byte_ok < UNREACHABLE) & (nfa.byte_src >= lo) & (nfa.byte_src < hi)
-        sources.append(nfa.byte_src[chosen] - lo)
-        targets.append(index_of(nfa.byte_dst[chosen]))
-        weights.append(byte_ok[chosen])
-        chosen = (nfa.eps_src >= lo) & (nfa.eps_src < hi)
-        sources.append(nfa.eps_src[chosen] - lo)
-        targets.append(index_of(nfa.eps_dst[chosen]))
-        weights.append(np.zeros(int(chosen.sum()), dtype=np.int64))
+        byte_edges, eps_edges = self._edges_from(lo, hi)
+        byte_edges = byte_edges[byte_ok[byte_edges] < UNREACHABLE]
+        sources.append(nfa.byte_src[byte_edges] - lo)
+        targets.append(index_of(nfa.byte_dst[byte_edges]))
+        weights.append(byte_ok[byte_edges])
+        sources.append(nfa.eps_src[eps_edges] - lo)
+        targets.append(index_of(nfa.eps_dst[eps_edges]))
+        weights.append(np.zeros(eps_edges.size, dtype=np.int64))
         extra: list[tuple[int, int, int]] = [
             (node, successor, 0)
             for node in skeleton.tolist()
@@ -249,6 +261,23 @@ class DistanceTables:
             skeleton=dict(zip(skeleton.tolist(), distance[width:], strict=True)),
             length=UNREACHABLE,
         )
+
+
+class _SourceOrder(NamedTuple):
+    """Edges ordered by source state: ``order`` (stable) and the sorted sources."""
+
+    order: npt.NDArray[np.intp]
+    sources: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, sources: npt.NDArray[np.int64]) -> _SourceOrder:
+        order = np.argsort(sources, kind="stable")
+        return cls(order, sources[order])
+
+    def within(self, lo: int, hi: int) -> npt.NDArray[np.intp]:
+        """The indices of the edges whose source is in ``[lo, hi)``."""
+        first, last = np.searchsorted(self.sources, (lo, hi))
+        return self.order[first:last]
 
 
 def _byte_costs(
