@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from regex_checks import (
     assert_parses,
@@ -50,3 +50,65 @@ def test_except_words_matches_exactly_the_other_strings(
         expected = probe not in words and low <= len(probe) and (high is None or len(probe) <= high)
         found = regex is not None and fullmatch(regex, probe)
         assert bool(found) == expected, (words, low, high, probe, regex)
+
+
+def _atom_by_characters(regex: str) -> bool:
+    """The reference of ``_is_atom``'s scan: one character at a time (escapes skip the
+    next one; a class runs to its first unescaped ``]``)."""
+    depth, in_class, i = 0, False, 0
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+                if depth == 0 and regex[0] == "[":
+                    return i == len(regex) - 1
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i == len(regex) - 1
+        i += 1
+    return False
+
+
+def _calls_by_tokens(regex: str) -> list[str]:
+    """The reference of ``calls``: every token of the dialect read, the calls kept."""
+    import re
+
+    token = re.compile(
+        r"\\.|\[(?:\\.|[^\]\\])*\]|\(\?&(\w+)\)|\((?:\?P<(\w+)>|\?:?)?|\)|[^\\\[()]+", re.DOTALL
+    )
+    return [m.group(1) for m in token.finditer(regex) if m.group(1)]
+
+
+_REGEX_TEXT = st.lists(
+    st.sampled_from(
+        ["(", ")", "[", "]", "\\", "(?:", "(?&d1)", "(?&x2)", "?&", "a", "|", "^", "*"]
+    ),
+    min_size=1,
+    max_size=24,
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=_REGEX_TEXT)
+@example(text="([)")  # an unclosed class holds the rest
+@example(text="(a[b)]c)")
+@example(text="\\(?&d1)(?&x2)")  # an escaped parenthesis opens no call
+@example(text="[(?&d1)](?&x2")
+@example(text="((?&d1))\\")
+def test_regex_text_scans_read_as_the_token_by_token_references(text: str) -> None:
+    """``_is_atom`` and ``calls`` read escapes, classes (closed or not), groups and calls
+    as the character and token scans they replace."""
+    from formcast.regex.dialect import _is_atom, calls
+
+    if text[0] in "[(" and len(text) > 1:  # the shapes that reach the scan
+        assert _is_atom(text) == _atom_by_characters(text), text
+    assert calls(text) == _calls_by_tokens(text), text

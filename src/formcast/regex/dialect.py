@@ -98,11 +98,21 @@ _TOKEN = re.compile(
 _DEFINE = "(?(DEFINE)"
 
 
+# what ``calls`` reads: a run of anything but a call (escapes and classes whole, so that
+# neither hides one), a call (group 1: its name), or any one character (a lone backslash,
+# an unclosed class's bracket), as :data:`_TOKEN` reads them
+_CALL_SCAN = re.compile(
+    r"(?:[^\\\[(]|\\.|\[(?:\\.|[^\]\\])*\]|\((?!\?&\w+\)))+|\(\?&(\w+)\)|.",
+    re.DOTALL,
+)
+
+
 def calls(regex: str) -> list[str]:
-    """The names of the definitions ``regex`` calls with ``(?&name)``."""
+    """The names of the definitions ``regex`` calls with ``(?&name)``. One C-speed scan
+    whose matches are the calls and the runs between them."""
     if "(?&" not in regex:
         return []
-    return [m.group(1) for m in _TOKEN.finditer(regex) if m.group(1)]
+    return [name for name in _CALL_SCAN.findall(regex) if name]
 
 
 def _split_definitions(regex: str) -> tuple[dict[str, str], str]:
@@ -218,6 +228,10 @@ def _class_char(code: int) -> str:
 
 
 _SCANNED_ATOM = 1000  # longer candidate atoms are first tried as a literal alternation
+_CLASS = re.compile(r"\[(?:\\.|[^\]\\])*\]", re.DOTALL)
+# what ``_is_atom`` reads: an opening (1) or closing (2) parenthesis, a run of anything
+# else (escapes and classes whole), an unclosed class's bracket (3), a lone backslash
+_PAREN_SCAN = re.compile(r"(\()|(\))|(?:[^\\\[()]|\\.|\[(?:\\.|[^\]\\])*\])+|(\[)|\\", re.DOTALL)
 
 
 def _is_atom(regex: str) -> bool:
@@ -230,28 +244,20 @@ def _is_atom(regex: str) -> bool:
         return False
     if len(regex) > _SCANNED_ATOM and LITERAL_ALTERNATION.fullmatch(regex):
         return True  # a choice of many words: no scan in Python
+    if regex[0] == "[":
+        whole_class = _CLASS.match(regex)
+        return whole_class is not None and whole_class.end() == len(regex)
     depth = 0
-    in_class = False
-    i = 0
-    while i < len(regex):
-        char = regex[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_class:
-            if char == "]":
-                in_class = False
-                if depth == 0 and regex[0] == "[":
-                    return i == len(regex) - 1
-        elif char == "[":
-            in_class = True
-        elif char == "(":
+    for match in _PAREN_SCAN.finditer(regex):
+        kind = match.lastindex
+        if kind == 1:
             depth += 1
-        elif char == ")":
+        elif kind == 2:
             depth -= 1
             if depth == 0:
-                return i == len(regex) - 1
-        i += 1
+                return match.end() == len(regex)
+        elif kind == 3:
+            return False  # an unclosed class: everything after it is inside
     return False
 
 
