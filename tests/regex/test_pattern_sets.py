@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from regex_checks import (
     Case,
     case_tests,
@@ -19,6 +21,7 @@ from regex_checks import (
 
 from formcast.regex.patterns import DfaTooLarge
 from formcast.regex.string_sets import (
+    CharDfa,
     has_word_between,
     intersection,
     minimized,
@@ -206,3 +209,55 @@ def test_negated_end_anchor_reads_a_final_line_feed_widely(schema: dict[str, obj
     assert not validator_for(schema).is_valid("b\n")
     assert not fullmatch(regex, json.dumps("b\n"))
     assert fullmatch(regex, json.dumps("c\n"))
+
+
+def _minimized_by_merging_every_block(dfa: CharDfa) -> CharDfa:
+    """The reference of :func:`minimized`: Moore's refinement with every block's ranges
+    normalized at every round."""
+    from formcast.charset import normalize
+    from formcast.regex.string_sets import _live_states
+
+    def signature(row: Any, block: dict[int, int]) -> tuple[Any, ...]:
+        by_block: dict[int, list[tuple[int, int]]] = {}
+        for ranges, target in row:
+            if target in block:
+                by_block.setdefault(block[target], []).extend(ranges)
+        return tuple(sorted((b, normalize(r)) for b, r in by_block.items()))
+
+    live = _live_states(dfa)
+    if 0 not in live:
+        return CharDfa(((),), (False,))
+    states = sorted(live)
+    block = {q: int(dfa.accepting[q]) for q in states}
+    while True:
+        signatures = {q: (block[q], signature(dfa.moves[q], block)) for q in states}
+        numbering: dict[Any, int] = {}
+        for q in states:
+            numbering.setdefault(signatures[q], len(numbering))
+        refined = {q: numbering[signatures[q]] for q in states}
+        if len(numbering) == len(set(block.values())):
+            break
+        block = refined
+    block = refined
+    order = sorted(set(block.values()))
+    first = {b: min(q for q in states if block[q] == b) for b in order}
+    moves = tuple(tuple((r, t) for t, r in signature(dfa.moves[first[b]], block)) for b in order)
+    return CharDfa(moves, tuple(dfa.accepting[first[b]] for b in order))
+
+
+@st.composite
+def _char_dfas(draw: Any) -> CharDfa:
+    """Small DFAs whose moves' ranges may come unsorted and touching, several moves of a
+    state leading to states that turn out equivalent."""
+    count = draw(st.integers(1, 6))
+    cut = st.tuples(st.integers(0, 12), st.integers(0, 3)).map(lambda p: (p[0], p[0] + p[1]))
+    move = st.tuples(st.lists(cut, min_size=1, max_size=3).map(tuple), st.integers(0, count - 1))
+    moves = tuple(tuple(draw(st.lists(move, max_size=3))) for _ in range(count))
+    accepting = tuple(draw(st.lists(st.booleans(), min_size=count, max_size=count)))
+    return CharDfa(moves, accepting)
+
+
+@settings(max_examples=400, deadline=None)
+@given(dfa=_char_dfas())
+def test_minimized_merges_ranges_as_the_reference_does(dfa: CharDfa) -> None:
+    assert minimized(dfa) == _minimized_by_merging_every_block(dfa)

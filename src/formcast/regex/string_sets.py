@@ -126,9 +126,10 @@ def minimized(dfa: CharDfa) -> CharDfa:
     if 0 not in live:
         return CharDfa(((),), (False,))
     states = sorted(live)
+    rows = {q: [(normalize(ranges), target) for ranges, target in dfa.moves[q]] for q in states}
     block = {q: int(dfa.accepting[q]) for q in states}
     while True:
-        signatures = {q: (block[q], _signature(dfa.moves[q], block)) for q in states}
+        signatures = {q: (block[q], _signature(rows[q], block)) for q in states}
         numbering: dict[tuple[int, tuple[tuple[int, Ranges], ...]], int] = {}
         for q in states:  # numbered in state order: the start's block comes first
             numbering.setdefault(signatures[q], len(numbering))
@@ -140,7 +141,7 @@ def minimized(dfa: CharDfa) -> CharDfa:
     order = sorted(set(block.values()))
     first = {b: min(q for q in states if block[q] == b) for b in order}
     moves = tuple(
-        tuple((ranges, target) for target, ranges in _signature(dfa.moves[first[b]], block))
+        tuple((ranges, target) for target, ranges in _signature(rows[first[b]], block))
         for b in order
     )
     return CharDfa(moves, tuple(dfa.accepting[first[b]] for b in order))
@@ -149,12 +150,24 @@ def minimized(dfa: CharDfa) -> CharDfa:
 def _signature(
     row: Sequence[tuple[Ranges, int]], block: dict[int, int]
 ) -> tuple[tuple[int, Ranges], ...]:
-    """A state's moves to live states as (target block, ranges), ranges merged per block."""
-    by_block: dict[int, list[tuple[int, int]]] = {}
+    """A state's moves to live states as (target block, ranges), ranges merged per block.
+    Each move's ranges are normalized already (see :func:`minimized`): only a block that
+    several moves reach has its ranges normalized again."""
+    by_block: dict[int, Ranges] = {}
+    joined: set[int] = set()
     for ranges, target in row:
-        if target in block:
-            by_block.setdefault(block[target], []).extend(ranges)
-    return tuple(sorted((b, normalize(r)) for b, r in by_block.items()))
+        reached = block.get(target)
+        if reached is None:
+            continue
+        known = by_block.get(reached)
+        if known is None:
+            by_block[reached] = ranges
+        else:
+            by_block[reached] = (*known, *ranges)
+            joined.add(reached)
+    for reached in joined:
+        by_block[reached] = normalize(by_block[reached])
+    return tuple(sorted(by_block.items()))
 
 
 def _live_states(dfa: CharDfa) -> set[int]:
