@@ -1158,3 +1158,29 @@ def test_deeply_nested_calls_stay_small() -> None:
     assert automaton.matches(deep.encode())
     assert not automaton.matches(("[" * 21 + "1" + "]" * 21).encode())
     assert automaton.min_bytes_to_accept(automaton.walk(b'{"a":' * 10)) == 11
+
+
+def test_a_table_past_four_megabytes_grows_in_a_mapping_of_its_own() -> None:
+    """A table that doubles past 4 MB (4,096 states) keeps every row and acceptance flag
+    built before, in an anonymous mapping (no huge-page advice) rather than numpy's
+    memory; a walk through it reads as one through a table that never grew."""
+    import mmap
+
+    from formcast.automaton import LazyAutomaton
+
+    text = b"ab" * 2600
+    grown = LazyAutomaton("(?:ab){0,6000}")
+    states = [grown.initial]
+    for byte in text:  # one new state a byte: the table doubles on the way
+        states.append(grown.walk(bytes([byte]), states[-1]))
+    memory: Any = grown.table
+    while isinstance(memory, np.ndarray | memoryview):
+        memory = memory.base if isinstance(memory, np.ndarray) else memory.obj
+    assert isinstance(memory, mmap.mmap) and grown.table.shape[0] >= len(states)
+    fresh = LazyAutomaton("(?:ab){0,6000}")
+    assert fresh.walk(text) == states[-1] != DEAD
+    assert [grown.is_accepting(s) for s in states[::97]] == [
+        fresh.is_accepting(fresh.walk(text[:k])) for k in range(0, len(text) + 1, 97)
+    ]
+    built = np.asarray(states[:-1])
+    assert (grown.table[built] >= 0).all()  # every row reached stayed built
