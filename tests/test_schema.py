@@ -342,6 +342,13 @@ def test_the_compiled_metaschema_check_agrees_on_real_schemas(
     assert _both_ways(documents, monkeypatch) > len(documents) // 2
 
 
+# keywords whose values the metaschemas of drafts 4 to 2020-12 check (some with a format),
+# and a property name ("a")
+_KEYWORDS = [
+    "type", "pattern", "$ref", "items", "minimum", "exclusiveMinimum", "maximum", "enum",
+    "properties", "a", "required", "$id", "anyOf", "patternProperties", "$defs",
+    "prefixItems", "minLength", "dependencies",
+]  # fmt: skip
 _KEYWORD_VALUES: Any = st.recursive(
     st.none()
     | st.booleans()
@@ -350,28 +357,7 @@ _KEYWORD_VALUES: Any = st.recursive(
         ["string", "integer", "object", "#", "#/$defs/a", "a b", "[a-", "^x+$", "(?P<n>x)"]
     ),
     lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(
-            st.sampled_from(
-                [
-                    "type",
-                    "pattern",
-                    "$ref",
-                    "items",
-                    "minimum",
-                    "exclusiveMinimum",
-                    "enum",
-                    "properties",
-                    "a",
-                    "required",
-                    "$id",
-                    "anyOf",
-                    "patternProperties",
-                ]
-            ),
-            inner,
-            max_size=3,
-        )
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYWORDS), inner, max_size=3)
     ),
     max_leaves=12,
 )
@@ -379,31 +365,7 @@ _KEYWORD_VALUES: Any = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    document=st.dictionaries(
-        st.sampled_from(
-            [
-                "type",
-                "pattern",
-                "$ref",
-                "items",
-                "minimum",
-                "exclusiveMinimum",
-                "maximum",
-                "properties",
-                "required",
-                "$id",
-                "anyOf",
-                "patternProperties",
-                "$defs",
-                "prefixItems",
-                "minLength",
-                "dependencies",
-                "enum",
-            ]
-        ),
-        _KEYWORD_VALUES,
-        max_size=4,
-    ),
+    document=st.dictionaries(st.sampled_from(_KEYWORDS), _KEYWORD_VALUES, max_size=4),
     dialect=st.sampled_from(
         [
             None,
