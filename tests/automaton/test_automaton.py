@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import pickle
 import re
 import threading
@@ -1184,3 +1185,24 @@ def test_a_table_past_four_megabytes_grows_in_a_mapping_of_its_own() -> None:
     ]
     built = np.asarray(states[:-1])
     assert (grown.table[built] >= 0).all()  # every row reached stayed built
+
+
+def _walk_further(automaton: LazyAutomaton, start: int) -> None:
+    automaton.walk(b"ab" * 700, start)  # rows the parent never built, in the child
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_process_builds_rows_in_its_own_copy_of_a_mapped_table() -> None:
+    """A table past 4 MB is a private mapping: a forked child's new rows (naming states
+    only the child has) never show in the parent's table."""
+    import multiprocessing
+
+    grown = LazyAutomaton("(?:ab){0,6000}")
+    end = grown.walk(b"ab" * 2600)  # past 4,096 states: the table is a mapping
+    before = grown.table[: grown.num_states].copy()
+    assert (before[end] == UNBUILT).all()
+    child = multiprocessing.get_context("fork").Process(target=_walk_further, args=(grown, end))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert np.array_equal(grown.table[: grown.num_states], before)

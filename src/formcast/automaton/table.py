@@ -268,9 +268,12 @@ def _new_table(capacity: int) -> IntArray:
     compact, 2 MB at once. The copy of a table doubling to 64 MB took 7-105 ms that way
     (20-200 ms in a process that had run for a while) against 18-23 ms in 4 KB pages;
     one such copy was a mask's whole time. The mapping is released with the array."""
-    if capacity * 256 * 4 < _MAPPED_BYTES:
-        return np.empty((capacity, 256), dtype=np.int32)
-    mapped = mmap.mmap(-1, capacity * 256 * 4)
+    if capacity * 256 * 4 < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
+        return np.empty((capacity, 256), dtype=np.int32)  # Windows: numpy advises nothing
+    # private: a forked process gets its own copy on write, as with numpy's memory (a
+    # shared mapping would let a child's new rows, naming states only it has, show here)
+    private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    mapped = mmap.mmap(-1, capacity * 256 * 4, flags=private)
     return np.frombuffer(mapped, dtype=np.int32).reshape(capacity, 256)
 
 
