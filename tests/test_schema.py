@@ -383,3 +383,32 @@ def test_the_compiled_metaschema_check_agrees_on_random_documents(
         if dialect is not None:
             document = {"$schema": dialect, **document}
         _both_ways([document], monkeypatch)
+
+
+def test_documents_nested_too_deep_never_reach_the_compiled_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """jsonschema-rs's recursion has no guard (20,000 levels end the process): past
+    _NATIVE_DEPTH containers the document goes to jsonschema without calling it."""
+    import types
+
+    import jsonschema
+
+    import formcast.schema
+
+    def nested(depth: int) -> dict[str, Any]:
+        document: dict[str, Any] = {}
+        inner = document
+        for _ in range(depth):
+            inner["items"] = {}
+            inner = inner["items"]
+        return document
+
+    asked: list[int] = []
+    stub = types.SimpleNamespace(meta=types.SimpleNamespace(is_valid=lambda d: asked.append(1)))
+    monkeypatch.setattr(formcast.schema, "jsonschema_rs", stub)
+    first = jsonschema.Draft202012Validator
+    limit = formcast.schema._NATIVE_DEPTH
+    assert not formcast.schema._accepted_natively(nested(limit + 1), first) and not asked
+    formcast.schema._accepted_natively(nested(limit - 1), first)
+    assert asked == [1]

@@ -273,30 +273,39 @@ def _accepted_natively(schema: dict[str, Any], first: Any) -> bool:
         own = first.META_SCHEMA.get("$id", first.META_SCHEMA.get("id", ""))
         if not isinstance(declared, str) or declared.rstrip("#") != own.rstrip("#"):
             return False
+    if not _formats_conform(schema, first.FORMAT_CHECKER):
+        return False  # (first: it also keeps documents nested too deep from the compiled code)
     try:
-        if not jsonschema_rs.meta.is_valid(schema):
-            return False
+        return bool(jsonschema_rs.meta.is_valid(schema))
     except Exception:  # a value or a $schema it cannot read: jsonschema decides
         return False
-    return _formats_conform(schema, first.FORMAT_CHECKER)
+
+
+_NATIVE_DEPTH = 512
+"""Deepest nesting handed to jsonschema-rs, whose recursion has no guard (a document
+nested 20,000 deep ends the process); deeper ones go to jsonschema, which raises
+RecursionError."""
 
 
 def _formats_conform(document: Any, checker: Any) -> bool:
     """Whether every string under a keyword of :data:`_FORMATTED_VALUES` (and every key
     under one of :data:`_FORMATTED_KEYS`) in ``document`` conforms to its format, as far
-    as ``checker`` checks that format."""
+    as ``checker`` checks that format, and ``document`` nests at most
+    :data:`_NATIVE_DEPTH` containers deep."""
     checks = checker.checkers
-    stack = [document]
+    stack = [(document, 0)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
+        if depth > _NATIVE_DEPTH:
+            return False
         if isinstance(node, list):
-            stack.extend(node)
+            stack.extend((item, depth + 1) for item in node)
             continue
         if not isinstance(node, dict):
             continue
         for key, value in node.items():
             if isinstance(value, (dict, list)):
-                stack.append(value)
+                stack.append((value, depth + 1))
             form = _FORMATTED_VALUES.get(key)
             if form in checks and isinstance(value, str) and not checker.conforms(value, form):
                 return False
