@@ -60,6 +60,7 @@ class Definitions:
         self.names: dict[str, str] = {}
         self.defined_length = 0  # pattern_cost of every body so far (~ their characters)
         self._expanded: dict[str, int] = {}  # name -> length with its calls inlined
+        self._calls: dict[str, list[str]] = {}  # name -> what its body calls (shared ones)
         self.recursive: dict[str, str] = {}  # name -> body of each recursive definition
 
     def define_recursive(self, name: str, body: str) -> None:
@@ -87,7 +88,8 @@ class Definitions:
         name = self.names.get(regex)
         if name is None:
             # a recursive definition still being translated inlines to nothing either
-            expanded = len(regex) + sum(self._expanded.get(c, 0) for c in calls(regex))
+            called = calls(regex)
+            expanded = len(regex) + sum(self._expanded.get(c, 0) for c in called)
             if expanded > _MAX_EXPANDED_LENGTH:
                 raise TooLarge(
                     *where,
@@ -95,6 +97,7 @@ class Definitions:
                 )
             name = self.names[regex] = f"d{len(self.names)}"
             self._expanded[name] = expanded
+            self._calls[name] = called
             self.defined_length += pattern_cost(regex)
         return f"(?&{name})"
 
@@ -107,7 +110,8 @@ class Definitions:
             name = pending.pop()
             if name not in used and name in bodies:
                 used.add(name)
-                pending.extend(calls(bodies[name]))
+                known = self._calls.get(name)
+                pending.extend(calls(bodies[name]) if known is None else known)
         if not used:
             return main
         defined = "".join(f"(?P<{name}>{bodies[name]})" for name in bodies if name in used)
