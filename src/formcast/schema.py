@@ -50,15 +50,15 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from formcast.errors import SchemaError, UnsupportedSchemaError
+from formcast.regex.dialect import NUMBER
+from formcast.regex.formats import PYDANTIC_FORMS, STRING_FORMATS, url_regex
+from formcast.regex.more_formats import PAYMENT_CARD_REGEX, byte_size_regex, date_range_regex
+from formcast.regex.numbers import int_range
 
 try:  # a compiled metaschema check; optional: jsonschema alone gives the same verdicts
     import jsonschema_rs
 except ImportError:  # pragma: no cover - no wheel for this platform
     jsonschema_rs = None  # type: ignore[assignment, unused-ignore]
-from formcast.regex.dialect import NUMBER
-from formcast.regex.formats import PYDANTIC_FORMS, STRING_FORMATS, url_regex
-from formcast.regex.more_formats import PAYMENT_CARD_REGEX, byte_size_regex, date_range_regex
-from formcast.regex.numbers import int_range
 
 __all__ = [
     "ANNOTATION_KEYWORDS",
@@ -261,8 +261,9 @@ def _accepted_natively(schema: dict[str, Any], first: Any) -> bool:
     jsonschema reads it as (``first``), and every value the metaschemas give a format
     passes ``first``'s format checker (jsonschema-rs checks no formats): then
     ``first.check_schema`` accepts it too. False where that cannot be told (no
-    jsonschema-rs, a ``$schema`` other than ``first``'s own URI, a document it cannot
-    read); the caller then asks jsonschema. The format scan is conservative: any string
+    jsonschema-rs, a ``$schema`` other than ``first``'s own URI, a document nested
+    deeper than :data:`_NATIVE_DEPTH` or one it cannot read); the caller then asks
+    jsonschema. The format scan is conservative: any string
     under one of those keywords anywhere, in a schema position or not, is checked, so a
     failure only sends the document to jsonschema. Cost: the compiled check (~1-2 µs a
     kilobyte) and one walk of the document in Python."""
@@ -273,8 +274,10 @@ def _accepted_natively(schema: dict[str, Any], first: Any) -> bool:
         own = first.META_SCHEMA.get("$id", first.META_SCHEMA.get("id", ""))
         if not isinstance(declared, str) or declared.rstrip("#") != own.rstrip("#"):
             return False
+    # the scan comes first: it also turns away documents nested too deep for the compiled
+    # check (see _NATIVE_DEPTH)
     if not _formats_conform(schema, first.FORMAT_CHECKER):
-        return False  # (first: it also keeps documents nested too deep from the compiled code)
+        return False
     try:
         return bool(jsonschema_rs.meta.is_valid(schema))
     except Exception:  # a value or a $schema it cannot read: jsonschema decides
