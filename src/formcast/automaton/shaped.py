@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from formcast.automaton import DEAD, UNREACHABLE, LazyAutomaton
 from formcast.automaton.text import TextAutomaton, memoized
-from formcast.automaton.text_states import SparseRow
+from formcast.automaton.text_states import SparseRow, dense_row
 from formcast.text import TextSlot
 
 __all__ = ["ShapedText", "shape_automaton", "slot_automaton"]
@@ -102,10 +102,7 @@ class ShapedText:
         return memoized(self._rows, state, self._build_row)
 
     def _build_row(self, state: int) -> IntArray:
-        row = np.zeros(256, dtype=np.int32)
-        for byte, target in self.sparse_row(state):
-            row[byte] = target
-        return row
+        return dense_row(self.sparse_row(state))
 
     def sparse_row(self, state: int) -> SparseRow:
         """The live transitions of ``state``: ``(byte, state)`` pairs, bytes ascending

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.table import DEAD
-from formcast.automaton.text_states import Layout, SparseRow, text_states
+from formcast.automaton.text_states import Layout, SparseRow, dense_row, text_states
 from formcast.text import MARKER_BYTES, FromText, Spelling, TextSlot
 
 __all__ = ["TextAutomaton", "memoized", "number_candidates"]
@@ -549,13 +549,10 @@ class TextAutomaton:
 
     def row(self, state: int) -> IntArray:
         """The 256 transitions of ``state`` (shared array: do not modify)."""
-        found = self._rows.get(state)
-        if found is None:
-            found = np.zeros(256, dtype=np.int32)
-            for byte, target in self._states.sparse_row(state):
-                found[byte] = target
-            self._rows[state] = found
-        return found
+        return memoized(self._rows, state, self._build_row)
+
+    def _build_row(self, state: int) -> IntArray:
+        return dense_row(self._states.sparse_row(state))
 
     def sparse_row(self, state: int) -> SparseRow:
         """The live transitions of ``state``: ``(byte, state)`` pairs, bytes ascending.

@@ -32,12 +32,20 @@ try:
 except ImportError:  # built without a C compiler: the Python states below
     native_states = None
 
-__all__ = ["PythonTextStates", "SparseRow", "TextStates", "text_states"]
+__all__ = ["PythonTextStates", "SparseRow", "TextStates", "dense_row", "text_states"]
 
 IntArray = npt.NDArray[np.int32]
 
 #: The live transitions of a state: (byte, state) pairs, bytes ascending.
 SparseRow = tuple[tuple[int, int], ...]
+
+
+def dense_row(sparse: SparseRow) -> IntArray:
+    """The 256 transitions a sparse row stands for (DEAD on every other byte)."""
+    row = np.zeros(256, dtype=np.int32)
+    for byte, target in sparse:
+        row[byte] = target
+    return row
 
 
 class TextStates(Protocol):
