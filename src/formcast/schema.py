@@ -313,8 +313,11 @@ def _formats_conform(document: Any, checker: Any) -> bool:
             if form in checks and isinstance(value, str) and not checker.conforms(value, form):
                 return False
             form = _FORMATTED_KEYS.get(key)
-            keys_conform = not isinstance(value, dict) or form not in checks
-            if not keys_conform and not all(checker.conforms(k, form) for k in value):
+            if (
+                form in checks
+                and isinstance(value, dict)
+                and not all(checker.conforms(name, form) for name in value)
+            ):
                 return False
     return True
 
