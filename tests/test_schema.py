@@ -284,6 +284,8 @@ _FORMAT_DOCUMENTS = [
     {"exclusiveMaximum": True, "maximum": 3},  # draft 4 spelling without $schema
     {"enum": ["x"] * 100, "uniqueItems": True},
     {"properties": {"pattern": {"type": "string"}, "$ref": {"const": "not a ref"}}},
+    # jsonschema-rs's own draft 4 metaschema allows an empty enum; jsonschema's does not
+    {"$schema": "http://json-schema.org/draft-04/schema#", "enum": []},
 ]
 
 
@@ -404,9 +406,10 @@ def test_documents_nested_too_deep_never_reach_the_compiled_check(
             inner = inner["items"]
         return document
 
+    pytest.importorskip("jsonschema_rs")
     asked: list[int] = []
-    stub = types.SimpleNamespace(meta=types.SimpleNamespace(is_valid=lambda d: asked.append(1)))
-    monkeypatch.setattr(formcast.schema, "jsonschema_rs", stub)
+    stub = types.SimpleNamespace(is_valid=lambda d: asked.append(1))
+    monkeypatch.setattr(formcast.schema, "_native_validator", lambda cls: stub)
     first = jsonschema.Draft202012Validator
     limit = formcast.schema._NATIVE_DEPTH
     assert not formcast.schema._accepted_natively(nested(limit + 1), first) and not asked
