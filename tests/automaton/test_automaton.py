@@ -1187,6 +1187,29 @@ def test_a_table_past_four_megabytes_grows_in_a_mapping_of_its_own() -> None:
     assert (grown.table[built] >= 0).all()  # every row reached stayed built
 
 
+@pytest.mark.parametrize("reserving", [True, False])
+def test_a_mapped_table_grows_in_place_within_its_reservation(
+    reserving: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past 4 MB, a table reserves address space where the kernel overcommits, so its
+    doublings are longer views of the same memory (no copy); without the reservation each
+    doubling copies into a new mapping. Either way the rows and flags built before stay,
+    and an older table still reads the rows it held."""
+    from formcast.automaton import table as table_module
+
+    monkeypatch.setattr(table_module, "_reserve_verdict", reserving)
+    grown = LazyAutomaton("(?:ab){0,9000}")
+    middle = grown.walk(b"ab" * 2200)  # past 4,096 states: a mapped table
+    older = grown.table
+    end = grown.walk(b"ab" * 2200, middle)  # past 8,192: it doubles again
+    assert grown.table.shape[0] > older.shape[0] >= 4_096
+    assert np.shares_memory(grown.table, older) == reserving
+    assert np.array_equal(older[: older.shape[0] // 2], grown.table[: older.shape[0] // 2])
+    fresh = LazyAutomaton("(?:ab){0,9000}")
+    assert fresh.walk(b"ab" * 4400) == end != DEAD
+    assert grown.is_accepting(end) and grown.is_accepting(middle)
+
+
 def _walk_further(automaton: LazyAutomaton, start: int) -> None:
     automaton.walk(b"ab" * 700, start)  # rows the parent never built, in the child
 

@@ -11,13 +11,16 @@ it: state checks, batched steps, walks, rows and acceptance. A subclass supplies
 
 Thread safety: reads take no lock. A reader that sees an entry :data:`UNBUILT` builds
 the row under ``_lock`` with a double check; an entry is written once, from
-:data:`UNBUILT` to its final value, so no reader sees a stale one. The table grows by
-copying into a larger one: a row built in one table is built in every later one.
+:data:`UNBUILT` to its final value, so no reader sees a stale one. A large table grows in
+place, inside address space reserved for it (see :func:`_new_table`); a small one, or one
+past its reservation, grows by copying into a larger one. Either way a row built in one
+table is built in every later one.
 """
 
 from __future__ import annotations
 
 import mmap
+import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
@@ -42,6 +45,9 @@ INITIAL_CAPACITY = 64
 _FILL_CHUNK = 256  # rows marked UNBUILT at once ahead of registration (256 KB)
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 _MAPPED_BYTES = 1 << 22  # tables from this size on get a mapping of their own (_new_table)
+_ROW_BYTES = 256 * 4
+_RESERVED_ROWS = 1 << 20  # address space a mapped table reserves: 1 GiB, touched as used
+_OVERCOMMIT_SETTING = "/proc/sys/vm/overcommit_memory"
 
 Members = TypeVar("Members", bound=Hashable)
 _Result = TypeVar("_Result")
@@ -66,6 +72,7 @@ class TableAutomaton(Generic[Members]):
     _accepting: BoolArray
     _filled: int  # the rows below this one are written (see _register)
     _lock: threading.Lock
+    _mapping: mmap.mmap | None = None  # the memory the table lies in, when mapped
     _rows_ahead: bool = False  # rows were built before any walk asked (see rows_built_ahead)
 
     # -- storage -------------------------------------------------------------------------
@@ -75,18 +82,27 @@ class TableAutomaton(Generic[Members]):
         them with :data:`UNBUILT` a chunk at a time as states come, so the memory of a
         large table is touched as it is used rather than all at once when it doubles
         (filling half a GB took ~1 s, one mask's time, in a schema of 260k states).
-        O(registered states x 256)."""
+        Within the table's reservation (:func:`_new_table`) the new table is a longer
+        view of the same memory: O(capacity) for the flags, nothing for the rows. Past
+        it, O(registered states x 256) to copy them."""
         count = len(self._sets)
-        table = _new_table(capacity)
+        mapping = self._mapping
         accepting = np.zeros(capacity, dtype=np.bool_)
+        in_place = mapping is not None and capacity * _ROW_BYTES <= len(mapping)
+        if mapping is not None and in_place:
+            table = _rows_of(mapping, capacity)  # the rows so far are already there
+        else:
+            table, self._mapping = _new_table(capacity)
+            if count:
+                table[:count] = self._table[:count]
         if count:
-            table[:count] = self._table[:count]
             accepting[:count] = self._accepting[:count]
         # A reader that sees row s built in any table sees it in every later one.
         self._table = table
         self._flat = table.reshape(-1)
         self._accepting = accepting
-        self._filled = count  # rows from here on are unwritten (see _register)
+        if not in_place:
+            self._filled = count  # rows from here on are unwritten (see _register)
 
     def _register(self, members: Members, accepting: bool) -> int:
         """Append a state (its row not built yet) and return its id; doubles the
@@ -260,21 +276,61 @@ class TableAutomaton(Generic[Members]):
         return np.flatnonzero(self.row(state)).astype(np.uint8)
 
 
-def _new_table(capacity: int) -> IntArray:
-    """An unwritten ``(capacity, 256)`` int32 table. From 4 MB on, its memory is an
-    anonymous mapping of its own, in 4 KB pages: numpy advises the kernel to back arrays
-    that large with 2 MB pages, and where transparent huge pages are given to advised
-    memory (Linux's default ``madvise`` mode) a first touch then zeroes, and may have to
-    compact, 2 MB at once. The copy of a table doubling to 64 MB took 7-105 ms that way
-    (20-200 ms in a process that had run for a while) against 18-23 ms in 4 KB pages;
-    one such copy was a mask's whole time. The mapping is released with the array."""
-    if capacity * 256 * 4 < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
-        return np.empty((capacity, 256), dtype=np.int32)  # Windows: numpy advises nothing
+def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
+    """An unwritten ``(capacity, 256)`` int32 table, and the mapping it lies in, if any.
+
+    From 4 MB on, its memory is an anonymous mapping of its own, in 4 KB pages: numpy
+    advises the kernel to back arrays that large with 2 MB pages, and where transparent
+    huge pages are given to advised memory (Linux's default ``madvise`` mode) a first
+    touch then zeroes, and may have to compact, 2 MB at once. The copy of a table
+    doubling to 64 MB took 7-105 ms that way (20-200 ms in a process that had run for a
+    while) against 18-23 ms in 4 KB pages; one such copy was a mask's whole time.
+
+    Where Linux overcommits (its default), the mapping reserves address space for
+    :data:`_RESERVED_ROWS` states (1 GiB, or twice ``capacity`` past that) without
+    committing memory: pages are given as rows are first written, so the table later
+    grows in place with no copy, and the memory used is what the rows take, as before.
+    Under strict accounting (``vm.overcommit_memory = 2``), where a reservation would
+    count in full, or where it is refused, the mapping is ``capacity`` rows. The mapping
+    is released with the last array over it."""
+    if capacity * _ROW_BYTES < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
+        return np.empty((capacity, 256), dtype=np.int32), None  # Windows: nothing advised
     # private: a forked process gets its own copy on write, as with numpy's memory (a
     # shared mapping would let a child's new rows, naming states only it has, show here)
     private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-    mapped = mmap.mmap(-1, capacity * 256 * 4, flags=private)
-    return np.frombuffer(mapped, dtype=np.int32).reshape(capacity, 256)
+    mapping = None
+    if _may_reserve():
+        rows = max(_RESERVED_ROWS, 2 * capacity)
+        try:
+            mapping = mmap.mmap(-1, rows * _ROW_BYTES, flags=private)
+        except OSError:  # a limit on address space (ulimit -v): map what is asked
+            mapping = None
+    if mapping is None:
+        mapping = mmap.mmap(-1, capacity * _ROW_BYTES, flags=private)
+    return _rows_of(mapping, capacity), mapping
+
+
+def _rows_of(mapping: mmap.mmap, capacity: int) -> IntArray:
+    """The first ``capacity`` rows of the table in ``mapping``."""
+    return np.frombuffer(mapping, dtype=np.int32, count=capacity * 256).reshape(capacity, 256)
+
+
+_reserve_verdict: bool | None = None
+
+
+def _may_reserve() -> bool:
+    """Whether a table may reserve address space beyond its rows: on Linux, unless the
+    kernel accounts every private mapping in full (strict overcommit). Read once."""
+    global _reserve_verdict
+    if _reserve_verdict is None:
+        _reserve_verdict = False
+        if sys.platform == "linux":
+            try:
+                with open(_OVERCOMMIT_SETTING) as setting:
+                    _reserve_verdict = setting.read().strip() in ("0", "1")
+            except OSError:
+                pass
+    return _reserve_verdict
 
 
 def arrays_under(
