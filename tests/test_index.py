@@ -661,3 +661,26 @@ def test_key_rows_read_by_first_byte_are_the_numpy_rows(
         assert fresh._row(state).dense is None  # nothing laid the table out so far
         ids, following = fresh.row(state)
         assert np.array_equal(ids, expected_ids) and np.array_equal(following, expected_following)
+
+
+def test_a_walk_short_of_room_computes_each_row_about_once(vocabulary: Vocabulary) -> None:
+    """A first visit that needs more new states than the table has room for builds rows
+    until the room runs out, then leaves the rest pending for the next round: the rows it
+    computes and drops are at most one a round, not one a node left pending (thousands,
+    each a subset construction, in a bounded JSON string). The row is each token walked
+    byte by byte."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if formcast.index.native_walk is None or lazy_module.native_subset is None:
+        pytest.skip("the C walk or the C subset construction was not built")
+    automaton = LazyAutomaton(r'"(?:[^\x00-\x1f",\\]|\\n|\\t|\\u000b|\\\\){1,255}"')
+    start = automaton.walk(b'"')
+    index = TokenIndex(automaton, vocabulary)
+    row = index_row(index, start)
+    native = automaton._native_nfa()
+    built = int((automaton.table[: automaton.num_states, 0] >= 0).sum())
+    assert len(row) > 40_000 and built > 60  # past the first round's room
+    rounds = 16  # each round at least doubles the room: far fewer than this
+    assert built <= native.rows_computed <= built + rounds
+    assert row == brute_force_row(index, start)

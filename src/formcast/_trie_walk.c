@@ -186,6 +186,10 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
                              w->sets, w->ids);
         if (built < 0) return WALK_ERROR;
         missing = built == 2;
+        /* No room: the rest of this round builds nothing (each try would compute a row
+         * only to find the room short again; the caller grows the table between rounds
+         * and the next round builds what is left pending). */
+        if (missing) w->build = NULL;
     }
     if (missing) {
         if (w->pending >= w->pending_size) return WALK_FULL;
