@@ -650,17 +650,23 @@ def test_key_rows_read_by_first_byte_are_the_numpy_rows(
     monkeypatch.setattr(formcast.index, "native_walk", None)
     reference = TokenIndex(index.automaton, vocabulary)
     rng = np.random.default_rng(len(name))
+    walk_ordered = []  # the walked pairs come in the walk's order, then steps order them
     for state in looked_up:
         expected_ids, expected_following = reference.row(state)
+        lookup = fresh._row(state).lookup
+        assert lookup is not None
+        walk_ordered.append(bool((np.diff(lookup.pairs[0]) > 0).all()))
         probes = np.concatenate([rng.integers(0, vocabulary.size, 400), expected_ids[::50]])
         for token in [*probes.tolist(), vocabulary.size, 2**40]:
             assert fresh.next_state(state, token) == reference.next_state(state, token), token
+        assert (np.diff(lookup.pairs[0]) > 0).all()  # ordered once the scans were used up
         assert np.array_equal(
             fresh.packed_mask(state, vocabulary.size), reference.packed_mask(state, vocabulary.size)
         )
         assert fresh._row(state).dense is None  # nothing laid the table out so far
         ids, following = fresh.row(state)
         assert np.array_equal(ids, expected_ids) and np.array_equal(following, expected_following)
+    assert not all(walk_ordered)
 
 
 def test_a_walk_short_of_room_computes_each_row_about_once(vocabulary: Vocabulary) -> None:

@@ -58,7 +58,7 @@ from formcast.automaton.bound import BoundAutomaton
 from formcast.automaton.choices import choice_characters
 from formcast.automaton.deterministic import NO_NODE
 from formcast.automaton.nfa import VIRTUAL_BASE
-from formcast.automaton.table import TableAutomaton, arrays_under
+from formcast.automaton.table import UNBUILT, TableAutomaton, arrays_under
 from formcast.cursor import Cursor
 from formcast.errors import InvalidOptionError
 from formcast.text import TextSlot, text_slots
@@ -635,12 +635,14 @@ class TokenIndex:
         probe = int(table[state, ord("~")]) or int(table[state, ord("`")])
         if probe <= DEAD or not self._loops_on_plain(probe):
             return None
-        targets = table[state, PLAIN_BYTES].tolist()
-        following = set(targets)
-        following.discard(DEAD)
-        if len(targets) - targets.count(DEAD) < _FIRST_BYTE_MIN or min(following) < 0:
+        targets = table[state, PLAIN_BYTES]
+        following = targets[targets != DEAD]
+        if following.size < _FIRST_BYTE_MIN or int(following.min()) < 0:
             return None
-        automaton.build_rows(sorted(following))
+        if not isinstance(automaton, BoundAutomaton):  # a built row is whole: one read
+            following = following[table[following, 0] == UNBUILT]  # (a key has ~90)
+        if following.size:
+            automaton.build_rows(np.unique(following).tolist())
         # code c of by_first: lists[0][c - 1], a looping state; 0: not read (see the C)
         by_first = np.empty(256, dtype=np.uint8)
         lists = np.empty((4, 256), dtype=np.int32)
@@ -1325,11 +1327,15 @@ def _templated(
 class _FirstByteLookup:
     """A large row whose plain tokens' states are read off their first byte
     (``by_first``, codes into ``palette``: each such state stays where it is on every
-    plain byte), but for the sorted ``ids`` whose ``states`` were walked: a step is one
-    binary search and, for a plain token, two reads; no table over the vocabulary is laid
-    out until something asks for the row's arrays (:meth:`table`)."""
+    plain byte), but for the ``ids`` whose ``states`` were walked; no table over the
+    vocabulary is laid out until something asks for the row's arrays (:meth:`table`).
 
-    __slots__ = ("by_first", "ids", "palette", "states", "vocabulary")
+    The walked pairs come in the walk's order (by bytes, not ids). The first
+    :data:`_SCANNED_LOOKUPS` steps scan them (~2 us for a few thousand); the next one
+    orders them by id (~15 us, the sort a row of a single step never needs), and each step
+    after is a binary search. A plain token's step is two reads."""
+
+    __slots__ = ("_scans_left", "by_first", "pairs", "palette", "vocabulary")
 
     def __init__(
         self,
@@ -1338,19 +1344,32 @@ class _FirstByteLookup:
         palette: IntArray,
         ids: IntArray,
         states: IntArray,
+        *,
+        ordered: bool = False,
     ) -> None:
         self.vocabulary = vocabulary
         self.by_first = by_first
         self.palette = palette
-        self.ids = ids
-        self.states = states
+        # (ids, states) in one attribute: a reader never sees ids from one ordering and
+        # states from the other
+        self.pairs = (ids, states)
+        self._scans_left = 0 if ordered or ids.size <= _SCANNED_LOOKUPS else _SCANNED_LOOKUPS
 
     def state_of(self, token_id: int) -> int:
         """The state ``token_id`` leads to (:data:`DEAD` if none)."""
-        ids = self.ids
-        position = int(ids.searchsorted(np.int32(token_id)))
-        if position < ids.size and ids[position] == token_id:
-            return int(self.states[position])
+        ids, states = self.pairs
+        if self._scans_left > 0:  # (threads may race on the count: it is only a hint)
+            self._scans_left -= 1
+            found = np.flatnonzero(ids == token_id)
+            if found.size:
+                return int(states[found[0]])
+        else:
+            if self._scans_left == 0:
+                self._scans_left = -1
+                self.pairs = ids, states = _sorted_pairs(ids, states)
+            position = int(ids.searchsorted(np.int32(token_id)))
+            if position < ids.size and ids[position] == token_id:
+                return int(states[position])
         vocabulary = self.vocabulary
         if token_id >= vocabulary.size or not vocabulary.plain_flags[token_id]:
             return DEAD
@@ -1362,8 +1381,12 @@ class _FirstByteLookup:
         table = np.zeros(vocabulary.size, dtype=np.int32)
         codes = self.by_first[vocabulary.plain_token_firsts]
         table[vocabulary.plain_token_ids] = self.palette[codes]
-        table[self.ids] = self.states
+        ids, states = self.pairs
+        table[ids] = states
         return table, None
+
+
+_SCANNED_LOOKUPS = 8  # steps from a first-byte row that scan its walked pairs unordered
 
 
 def _looked_up(
@@ -1377,14 +1400,17 @@ def _looked_up(
     """The row of :meth:`TokenIndex._first_byte_row`: its bits are the plain tokens' but
     for those starting with the ``unread`` bytes (dead, or walked), plus the walked
     tokens'; its steps are looked up (:class:`_FirstByteLookup`, code ``c`` of
-    ``by_first`` for ``looping[c - 1]``). O(unread bytes + walked tokens) numpy work over
-    packed words, no pass over the vocabulary."""
-    ids, states = _sorted_pairs(_concat(walked_ids), _concat(walked_states))
+    ``by_first`` for ``looping[c - 1]``). The walked pairs (from the C walk: no dead end,
+    each token once) stay in the walk's order, unless the vocabulary repeats tokens. O(unread
+    bytes + walked tokens) numpy work over packed words, no pass over the vocabulary."""
+    ids, states = _concat(walked_ids), _concat(walked_states)
     # the repeats of the plain and the other trie: the same tokens and originals as the
     # whole trie's (a token and the one it repeats share their bytes, so one of the two
     # tries holds both, and each trie takes the lowest id of a run as its original)
     repeats = vocabulary.token_trie
-    if repeats.repeats.size and ids.size:  # a walked token's repeats take its state
+    ordered = bool(repeats.repeats.size and ids.size)
+    if ordered:  # a walked token's repeats take its state
+        ids, states = _sorted_pairs(ids, states)
         position = np.minimum(ids.searchsorted(repeats.repeated), ids.size - 1)
         hit = ids[position] == repeats.repeated
         if hit.any():
@@ -1398,7 +1424,7 @@ def _looked_up(
     if ids.size:
         bits |= _packed_bits(ids, bits.size)
     palette = np.concatenate([[DEAD], looping]).astype(np.int32)
-    lookup = _FirstByteLookup(vocabulary, by_first, palette, ids, states)
+    lookup = _FirstByteLookup(vocabulary, by_first, palette, ids, states, ordered=ordered)
     return _Row(None, None, bits, lookup=lookup)
 
 
