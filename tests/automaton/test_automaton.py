@@ -1210,6 +1210,24 @@ def test_a_mapped_table_grows_in_place_within_its_reservation(
     assert grown.is_accepting(end) and grown.is_accepting(middle)
 
 
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_mapped_table_pickles_as_an_array_and_grows_again(recursive: bool) -> None:
+    """An automaton whose table lies in a mapping of its own (past 4,096 states) pickles
+    (the mapping does not travel; the rows do) and its copy walks and grows like it."""
+    from formcast.automaton import compile_automaton
+
+    body = "(?:ab){0,9000}"
+    pattern = rf"(?(DEFINE)(?P<v>\[(?&v)?\]|{body}))(?&v)" if recursive else body
+    automaton = compile_automaton(pattern)
+    prefix = b"[" if recursive else b""
+    middle = automaton.walk(prefix + b"ab" * 2200)
+    assert automaton._mapping is not None and automaton.num_states > 4_096
+    copy = pickle.loads(pickle.dumps(automaton))
+    assert copy.walk(prefix + b"ab" * 2200) == middle
+    assert copy.walk(b"ab" * 2200, middle) == automaton.walk(b"ab" * 2200, middle) != DEAD
+    assert copy.num_states == automaton.num_states > 8_192
+
+
 def _walk_further(automaton: LazyAutomaton, start: int) -> None:
     automaton.walk(b"ab" * 700, start)  # rows the parent never built, in the child
 

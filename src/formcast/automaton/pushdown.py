@@ -163,10 +163,11 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         self._distances: dict[bytes | None, dict[int, int]] = {}
         self._lock = threading.Lock()
 
-    # -- pickling: everything built travels, the lock does not --------------------------
+    # -- pickling: everything built travels, the lock and the table's mapping do not ----
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"], state["_flat"]
+        state.pop("_mapping", None)  # the table travels as an array; a copy maps anew
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
