@@ -15,6 +15,7 @@ import json
 import os
 import pickle
 import re
+import sys
 import threading
 import time
 from functools import cache
@@ -1208,6 +1209,29 @@ def test_a_mapped_table_grows_in_place_within_its_reservation(
     fresh = LazyAutomaton("(?:ab){0,9000}")
     assert fresh.walk(b"ab" * 4400) == end != DEAD
     assert grown.is_accepting(end) and grown.is_accepting(middle)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="tables reserve room on Linux only")
+def test_a_limit_on_address_space_bounds_a_tables_reservation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under ``ulimit -v`` a table reserves a sixteenth of the limit at most (the
+    reservation counts against it in full), and twice its rows where that is less;
+    without a limit, 1 GiB."""
+    import resource
+
+    from formcast.automaton import table as table_module
+
+    monkeypatch.setattr(table_module, "_reserve_verdict", True)
+    limits = {"limit": resource.RLIM_INFINITY}
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (limits["limit"], limits["limit"]))
+    sizes = {}
+    for name, limit in [("none", resource.RLIM_INFINITY), ("4 GiB", 4 << 30), ("64 MiB", 64 << 20)]:
+        limits["limit"] = limit
+        _, mapping = table_module._new_table(5_000)
+        assert mapping is not None
+        sizes[name] = len(mapping) // 1024  # rows of 1 KB
+    assert sizes == {"none": 1 << 20, "4 GiB": 1 << 18, "64 MiB": 10_000}
 
 
 @pytest.mark.parametrize("recursive", [False, True])

@@ -290,9 +290,11 @@ def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     :data:`_RESERVED_ROWS` states (1 GiB, or twice ``capacity`` past that) without
     committing memory: pages are given as rows are first written, so the table later
     grows in place with no copy, and the memory used is what the rows take, as before.
-    Under strict accounting (``vm.overcommit_memory = 2``), where a reservation would
-    count in full, or where it is refused, the mapping is ``capacity`` rows. The mapping
-    is released with the last array over it."""
+    Under a limit on the process's address space (``ulimit -v``, ``RLIMIT_AS``), which
+    reservations count against in full, a table reserves a sixteenth of that limit at
+    most (:func:`_reserved_rows`). Under strict accounting (``vm.overcommit_memory =
+    2``), where a reservation would count in full, or where it is refused, the mapping is
+    ``capacity`` rows. The mapping is released with the last array over it."""
     if capacity * _ROW_BYTES < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty((capacity, 256), dtype=np.int32), None  # Windows: nothing advised
     # private: a forked process gets its own copy on write, as with numpy's memory (a
@@ -300,7 +302,7 @@ def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
     mapping = None
     if _may_reserve():
-        rows = max(_RESERVED_ROWS, 2 * capacity)
+        rows = max(_reserved_rows(), 2 * capacity)
         try:
             mapping = mmap.mmap(-1, rows * _ROW_BYTES, flags=private)
         except OSError:  # a limit on address space (ulimit -v): map what is asked
@@ -313,6 +315,21 @@ def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
 def _rows_of(mapping: mmap.mmap, capacity: int) -> IntArray:
     """The first ``capacity`` rows of the table in ``mapping``."""
     return np.frombuffer(mapping, dtype=np.int32, count=capacity * 256).reshape(capacity, 256)
+
+
+def _reserved_rows() -> int:
+    """The rows a mapped table reserves: :data:`_RESERVED_ROWS`, or a sixteenth of the
+    process's limit on address space where one is set (a worker capped at 4 GiB then
+    reserves 256 MB a table, and its other allocations keep the room they had)."""
+    import resource  # Unix only, and only reserving platforms ask (_may_reserve)
+
+    try:
+        limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError):
+        return _RESERVED_ROWS
+    if limit == resource.RLIM_INFINITY:
+        return _RESERVED_ROWS
+    return min(_RESERVED_ROWS, limit // 16 // _ROW_BYTES)
 
 
 _reserve_verdict: bool | None = None
