@@ -586,55 +586,65 @@ def _except_shared_tail(
     all ASCII by one shared class after the trie's paths, rather than by a copy of the
     class at each node, whose continuation bytes were states of their own too."""
     non_ascii = charset.minus(alphabet, _ASCII)
-
-    def ascii_children(node: dict[str, Any]) -> bool:
-        return all(ord(k) < 0x80 for k in node if k)
-
-    def leave(node: dict[str, Any]) -> str | None:
-        children = [k for k in node if k]
-        # with ASCII children only, the non-ASCII ways out are taken by `paths` below
-        allowed = charset.intersect(alphabet, _ASCII) if ascii_children(node) else alphabet
-        alts = []
-        others = _class_without(allowed, "".join(sorted(children)))
-        if others is not None:
-            alts.append(others)
-        for child in children:
-            sub = leave(node[child])
-            if sub is not None:
-                alts.append(lit_char(child) + sub)
-        return alt(alts)
-
-    def paths(node: dict[str, Any]) -> str | None:
-        """The paths to the nodes whose children are all ASCII."""
-        alts = [""] if ascii_children(node) else []
-        for child in (k for k in node if k):
-            sub = paths(node[child])
-            if sub is not None:
-                alts.append(lit_char(child) + sub)
-        return alt(alts)
-
-    def stop(node: dict[str, Any], depth: int) -> str | None:
-        alts = []
-        if depth >= low and "" not in node:
-            alts.append("")
-        for child in (k for k in node if k):
-            sub = stop(node[child], depth + 1)
-            if sub is not None:
-                alts.append(lit_char(child) + sub)
-        return alt(alts)
-
     ways_out = []
-    left = leave(tree)
+    left = _leave(tree, alphabet)
     if left is not None:
         ways_out.append(left)
-    before, beyond = paths(tree), char_class(non_ascii)
+    before, beyond = _paths_to_ascii_nodes(tree), char_class(non_ascii)
     if before is not None and beyond is not None:
         ways_out.append(group(before) + beyond if before else beyond)
     parts = []
     out = alt(ways_out)
     if out is not None:
         parts.append(group(out) + repeat(any_char, 0, None))
-    inside = stop(tree, 0)
+    inside = _stops_short(tree, 0, low)
     if inside is not None:
         parts.append(inside)
     return alt(parts)
+
+
+# The trie walks of _except_shared_tail, as module functions: nested ones that call
+# themselves are reference cycles, which only the garbage collector frees.
+
+
+def _ascii_children(node: dict[str, Any]) -> bool:
+    return all(ord(k) < 0x80 for k in node if k)
+
+
+def _leave(node: dict[str, Any], alphabet: Ranges) -> str | None:
+    """The ways out of the trie below ``node``: a character of ``alphabet`` no child
+    has, or a child then a way out below it."""
+    children = [k for k in node if k]
+    # with ASCII children only, the non-ASCII ways out are taken by the paths to them
+    allowed = charset.intersect(alphabet, _ASCII) if _ascii_children(node) else alphabet
+    alts = []
+    others = _class_without(allowed, "".join(sorted(children)))
+    if others is not None:
+        alts.append(others)
+    for child in children:
+        sub = _leave(node[child], alphabet)
+        if sub is not None:
+            alts.append(lit_char(child) + sub)
+    return alt(alts)
+
+
+def _paths_to_ascii_nodes(node: dict[str, Any]) -> str | None:
+    """The paths to the nodes whose children are all ASCII."""
+    alts = [""] if _ascii_children(node) else []
+    for child in (k for k in node if k):
+        sub = _paths_to_ascii_nodes(node[child])
+        if sub is not None:
+            alts.append(lit_char(child) + sub)
+    return alt(alts)
+
+
+def _stops_short(node: dict[str, Any], depth: int, low: int) -> str | None:
+    """The paths that stop inside the trie short of a word, at ``low`` characters or more."""
+    alts = []
+    if depth >= low and "" not in node:
+        alts.append("")
+    for child in (k for k in node if k):
+        sub = _stops_short(node[child], depth + 1, low)
+        if sub is not None:
+            alts.append(lit_char(child) + sub)
+    return alt(alts)

@@ -175,17 +175,19 @@ def _string_enumeration(flat: Sequence[Part], candidates: list[Any]) -> list[str
 
 def canonical(value: Any) -> str:
     """A key equal for JSON-equal values: ``1`` and ``1.0`` meet, ``true`` and ``1`` do not."""
+    return json.dumps(_integral_floats_as_ints(value), sort_keys=True, separators=(",", ":"))
 
-    def normal(v: Any) -> Any:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, list):
-            return [normal(x) for x in v]
-        if isinstance(v, dict):
-            return {k: normal(x) for k, x in v.items()}
-        return v
 
-    return json.dumps(normal(value), sort_keys=True, separators=(",", ":"))
+def _integral_floats_as_ints(value: Any) -> Any:
+    """``value`` with each integral float made an int, at any depth. (A module function:
+    a nested one that calls itself is a reference cycle, left for the collector.)"""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
+    return value
 
 
 _SIMPLE_KEYWORDS = frozenset({"type", "enum", "const"}) | ANNOTATION_KEYWORDS

@@ -440,31 +440,49 @@ def _fraction(lo: str | None, lo_strict: bool, hi: str | None, hi_strict: bool) 
     ``lo``/``hi`` are digit strings without trailing zeros (``""`` is 0), ``None`` for no
     bound; ``*_strict`` makes the bound exclusive.
     """
+    bounds = _FractionBounds(lo, lo_strict, hi, hi_strict)
+    tl0, th0 = lo is not None, hi is not None
+    options = []
+    if bounds.end_ok(0, tl0, th0):
+        options.append("")
+    dotted = bounds.digits(0, tl0, th0)
+    if dotted is not None:
+        options.append(r"\." + dotted)
+    return alt(options)
 
-    def digit(bound: str, i: int) -> int:
-        return int(bound[i]) if i < len(bound) else 0
 
-    def end_ok(i: int, tl: bool, th: bool) -> bool:
-        if tl and lo is not None and (i < len(lo) or lo_strict):
+class _FractionBounds:
+    """The digit-by-digit walk of :func:`_fraction`: ``tl`` / ``th`` say whether the
+    digits so far equal the low / high bound's (a tight bound). Methods rather than
+    nested functions: nested functions that call each other are reference cycles, which
+    only the garbage collector frees."""
+
+    def __init__(self, lo: str | None, lo_strict: bool, hi: str | None, hi_strict: bool) -> None:
+        self.lo, self.lo_strict, self.hi, self.hi_strict = lo, lo_strict, hi, hi_strict
+
+    def end_ok(self, i: int, tl: bool, th: bool) -> bool:
+        lo, hi = self.lo, self.hi
+        if tl and lo is not None and (i < len(lo) or self.lo_strict):
             return False
-        return not (th and hi is not None and i >= len(hi) and hi_strict)
+        return not (th and hi is not None and i >= len(hi) and self.hi_strict)
 
-    def digits(i: int, tl: bool, th: bool) -> str | None:
+    def digits(self, i: int, tl: bool, th: bool) -> str | None:
         """At least one more digit, from position ``i``."""
+        lo, hi = self.lo, self.hi
         groups: dict[tuple[bool, bool], list[int]] = {}
         for d in range(10):
-            if tl and lo is not None and d < digit(lo, i):
+            if tl and lo is not None and d < _digit_at(lo, i):
                 continue
-            if th and hi is not None and d > digit(hi, i):
+            if th and hi is not None and d > _digit_at(hi, i):
                 continue
             state = (
-                tl and lo is not None and d == digit(lo, i),
-                th and hi is not None and d == digit(hi, i),
+                tl and lo is not None and d == _digit_at(lo, i),
+                th and hi is not None and d == _digit_at(hi, i),
             )
             groups.setdefault(state, []).append(d)
         alts = []
         for (ntl, nth), ds in groups.items():
-            rest = remainder(i + 1, ntl, nth)
+            rest = self.remainder(i + 1, ntl, nth)
             if rest is None:
                 continue
             cls = (
@@ -475,30 +493,26 @@ def _fraction(lo: str | None, lo_strict: bool, hi: str | None, hi_strict: bool) 
             alts.append(cls + rest)
         return alt(alts)
 
-    def remainder(i: int, tl: bool, th: bool) -> str | None:
+    def remainder(self, i: int, tl: bool, th: bool) -> str | None:
         """Zero or more digits from position ``i``."""
+        lo, hi = self.lo, self.hi
         if not tl and not th:
             return "[0-9]*"
         lo_done = not tl or lo is None or i >= len(lo)
         hi_done = not th or hi is None or i >= len(hi)
         if lo_done and hi_done:
             if tl and th:
-                return "0*" if not (lo_strict or hi_strict) else None
+                return "0*" if not (self.lo_strict or self.hi_strict) else None
             if tl:
-                return "0*[1-9][0-9]*" if lo_strict else "[0-9]*"
-            return None if hi_strict else "0*"
-        more = digits(i, tl, th)
-        options = ([""] if end_ok(i, tl, th) else []) + ([more] if more is not None else [])
+                return "0*[1-9][0-9]*" if self.lo_strict else "[0-9]*"
+            return None if self.hi_strict else "0*"
+        more = self.digits(i, tl, th)
+        options = ([""] if self.end_ok(i, tl, th) else []) + ([more] if more is not None else [])
         return alt(options)
 
-    tl0, th0 = lo is not None, hi is not None
-    options = []
-    if end_ok(0, tl0, th0):
-        options.append("")
-    dotted = digits(0, tl0, th0)
-    if dotted is not None:
-        options.append(r"\." + dotted)
-    return alt(options)
+
+def _digit_at(bound: str, i: int) -> int:
+    return int(bound[i]) if i < len(bound) else 0
 
 
 def _magnitude(a: Decimal, a_strict: bool, c: Decimal | None, c_strict: bool) -> str | None:

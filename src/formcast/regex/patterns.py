@@ -456,6 +456,62 @@ def _fit_length(items: list[_PNode], low: int, high: int | None) -> list[_PNode]
     return [*items[:index], _PRep(item.node, new_low, new_high), *items[index + 1 :]]
 
 
+class _PatternNfa:
+    """The Thompson NFA of a parsed pattern over characters, for :func:`pattern_dfa`: per
+    state its epsilon targets and its moves (code point ranges -> state). Methods rather
+    than nested functions, since a nested function that calls itself is a reference
+    cycle, freed only by the garbage collector, with the lists it holds."""
+
+    def __init__(self, limits: Limits, wide: bool) -> None:
+        self.limits = limits
+        self.wide = wide
+        self.eps: list[list[int]] = [[]]
+        self.moves: list[list[tuple[Ranges, int]]] = [[]]
+
+    def fresh(self) -> int:
+        if len(self.eps) >= self.limits.max_pattern_nfa_states:
+            raise OverflowError
+        self.eps.append([])
+        self.moves.append([])
+        return len(self.eps) - 1
+
+    def build(self, item: _PNode, start: int) -> int:
+        """Add ``item`` from ``start``; return its end state."""
+        eps = self.eps
+        if isinstance(item, _PSet):
+            end = self.fresh()
+            chars = item.wide if self.wide else item.narrow
+            if chars:
+                self.moves[start].append((chars, end))
+            return end
+        if isinstance(item, _PGroup):
+            return self.build(item.node, start)
+        if isinstance(item, _PSeq):
+            for part in item.items:
+                start = self.build(part, start)
+            return start
+        if isinstance(item, _PAlt):
+            end = self.fresh()
+            for option in item.options:
+                eps[self.build(option, start)].append(end)
+            return end
+        if isinstance(item, _PRep):
+            for _ in range(item.low):
+                start = self.build(item.node, start)
+            if item.high is None:
+                loop = self.fresh()
+                eps[start].append(loop)
+                eps[self.build(item.node, loop)].append(loop)
+                return loop
+            for _ in range(item.high - item.low):
+                end = self.fresh()
+                eps[start].append(end)
+                eps[self.build(item.node, start)].append(end)
+                start = end
+            return start
+        raise PatternUnsupported("anchor in the middle of the pattern")
+
+
 def pattern_dfa(
     node: _PNode, limits: Limits = DEFAULT_LIMITS, wide: bool = False
 ) -> tuple[list[list[tuple[Ranges, int]]], list[bool]] | None:
@@ -464,55 +520,12 @@ def pattern_dfa(
     Character sets take their narrow reading (what every engine matches), or their wide
     one (what some engine matches) with ``wide``. ``None`` past
     ``limits.max_pattern_nfa_states`` NFA or ``limits.max_pattern_dfa_states`` DFA states."""
-    eps: list[list[int]] = [[]]
-    moves: list[list[tuple[Ranges, int]]] = [[]]
-
-    def fresh() -> int:
-        if len(eps) >= limits.max_pattern_nfa_states:
-            raise OverflowError
-        eps.append([])
-        moves.append([])
-        return len(eps) - 1
-
-    def build(item: _PNode, start: int) -> int:
-        """Add ``item`` from ``start``; return its end state."""
-        if isinstance(item, _PSet):
-            end = fresh()
-            chars = item.wide if wide else item.narrow
-            if chars:
-                moves[start].append((chars, end))
-            return end
-        if isinstance(item, _PGroup):
-            return build(item.node, start)
-        if isinstance(item, _PSeq):
-            for part in item.items:
-                start = build(part, start)
-            return start
-        if isinstance(item, _PAlt):
-            end = fresh()
-            for option in item.options:
-                eps[build(option, start)].append(end)
-            return end
-        if isinstance(item, _PRep):
-            for _ in range(item.low):
-                start = build(item.node, start)
-            if item.high is None:
-                loop = fresh()
-                eps[start].append(loop)
-                eps[build(item.node, loop)].append(loop)
-                return loop
-            for _ in range(item.high - item.low):
-                end = fresh()
-                eps[start].append(end)
-                eps[build(item.node, start)].append(end)
-                start = end
-            return start
-        raise PatternUnsupported("anchor in the middle of the pattern")
-
+    nfa = _PatternNfa(limits, wide)
     try:
-        final = build(node, 0)
+        final = nfa.build(node, 0)
     except OverflowError:
         return None
+    eps, moves = nfa.eps, nfa.moves
 
     def closure(states: Iterable[int]) -> frozenset[int]:
         return frozenset(reachable(eps, states))
