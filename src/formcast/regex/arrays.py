@@ -209,18 +209,29 @@ def _distinct_arrays(
     if arrangements == 0:
         return Never("uniqueItems", flat[0].pointer if flat else "", "too few distinct items")
 
-    def after(used: tuple[str, ...]) -> str:
-        """The rest of an array whose first items are ``used``."""
-        options = [""] if len(used) >= min_items else []
-        if len(used) < most:
-            options += [
-                t.sep + values[key] + after((*used, key)) for key in values if key not in used
-            ]
-        return alt(options) or ""
-
-    first = alt(values[key] + after((key,)) for key in values) if most > 0 else None
+    first = (
+        alt(values[key] + _after(values, (key,), min_items, most, t.sep) for key in values)
+        if most > 0
+        else None
+    )
     if first is None:
         return rf"\[{t.ws}\]"
     if min_items == 0:
         return rf"\[{t.ws}(?:{first}{t.ws})?\]"
     return rf"\[{t.ws}{group(first)}{t.ws}\]"
+
+
+def _after(
+    values: dict[str, str], used: tuple[str, ...], min_items: int, most: int, sep: str
+) -> str:
+    """The rest of an array of distinct ``values`` whose first items are ``used`` (a
+    module function: a nested one that calls itself is a reference cycle, which would
+    keep the translation it reads alive until the garbage collector runs)."""
+    options = [""] if len(used) >= min_items else []
+    if len(used) < most:
+        options += [
+            sep + values[key] + _after(values, (*used, key), min_items, most, sep)
+            for key in values
+            if key not in used
+        ]
+    return alt(options) or ""

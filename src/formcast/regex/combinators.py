@@ -443,15 +443,19 @@ def disjunction(
             # the branch's properties come where the branch is declared
             result = t.gen([*base[: index + 1], branch, *exclusions, *base[index + 1 :]], refs)
         except UnsupportedSchemaError as error:
-            failures.append(error)
+            # kept for its message, without its traceback and context: their frames include
+            # this one, whose list holds it (a reference cycle, with every sub-schema part
+            # on the way, left for the garbage collector)
+            error.__context__ = None
+            failures.append(error.with_traceback(None))
             continue
         if isinstance(result, Never):
             nevers.append(result)
         else:
             results.append(result)
     if not results:
-        if failures:
-            raise failures[0]
+        if failures:  # popped, not named: no local of this frame holds what it raises
+            raise failures.pop(0)
         _refuse_inexact_exclusions(t, excluded, part.pointer)
         recursion = [n for n in nevers if n.keyword == "$ref"]
         return (recursion or nevers)[0]
