@@ -254,3 +254,23 @@ def test_the_whole_tries_repeats_are_those_of_the_plain_and_other_tries() -> Non
     whole = pairs(vocabulary.token_trie)
     assert whole == {(3, 1), (7, 1), (6, 2), (8, 4)}
     assert whole == pairs(vocabulary.plain_trie) | pairs(vocabulary.other_trie)
+
+
+def test_plain_bits_by_first_byte_are_the_plain_tokens_starting_with_it(
+    vocabulary: Vocabulary,
+) -> None:
+    """Row ``b`` of ``plain_bits_by_first`` is the packed set of the plain tokens whose
+    first byte is ``b`` (read here from each token's bytes), and the rows together are
+    ``plain_bits``."""
+    bits = vocabulary.plain_bits_by_first
+    words = (vocabulary.size + 31) // 32
+    assert bits.shape == (256, words) and bits.dtype == np.uint32
+    by_first: dict[int, list[int]] = {}
+    for token in vocabulary.plain_token_ids.tolist():
+        by_first.setdefault(vocabulary.token_bytes[token][0], []).append(token)
+    for byte in [*sorted(by_first)[::7], 0x7E, 0x00]:
+        flags = np.zeros(words * 32, dtype=np.bool_)
+        flags[by_first.get(byte, [])] = True
+        expected = np.packbits(flags, bitorder="little").view(np.uint32)
+        assert np.array_equal(bits[byte], expected), byte
+    assert np.array_equal(np.bitwise_or.reduce(bits, axis=0), vocabulary.plain_bits)

@@ -231,9 +231,11 @@ class Vocabulary:
         words = (self.size + 31) // 32
         ids = self.plain_token_ids.astype(np.int64)
         flat = self.plain_token_firsts.astype(np.int64) * words + (ids >> 5)
-        bits = np.left_shift(1, ids & 31).astype(np.float64)
-        summed = np.bincount(flat, weights=bits, minlength=256 * words)  # distinct powers
-        return summed.astype(np.uint32).reshape(256, words)
+        bits = np.zeros(256 * words, dtype=np.uint32)
+        # one unbuffered OR a token (~1 ms for 49k; a float bincount of the same bits over
+        # the 400k words took 2-4 ms, in a process's first key row)
+        np.bitwise_or.at(bits, flat, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+        return bits.reshape(256, words)
 
     @cached_property
     def plain_bits(self) -> npt.NDArray[np.uint32]:
