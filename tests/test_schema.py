@@ -311,10 +311,10 @@ def _both_ways(documents: list[Any], monkeypatch: pytest.MonkeyPatch) -> int:
         first = jsonschema.validators.validator_for(
             document, default=jsonschema.Draft202012Validator
         )
-        monkeypatch.setattr(formcast.schema, "jsonschema_rs", native)
+        monkeypatch.setattr(formcast.schema, "_compiled_checks", lambda: native)
         fast = _verdict(document)
         accepted = formcast.schema._accepted_natively(document, first)
-        monkeypatch.setattr(formcast.schema, "jsonschema_rs", None)
+        monkeypatch.setattr(formcast.schema, "_compiled_checks", lambda: None)
         assert fast == _verdict(document), json.dumps(document)[:200]
         if accepted:  # what the compiled check accepts, jsonschema accepts
             first.check_schema(document)
@@ -415,3 +415,29 @@ def test_documents_nested_too_deep_never_reach_the_compiled_check(
     assert not formcast.schema._accepted_natively(nested(limit + 1), first) and not asked
     formcast.schema._accepted_natively(nested(limit - 1), first)
     assert asked == [1]
+
+
+def test_jsonschema_rs_is_imported_by_the_first_check_not_by_import_formcast() -> None:
+    """``import formcast`` leaves jsonschema-rs (~20 ms to import) to the first schema
+    it checks, which then uses it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    pytest.importorskip("jsonschema_rs")
+    code = """
+        import sys
+        import formcast
+        assert "jsonschema_rs" not in sys.modules
+        from formcast.schema import load_schema
+        load_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+        assert "jsonschema_rs" in sys.modules
+        """
+    completed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr

@@ -55,11 +55,6 @@ from formcast.regex.formats import PYDANTIC_FORMS, STRING_FORMATS, url_regex
 from formcast.regex.more_formats import PAYMENT_CARD_REGEX, byte_size_regex, date_range_regex
 from formcast.regex.numbers import int_range
 
-try:  # a compiled metaschema check; optional: jsonschema alone gives the same verdicts
-    import jsonschema_rs
-except ImportError:  # pragma: no cover - no wheel for this platform
-    jsonschema_rs = None  # type: ignore[assignment, unused-ignore]
-
 __all__ = [
     "ANNOTATION_KEYWORDS",
     "CONTAINER_KEYWORDS",
@@ -266,7 +261,7 @@ def _accepted_natively(schema: dict[str, Any], first: Any) -> bool:
     under one of those keywords anywhere, in a schema position or not, is checked, so a
     failure only sends the document to jsonschema. Cost: the compiled check (~1-2 µs a
     kilobyte) and one walk of the document in Python."""
-    if jsonschema_rs is None:
+    if _compiled_checks() is None:
         return False
     # the scan comes first: it also turns away documents nested too deep for the compiled
     # check (see _NATIVE_DEPTH)
@@ -280,13 +275,25 @@ def _accepted_natively(schema: dict[str, Any], first: Any) -> bool:
 
 
 @functools.cache
+def _compiled_checks() -> Any:
+    """The jsonschema-rs module, imported by the first metaschema check rather than by
+    ``import formcast`` (~20 ms), or None where it is not installed (jsonschema alone
+    then gives the same verdicts)."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - no wheel for this platform
+        return None
+    return jsonschema_rs
+
+
+@functools.cache
 def _native_validator(cls: Any) -> Any:
     """jsonschema-rs's validator of ``cls.META_SCHEMA``, the very document jsonschema
     checks against (jsonschema-rs's own metaschemas differ: its draft 4 allows an empty
     ``enum``), with formats left to :func:`_formats_conform`; None where it cannot
     read that document. Built once per draft (~0.3-6 ms)."""
     try:
-        return jsonschema_rs.validator_for(cls.META_SCHEMA, validate_formats=False)
+        return _compiled_checks().validator_for(cls.META_SCHEMA, validate_formats=False)
     except Exception:
         return None
 
