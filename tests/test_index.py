@@ -669,6 +669,27 @@ def test_key_rows_read_by_first_byte_are_the_numpy_rows(
     assert not all(walk_ordered)
 
 
+@pytest.mark.parametrize("scans_left", [8, 1, 0, -1, -5])
+def test_a_first_byte_lookup_reads_unordered_pairs_whatever_its_scan_count(
+    scans_left: int, vocabulary: Vocabulary
+) -> None:
+    """Walked pairs in the walk's order are scanned, then ordered once: every step is
+    right whatever the count of scans left says, even one that threads racing on it
+    drove past zero without sorting."""
+    from formcast.index import _FirstByteLookup
+
+    ids = np.array([900, 12, 4_000, 7, 250, 31, 77, 3_000, 5, 60], dtype=np.int32)
+    states = np.arange(2, 2 + ids.size, dtype=np.int32)
+    by_first = np.zeros(256, dtype=np.uint8)  # no plain token read off its first byte
+    palette = np.array([DEAD], dtype=np.int32)
+    lookup = _FirstByteLookup(vocabulary, by_first, palette, ids.copy(), states.copy())
+    lookup._scans_left = scans_left
+    expected = dict(zip(ids.tolist(), states.tolist(), strict=True))
+    for token in [*ids.tolist(), 13, 4_001, *ids.tolist()[::-1]]:
+        assert lookup.state_of(token) == expected.get(token, DEAD), token
+    assert lookup.pairs[2] and (np.diff(lookup.pairs[0]) > 0).all()
+
+
 def test_a_walk_short_of_room_computes_each_row_about_once(vocabulary: Vocabulary) -> None:
     """A first visit that needs more new states than the table has room for builds rows
     until the room runs out, then leaves the rest pending for the next round: the rows it

@@ -1350,23 +1350,23 @@ class _FirstByteLookup:
         self.vocabulary = vocabulary
         self.by_first = by_first
         self.palette = palette
-        # (ids, states) in one attribute: a reader never sees ids from one ordering and
-        # states from the other
-        self.pairs = (ids, states)
-        self._scans_left = 0 if ordered or ids.size <= _SCANNED_LOOKUPS else _SCANNED_LOOKUPS
+        # (ids, states, whether ordered by id) in one attribute: a reader never sees ids
+        # from one ordering with states, or the flag, from the other
+        self.pairs = (ids, states, ordered)
+        self._scans_left = 0 if ids.size <= _SCANNED_LOOKUPS else _SCANNED_LOOKUPS
 
     def state_of(self, token_id: int) -> int:
         """The state ``token_id`` leads to (:data:`DEAD` if none)."""
-        ids, states = self.pairs
-        if self._scans_left > 0:  # (threads may race on the count: it is only a hint)
-            self._scans_left -= 1
+        ids, states, ordered = self.pairs
+        if not ordered and self._scans_left > 0:
+            self._scans_left -= 1  # threads may race on the count: it only says when to sort
             found = np.flatnonzero(ids == token_id)
             if found.size:
                 return int(states[found[0]])
         else:
-            if self._scans_left == 0:
-                self._scans_left = -1
-                self.pairs = ids, states = _sorted_pairs(ids, states)
+            if not ordered:
+                ids, states = _sorted_pairs(ids, states)
+                self.pairs = (ids, states, True)
             position = int(ids.searchsorted(np.int32(token_id)))
             if position < ids.size and ids[position] == token_id:
                 return int(states[position])
@@ -1381,7 +1381,7 @@ class _FirstByteLookup:
         table = np.zeros(vocabulary.size, dtype=np.int32)
         codes = self.by_first[vocabulary.plain_token_firsts]
         table[vocabulary.plain_token_ids] = self.palette[codes]
-        ids, states = self.pairs
+        ids, states, _ = self.pairs
         table[ids] = states
         return table, None
 
