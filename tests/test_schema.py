@@ -14,6 +14,7 @@ from pydantic import BaseModel
 import formcast
 from formcast.errors import SchemaError, UnsupportedSchemaError
 from formcast.schema import References, join_pointer, load_schema, validator_class
+from support.fresh_interpreter import run_in_fresh_interpreter
 
 
 class Point(BaseModel):
@@ -420,12 +421,9 @@ def test_documents_nested_too_deep_never_reach_the_compiled_check(
 def test_jsonschema_rs_is_imported_by_the_first_check_not_by_import_formcast() -> None:
     """``import formcast`` leaves jsonschema-rs (~20 ms to import) to the first schema
     it checks, which then uses it."""
-    import subprocess
-    import sys
-    import textwrap
-
     pytest.importorskip("jsonschema_rs")
-    code = """
+    run_in_fresh_interpreter(
+        """
         import sys
         import formcast
         assert "jsonschema_rs" not in sys.modules
@@ -433,11 +431,4 @@ def test_jsonschema_rs_is_imported_by_the_first_check_not_by_import_formcast() -
         load_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
         assert "jsonschema_rs" in sys.modules
         """
-    completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
     )
-    assert completed.returncode == 0, completed.stdout + completed.stderr

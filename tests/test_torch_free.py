@@ -10,13 +10,12 @@ that compiles a model's constraint and walks it never loads torch.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import formcast
+from support.fresh_interpreter import run_in_fresh_interpreter
 
 SOURCE = Path(formcast.__file__).parent
 HEAVY = ("torch", "transformers")
@@ -86,19 +85,8 @@ def test_the_scan_sees_guarded_and_type_checking_imports() -> None:
     assert sorted(_module_level_imports(tree)) == ["os", "transformers", "typing"]
 
 
-def _run(code: str) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-
-
 def test_compiling_and_walking_a_constraint_loads_no_torch() -> None:
-    _run(
+    run_in_fresh_interpreter(
         """
         import sys
         from typing import Annotated
@@ -127,7 +115,7 @@ def test_compiling_and_walking_a_constraint_loads_no_torch() -> None:
 
 
 def test_the_extractors_plain_records_load_no_torch() -> None:
-    _run(
+    run_in_fresh_interpreter(
         """
         import sys
 
