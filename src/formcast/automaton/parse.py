@@ -11,8 +11,13 @@ A group that is only an alternation of many literals (a ``Literal``/``enum`` of
 thousands of names) is built as the words' trie by :mod:`formcast.automaton.choices`
 instead of branch by branch.
 
-Cost: linear in the pattern, ~2 us per pattern character (a fraction of that inside such
-an alternation); a virtual block costs O(1) whatever its number of copies.
+The parse loop runs in C where the optional extension ``formcast._regex_parse`` was built
+(``_regex_parse.c``): the same steps on the same builder, calling its Python methods for
+the rarer constructs, so the NFA is the very one the Python loop builds.
+
+Cost: linear in the pattern, ~0.1-0.2 us per pattern character in C (~1-2 us in Python;
+a fraction of that inside a literal alternation), plus the arrays :meth:`_Builder.finish`
+makes; a virtual block costs O(1) whatever its number of copies.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import unicodedata
 from functools import lru_cache
 from itertools import pairwise
 from operator import itemgetter
+from types import ModuleType
 from typing import NoReturn
 
 import numpy as np
@@ -44,6 +50,12 @@ from formcast.charset import (
 )
 from formcast.errors import SchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
+
+native_parse: ModuleType | None
+try:  # the parse loop in C (optional, see pyproject.toml); the Python loop otherwise
+    from formcast import _regex_parse as native_parse
+except ImportError:  # pragma: no cover - an install without a C compiler
+    native_parse = None
 
 __all__ = ["UnresolvedCallError", "build_machines", "build_nfa", "show_pattern"]
 
@@ -197,6 +209,10 @@ def _class_template(ranges: tuple[Range, ...]) -> Template | None:
         emit(pending, state)
     return count, tuple(src), tuple(lo_), tuple(hi_), tuple(dst)
 
+
+# What the C loop reads besides the builder: the class templates, the two meanings of
+# '.', and the size from which an alternation of literals may be a trie.
+_NATIVE_CONTEXT = (_class_template, ANY, _ANY_BUT_NEWLINE, CHOICE_MIN_WORDS)
 
 # ------------------------------------------------------------------------ errors
 
@@ -689,7 +705,16 @@ class _Builder:
                 backslashes += 1
             if backslashes % 2 == 0:
                 size -= 1
+        if native_parse is not None:
+            top: Fragment = native_parse.parse_body(self, pos, size, dotall, _NATIVE_CONTEXT)
+            return top
+        return self.parse_body(pos, size, dotall)
 
+    def parse_body(self, pos: int, size: int, dotall: bool) -> Fragment:
+        """The loop of :meth:`parse` over ``pattern[pos:size]`` (past the global flags and
+        anchors). ``formcast._regex_parse`` runs the same loop in C, calling the methods
+        below for the rarer constructs, and builds the same NFA."""
+        p = self.pattern
         # stack of open groups: (items, branches, open position, dotall outside)
         stack: list[tuple[list[Fragment], list[Fragment], int, bool]] = []
         items: list[Fragment] = []
@@ -744,20 +769,13 @@ class _Builder:
                 continue
             if char in "*+?{":
                 if char == "{":
-                    counted = _COUNTED.match(p, pos, size)
-                    if counted is None or counted.group(0) == "{}":
+                    counted = self.counted(pos, size)
+                    if counted is None:
                         items.append(self.literal("{"))
                         quantifiable = True
                         pos += 1
                         continue
-                    low = int(counted.group(1) or 0)
-                    if counted.group(2) is None:
-                        high: int | None = low
-                    else:
-                        high = int(counted.group(3)) if counted.group(3) else None
-                    if high is not None and low > high:
-                        self.fail("min repeat greater than max repeat", pos + 1)
-                    end = counted.end()
+                    low, high, end = counted
                 else:
                     low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[char]
                     end = pos + 1
@@ -800,16 +818,12 @@ class _Builder:
                     pos = reused[1]
                     continue
                 open_pos = pos
-                pos = self.open_group(pos, size)
+                pos, inner_dotall = self.open_body(pos, size, dotall)
                 if pos < 0:  # a comment
                     pos = -pos
                     continue
                 stack.append((items, branches, open_pos, dotall))
-                scoped = _SCOPED_FLAGS.match(p, open_pos) if pos == open_pos + 1 else None
-                if scoped is not None:
-                    added, removed = scoped.group(1), scoped.group(2) or ""
-                    dotall = self.flags(added, removed, open_pos, dotall)
-                    pos = scoped.end()
+                dotall = inner_dotall
                 items = []
                 branches = []
                 quantifiable = False
@@ -820,6 +834,7 @@ class _Builder:
                 if len(stack) == self.define_level:  # the end of the definitions
                     items, branches, open_pos, dotall = stack.pop()
                     self.define_level = -1
+                    quantifiable = False  # "(?(DEFINE)...)*" repeats nothing
                     pos += 1
                     continue
                 branches.append(self.sequence(items))
@@ -969,6 +984,33 @@ class _Builder:
         new_s0, new_b0, new_e0 = self.n, len(self.bsrc), len(self.esrc)
         (shift,) = self.copy_range(s0, n_end, b0, b_end, e0, e_end, 1)
         return (start + shift, end + shift, new_s0, new_b0, new_e0, self.vn)
+
+    def counted(self, pos: int, size: int) -> tuple[int, int | None, int] | None:
+        """The counted quantifier ``{m}``, ``{m,}``, ``{,n}`` or ``{m,n}`` at ``pos``:
+        ``(low, high, end)`` (``high`` None: unbounded); None when the brace is a literal."""
+        counted = _COUNTED.match(self.pattern, pos, size)
+        if counted is None or counted.group(0) == "{}":
+            return None
+        low = int(counted.group(1) or 0)
+        if counted.group(2) is None:
+            high: int | None = low
+        else:
+            high = int(counted.group(3)) if counted.group(3) else None
+        if high is not None and low > high:
+            self.fail("min repeat greater than max repeat", pos + 1)
+        return low, high, counted.end()
+
+    def open_body(self, open_pos: int, size: int, dotall: bool) -> tuple[int, bool]:
+        """Where the body of the group opening at ``open_pos`` starts, and the DOTALL
+        setting inside it (scoped flags ``(?s:...)`` change it); ``-(its end)`` for a
+        comment."""
+        pos = self.open_group(open_pos, size)
+        if pos == open_pos + 1:
+            scoped = _SCOPED_FLAGS.match(self.pattern, open_pos)
+            if scoped is not None:
+                added, removed = scoped.group(1), scoped.group(2) or ""
+                return scoped.end(), self.flags(added, removed, open_pos, dotall)
+        return pos, dotall
 
     def open_group(self, pos: int, size: int) -> int:
         """Validate the group opening at ``pos``; return where its body starts.
