@@ -515,6 +515,38 @@ def test_an_automaton_over_the_same_edges_shares_their_index_and_others_are_refu
         LazyAutomaton.of_nfa(build_nfa("ab|c"), edges_of=first)  # equal edges, other arrays
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(?(DEFINE)(?P<v>\[(?:(?&v)(?:,(?&v)){0,40})?\]|[0-9]{1,3}(?:\.[0-9]{2,300})?))(?&v)",
+        r"(?(DEFINE)(?P<a>x(?&a){2,5}|y(?&b))(?P<b>(?:zw){100}(?&b)|w(?&c))(?P<c>q{3,90}(?&c)?))(?&a)",
+    ],
+)
+def test_machines_share_the_block_distances_and_answer_as_alone(pattern: str) -> None:
+    """The machines of a pushdown automaton search their counted repeats' distances once
+    (SharedScopes, per cost table) and only their own end each; every distance is the
+    one an automaton of the machine alone finds."""
+    automaton = compile_automaton(pattern, Limits(concrete_copy_limit=16))
+    assert isinstance(automaton, PushdownAutomaton)
+    machines = automaton._machines
+    usable = np.ones(256, dtype=np.bool_)
+    usable[ord("x")] = False
+    for costs in (None, usable):
+        completions = machines.completions(costs)
+        for machine in machines.automata:
+            alone = LazyAutomaton.of_nfa(machine._nfa)
+            for state in range(1, min(machine.num_states, 40)):
+                members = machine._sets[state]
+                expected = alone._distances.min_bytes(members, costs, None, completions)
+                assert machine.min_bytes_to_accept(state, costs, call_costs=completions) == (
+                    expected
+                )
+    shared = machines.automata[0]._edges.scopes
+    assert all(m._edges.scopes is shared for m in machines.automata)
+    assert machines.automata[0]._nfa.blocks, "expected counted repeats as blocks"
+    assert len(shared.blocks) >= 2  # one entry per cost table, not per machine
+
+
 @pytest.mark.parametrize("stacks", [1, 2, 5])
 def test_distinct_columns_group_equal_columns_in_order_of_appearance(stacks: int) -> None:
     from formcast.automaton.pushdown import _distinct_columns

@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from formcast.automaton.choices import choice_characters
 from formcast.automaton.deterministic import NO_NODE, DeterministicNodes
-from formcast.automaton.distances import DistanceTables
+from formcast.automaton.distances import DistanceTables, SharedScopes
 from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr_arrays
 from formcast.automaton.parse import build_nfa, show_pattern
 from formcast.automaton.table import DEAD, INITIAL_CAPACITY, UNBUILT, TableAutomaton
@@ -242,7 +242,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         # (block template, template state) -> its edges relative to a copy
         self._relative: dict[tuple[tuple[int, ...], int], _Relative] = {}
         self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
-        self._distances = DistanceTables(nfa, tree)
+        self._distances = DistanceTables(nfa, tree, edges.scopes)
         self._native: Any = None  # the C construction's NFA (see _native_nfa)
         self._lock = threading.Lock()
 
@@ -782,6 +782,8 @@ class _EdgeIndex:
     tree: BlockTree
     nfa: Nfa
     """The NFA indexed (its edge arrays are compared by identity in :meth:`indexes`)."""
+    scopes: SharedScopes
+    """The distance tables' parts that do not depend on the final state."""
 
     @classmethod
     def of(cls, nfa: Nfa) -> _EdgeIndex:
@@ -802,6 +804,7 @@ class _EdgeIndex:
             reads=_ints(reads),
             tree=BlockTree.of(nfa.blocks),
             nfa=nfa,
+            scopes=SharedScopes(),
         )
 
     @cached_property
