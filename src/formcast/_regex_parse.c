@@ -27,6 +27,192 @@
 
 typedef long long ll;
 
+/* ------------------------------------------------------------------ Int64List
+ * A growable array of int64 that reads like a list (len, [i], [a:b] as a list, iteration,
+ * append, extend) and exports its items as a read-only int64 buffer (numpy reads it
+ * without a copy): the builder's edge lists, appended to here without making an int
+ * object per item. It cannot grow while a buffer is exported. */
+
+typedef struct {
+    PyObject_HEAD
+    int64_t *data;
+    Py_ssize_t len, cap, exports;
+} Int64List;
+
+static PyTypeObject Int64ListType;
+
+static int grow(Int64List *self, Py_ssize_t extra) {
+    if (self->exports > 0) {
+        PyErr_SetString(PyExc_BufferError, "an Int64List cannot grow while its buffer is exported");
+        return -1;
+    }
+    if (self->len + extra <= self->cap) return 0;
+    Py_ssize_t cap = self->cap ? self->cap : 64;
+    while (cap < self->len + extra) cap *= 2;
+    int64_t *data = realloc(self->data, (size_t)cap * sizeof(int64_t));
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->data = data;
+    self->cap = cap;
+    return 0;
+}
+
+static inline int push_value(Int64List *self, int64_t value) {
+    if (self->len == self->cap || self->exports > 0) {
+        if (grow(self, 1) < 0) return -1;
+    }
+    self->data[self->len++] = value;
+    return 0;
+}
+
+static void Int64List_dealloc(Int64List *self) {
+    free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t Int64List_length(Int64List *self) { return self->len; }
+
+static PyObject *Int64List_item(Int64List *self, Py_ssize_t i) {
+    if (i < 0 || i >= self->len) {
+        PyErr_SetString(PyExc_IndexError, "Int64List index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(self->data[i]);
+}
+
+static PyObject *Int64List_subscript(Int64List *self, PyObject *key) {
+    if (PySlice_Check(key)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+        Py_ssize_t count = PySlice_AdjustIndices(self->len, &start, &stop, step);
+        PyObject *list = PyList_New(count);
+        if (!list) return NULL;
+        for (Py_ssize_t k = 0, i = start; k < count; k++, i += step) {
+            PyObject *item = PyLong_FromLongLong(self->data[i]);
+            if (!item) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, k, item);
+        }
+        return list;
+    }
+    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    if (i < 0) i += self->len;
+    return Int64List_item(self, i);
+}
+
+static PyObject *Int64List_append(Int64List *self, PyObject *value) {
+    long long v = PyLong_AsLongLong(value);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (push_value(self, v) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Int64List_extend(Int64List *self, PyObject *values) {
+    if (Py_IS_TYPE(values, &Int64ListType)) {
+        Int64List *other = (Int64List *)values;
+        Py_ssize_t count = other->len;
+        if (grow(self, count) < 0) return NULL;
+        memmove(self->data + self->len, other->data, (size_t)count * sizeof(int64_t));
+        self->len += count;
+        Py_RETURN_NONE;
+    }
+    if (PyBytes_Check(values)) {
+        Py_ssize_t count = PyBytes_GET_SIZE(values);
+        const unsigned char *bytes = (const unsigned char *)PyBytes_AS_STRING(values);
+        if (grow(self, count) < 0) return NULL;
+        for (Py_ssize_t i = 0; i < count; i++) self->data[self->len++] = bytes[i];
+        Py_RETURN_NONE;
+    }
+    PyObject *iterator = PyObject_GetIter(values);
+    if (!iterator) return NULL;
+    PyObject *item;
+    while ((item = PyIter_Next(iterator))) {
+        long long v = PyLong_AsLongLong(item);
+        Py_DECREF(item);
+        if ((v == -1 && PyErr_Occurred()) || push_value(self, v) < 0) {
+            Py_DECREF(iterator);
+            return NULL;
+        }
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static int Int64List_getbuffer(Int64List *self, Py_buffer *view, int flags) {
+    if (flags & PyBUF_WRITABLE) {
+        PyErr_SetString(PyExc_BufferError, "an Int64List exports a read-only buffer");
+        view->obj = NULL;
+        return -1;
+    }
+    static Py_ssize_t itemsize = sizeof(int64_t);
+    view->obj = Py_NewRef((PyObject *)self);
+    view->buf = self->data ? (void *)self->data : (void *)&itemsize; /* never read when empty */
+    view->len = self->len * (Py_ssize_t)sizeof(int64_t);
+    view->readonly = 1;
+    view->itemsize = sizeof(int64_t);
+    view->format = (flags & PyBUF_FORMAT) ? "q" : NULL;
+    view->ndim = 1;
+    view->shape = (flags & PyBUF_ND) ? &self->len : NULL;
+    view->strides = (flags & PyBUF_STRIDES) ? &view->itemsize : NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    self->exports++;
+    return 0;
+}
+
+static void Int64List_releasebuffer(Int64List *self, Py_buffer *view) {
+    (void)view;
+    self->exports--;
+}
+
+static PyObject *Int64List_repr(Int64List *self) {
+    return PyUnicode_FromFormat("Int64List(<%zd items>)", self->len);
+}
+
+static PySequenceMethods Int64List_sequence = {
+    .sq_length = (lenfunc)Int64List_length,
+    .sq_item = (ssizeargfunc)Int64List_item,
+};
+
+static PyMappingMethods Int64List_mapping = {
+    .mp_length = (lenfunc)Int64List_length,
+    .mp_subscript = (binaryfunc)Int64List_subscript,
+};
+
+static PyBufferProcs Int64List_buffer = {
+    .bf_getbuffer = (getbufferproc)Int64List_getbuffer,
+    .bf_releasebuffer = (releasebufferproc)Int64List_releasebuffer,
+};
+
+static PyMethodDef Int64List_methods[] = {
+    {"append", (PyCFunction)Int64List_append, METH_O, "append(value): one int64 at the end."},
+    {"extend", (PyCFunction)Int64List_extend, METH_O,
+     "extend(values): the ints of an iterable (an Int64List or bytes: copied at C speed)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject Int64ListType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "formcast._regex_parse.Int64List",
+    .tp_basicsize = sizeof(Int64List),
+    .tp_dealloc = (destructor)Int64List_dealloc,
+    .tp_repr = (reprfunc)Int64List_repr,
+    .tp_as_sequence = &Int64List_sequence,
+    .tp_as_mapping = &Int64List_mapping,
+    .tp_as_buffer = &Int64List_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A growable int64 array read like a list, with a read-only buffer.",
+    .tp_methods = Int64List_methods,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------------ the parser */
+
 /* A fragment as parse.py's 6-tuple: start (-1: empty language), end, first concrete
  * state, first byte edge, first epsilon edge, first virtual state. */
 typedef struct {
@@ -50,7 +236,7 @@ typedef struct {
     int kind;
     const void *text;
     Py_ssize_t length;
-    PyObject *bsrc, *blo, *bhi, *bdst, *esrc, *edst;
+    Int64List *bsrc, *blo, *bhi, *bdst, *esrc, *edst;
     PyObject *class_cache, *group_memo, *definitions;
     PyObject *class_template, *any, *any_but_newline;
     PyObject *recursive;
@@ -81,13 +267,7 @@ static int push(FragVec *v, Frag f) {
     return 0;
 }
 
-static int append(PyObject *list, ll value) {
-    PyObject *item = PyLong_FromLongLong(value);
-    if (!item) return -1;
-    int rc = PyList_Append(list, item);
-    Py_DECREF(item);
-    return rc;
-}
+static inline int append(Int64List *list, ll value) { return push_value(list, value); }
 
 /* builder.n/vn <- the counters here (before a call into Python) */
 static int sync_out(Parser *p) {
@@ -159,7 +339,7 @@ static PyObject *call_builder(Parser *p, const char *method, const char *format,
 }
 
 static Frag empty_at(Parser *p, ll s) {
-    Frag f = {-1, -1, s, PyList_GET_SIZE(p->bsrc), PyList_GET_SIZE(p->esrc), p->vn};
+    Frag f = {-1, -1, s, p->bsrc->len, p->esrc->len, p->vn};
     return f;
 }
 
@@ -170,21 +350,25 @@ static int eps(Parser *p, ll a, ll b) {
 
 static Frag epsilon_fragment(Parser *p) {
     ll s = p->n++;
-    Frag f = {s, s, s, PyList_GET_SIZE(p->bsrc), PyList_GET_SIZE(p->esrc), p->vn};
+    Frag f = {s, s, s, p->bsrc->len, p->esrc->len, p->vn};
     return f;
 }
 
 /* a chain reading data[0..k) (k >= 1) */
 static int byte_chain(Parser *p, const unsigned char *data, Py_ssize_t k, Frag *out) {
     ll s = p->n;
-    Py_ssize_t b0 = PyList_GET_SIZE(p->bsrc);
+    Py_ssize_t b0 = p->bsrc->len;
+    if (grow(p->bsrc, k) < 0 || grow(p->blo, k) < 0 || grow(p->bhi, k) < 0 ||
+        grow(p->bdst, k) < 0)
+        return -1;
     for (Py_ssize_t i = 0; i < k; i++) {
-        if (append(p->bsrc, s + i) < 0 || append(p->blo, data[i]) < 0 ||
-            append(p->bhi, data[i]) < 0 || append(p->bdst, s + i + 1) < 0)
-            return -1;
+        p->bsrc->data[p->bsrc->len++] = s + i;
+        p->blo->data[p->blo->len++] = data[i];
+        p->bhi->data[p->bhi->len++] = data[i];
+        p->bdst->data[p->bdst->len++] = s + i + 1;
     }
     p->n = s + k + 1;
-    Frag f = {s, s + k, s, b0, PyList_GET_SIZE(p->esrc), p->vn};
+    Frag f = {s, s + k, s, b0, p->esrc->len, p->vn};
     *out = f;
     return 0;
 }
@@ -226,7 +410,7 @@ static int literal(Parser *p, const Py_UCS4 *cps, Py_ssize_t count, Frag *out) {
     return byte_chain(p, p->bytes, k, out);
 }
 
-static int extend_shifted(PyObject *list, PyObject *values, ll shift) {
+static int extend_shifted(Int64List *list, PyObject *values, ll shift) {
     Py_ssize_t count = PyTuple_GET_SIZE(values);
     for (Py_ssize_t i = 0; i < count; i++) {
         ll value = PyLong_AsLongLong(PyTuple_GET_ITEM(values, i));
@@ -257,7 +441,7 @@ static int char_set(Parser *p, PyObject *ranges, Frag *out) {
     PyObject *template = PyObject_CallOneArg(p->class_template, ranges);
     if (!template) return -1;
     ll s = p->n;
-    Py_ssize_t b0 = PyList_GET_SIZE(p->bsrc);
+    Py_ssize_t b0 = p->bsrc->len;
     int rc = 0;
     if (template == Py_None) {
         p->n += 1;
@@ -275,7 +459,7 @@ static int char_set(Parser *p, PyObject *ranges, Frag *out) {
         if (rc == 0) rc = extend_shifted(p->bdst, PyTuple_GET_ITEM(template, 4), s);
         if (rc == 0) {
             p->n = s + count;
-            Frag f = {s, s + 1, s, b0, PyList_GET_SIZE(p->esrc), p->vn};
+            Frag f = {s, s + 1, s, b0, p->esrc->len, p->vn};
             *out = f;
         }
     }
@@ -498,25 +682,18 @@ static int found_group(PyObject *result, Frag *group, Py_ssize_t *end) {
 static ll copy_range(Parser *p, ll s0, ll s1, Py_ssize_t b0, Py_ssize_t b1, Py_ssize_t e0,
                      Py_ssize_t e1) {
     ll shift = p->n - s0;
-    PyObject *shifted[4][2] = {{p->bsrc, NULL}, {p->bdst, NULL}, {p->esrc, NULL}, {p->edst, NULL}};
-    for (int k = 0; k < 4; k++) {
-        PyObject *list = shifted[k][0];
-        Py_ssize_t lo = k < 2 ? b0 : e0, hi = k < 2 ? b1 : e1;
-        if (lo < 0 || hi > PyList_GET_SIZE(list) || lo > hi) {
+    Int64List *shifted[4] = {p->bsrc, p->bdst, p->esrc, p->edst};
+    Int64List *same[2] = {p->blo, p->bhi};
+    for (int k = 0; k < 6; k++) {
+        Int64List *list = k < 4 ? shifted[k] : same[k - 4];
+        Py_ssize_t lo = (k < 2 || k >= 4) ? b0 : e0, hi = (k < 2 || k >= 4) ? b1 : e1;
+        if (lo < 0 || hi > list->len || lo > hi) {
             PyErr_SetString(PyExc_ValueError, "expected an edge range of the builder");
             return -1;
         }
-        for (Py_ssize_t i = lo; i < hi; i++) {
-            ll value = PyLong_AsLongLong(PyList_GET_ITEM(list, i));
-            if (value == -1 && PyErr_Occurred()) return -1;
-            if (append(list, value + shift) < 0) return -1;
-        }
-    }
-    PyObject *same[2] = {p->blo, p->bhi};
-    for (int k = 0; k < 2; k++) {
-        for (Py_ssize_t i = b0; i < b1; i++) {
-            if (PyList_Append(same[k], PyList_GET_ITEM(same[k], i)) < 0) return -1;
-        }
+        if (grow(list, hi - lo) < 0) return -1;
+        ll add = k < 4 ? shift : 0;
+        for (Py_ssize_t i = lo; i < hi; i++) list->data[list->len++] = list->data[i] + add;
     }
     p->n += s1 - s0;
     return shift;
@@ -527,7 +704,7 @@ static ll copy_range(Parser *p, ll s0, ll s1, Py_ssize_t b0, Py_ssize_t b1, Py_s
 static int copy_group(Parser *p, Frag frag, ll n_end, Py_ssize_t b_end, Py_ssize_t e_end,
                       Frag *out) {
     ll new_s0 = p->n;
-    Py_ssize_t new_b0 = PyList_GET_SIZE(p->bsrc), new_e0 = PyList_GET_SIZE(p->esrc);
+    Py_ssize_t new_b0 = p->bsrc->len, new_e0 = p->esrc->len;
     ll shift = copy_range(p, frag.s0, n_end, (Py_ssize_t)frag.b0, b_end, (Py_ssize_t)frag.e0, e_end);
     if (shift == -1 && PyErr_Occurred()) return -1;
     Frag f = {frag.start + shift, frag.end + shift, new_s0, new_b0, new_e0, p->vn};
@@ -614,7 +791,7 @@ static int remember_group(Parser *p, Py_ssize_t open_pos, Py_ssize_t close_pos, 
     }
     entry = Py_BuildValue("(OO((LLLLLL)Lnn))", text, dotall ? Py_True : Py_False, group.start,
                           group.end, group.s0, group.b0, group.e0, group.v0, p->n,
-                          PyList_GET_SIZE(p->bsrc), PyList_GET_SIZE(p->esrc));
+                          p->bsrc->len, p->esrc->len);
     if (entry) rc = PyList_Append(known, entry);
 done:
     Py_XDECREF(entry);
@@ -825,13 +1002,14 @@ static int read_context(Parser *p, PyObject *builder, PyObject *pattern, PyObjec
     p->any_but_newline = PyTuple_GET_ITEM(context, 2);
     p->choice_min_words = PyLong_AsSsize_t(PyTuple_GET_ITEM(context, 3));
     if (PyErr_Occurred()) return -1;
-    PyObject **lists[] = {&p->bsrc, &p->blo, &p->bhi, &p->bdst, &p->esrc, &p->edst};
+    Int64List **lists[] = {&p->bsrc, &p->blo, &p->bhi, &p->bdst, &p->esrc, &p->edst};
     const char *names[] = {"bsrc", "blo", "bhi", "bdst", "esrc", "edst"};
     for (int i = 0; i < 6; i++) {
-        *lists[i] = attr(builder, names[i]);
-        if (!*lists[i]) return -1;
-        if (!PyList_Check(*lists[i])) {
-            PyErr_Format(PyExc_TypeError, "expected builder.%s to be a list", names[i]);
+        PyObject *list = attr(builder, names[i]);
+        if (!list) return -1;
+        *lists[i] = (Int64List *)list;
+        if (!Py_IS_TYPE(list, &Int64ListType)) {
+            PyErr_Format(PyExc_TypeError, "expected builder.%s to be an Int64List", names[i]);
             return -1;
         }
     }
@@ -863,12 +1041,8 @@ static int read_context(Parser *p, PyObject *builder, PyObject *pattern, PyObjec
 }
 
 static void release(Parser *p) {
-    Py_XDECREF(p->bsrc);
-    Py_XDECREF(p->blo);
-    Py_XDECREF(p->bhi);
-    Py_XDECREF(p->bdst);
-    Py_XDECREF(p->esrc);
-    Py_XDECREF(p->edst);
+    Int64List *lists[] = {p->bsrc, p->blo, p->bhi, p->bdst, p->esrc, p->edst};
+    for (int i = 0; i < 6; i++) Py_XDECREF((PyObject *)lists[i]);
     Py_XDECREF(p->class_cache);
     Py_XDECREF(p->group_memo);
     Py_XDECREF(p->definitions);
@@ -1160,4 +1334,13 @@ static struct PyModuleDef module_def = {
     "The parse loop of formcast.automaton.parse in C.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__regex_parse(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__regex_parse(void) {
+    if (PyType_Ready(&Int64ListType) < 0) return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (!module) return NULL;
+    if (PyModule_AddObjectRef(module, "Int64List", (PyObject *)&Int64ListType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

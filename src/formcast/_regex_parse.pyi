@@ -1,7 +1,20 @@
 """The parse loop of a regex into its byte NFA in C (``_regex_parse.c``); see
 :meth:`formcast.automaton.parse._Builder.parse_body`."""
 
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, overload
+
+class Int64List:
+    """A growable int64 array read like a list, exporting a read-only int64 buffer."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[int]: ...
+    @overload
+    def __getitem__(self, index: int, /) -> int: ...
+    @overload
+    def __getitem__(self, index: slice, /) -> list[int]: ...
+    def append(self, value: int, /) -> None: ...
+    def extend(self, values: Iterable[int], /) -> None: ...
 
 def parse_body(
     builder: Any, pos: int, size: int, dotall: bool, context: tuple[Any, ...], /

@@ -216,3 +216,38 @@ def test_bad_arguments_are_refused(arguments: tuple[Any, ...]) -> None:
     builder = parse_module._Builder("abcde")
     with pytest.raises((TypeError, ValueError)):
         native_parse.parse_body(builder, *arguments)  # type: ignore[union-attr]
+
+
+def test_int64_list_reads_like_a_list_and_exports_its_items() -> None:
+    """The C loop's edge list: the reads the builder's Python methods make (len, items,
+    slices as lists, iteration), appends of any int iterable, and a read-only int64
+    buffer that numpy copies; it refuses to grow while that buffer is exported."""
+    int64_list = native_parse.Int64List  # type: ignore[union-attr]
+    values = int64_list()
+    reference: list[int] = []
+    for chunk in ([3, -1, 2**40], range(5, 9), b"\x00\xff", (7,), np.arange(3), int64_list()):
+        values.extend(chunk)
+        reference.extend(int(v) for v in chunk)
+    values.append(-(2**62))
+    reference.append(-(2**62))
+    copy = int64_list()
+    copy.extend(values)
+    copy.extend(copy)  # its own items, doubled
+    assert len(values) == len(reference) and list(values) == reference
+    assert list(copy) == reference * 2
+    assert values[2:6] == reference[2:6] and values[::-3] == reference[::-3]
+    assert values[-1] == reference[-1] and values[0] == reference[0]
+    with pytest.raises(IndexError):
+        values[len(reference)]
+    with pytest.raises(TypeError):
+        values.append("1")
+    with pytest.raises(OverflowError):
+        values.append(2**70)
+    assert np.array_equal(np.array(values, dtype=np.int64), reference)
+    view = np.asarray(memoryview(values))
+    assert view.dtype == np.int64 and not view.flags.writeable
+    with pytest.raises(BufferError):
+        values.append(1)
+    del view
+    values.append(1)
+    assert len(values) == len(reference) + 1

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 from itertools import pairwise
 from operator import itemgetter
 from types import ModuleType
-from typing import NoReturn
+from typing import NoReturn, Protocol, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -250,6 +251,24 @@ _QUANTIFIER_START = frozenset("*+?{")
 _HEX_OR_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})|\\(.)", re.DOTALL)
 
 
+class _IntList(Protocol):
+    """What the builder does with an edge list: a ``list`` of ints, or the C loop's
+    ``Int64List`` (the same reads, and a buffer numpy copies at C speed)."""
+
+    def __len__(self) -> int: ...
+    def append(self, value: int, /) -> None: ...
+    def extend(self, values: Iterable[int], /) -> None: ...
+    @overload
+    def __getitem__(self, index: int, /) -> int: ...
+    @overload
+    def __getitem__(self, index: slice, /) -> list[int]: ...
+
+
+def _int_list() -> _IntList:
+    """An empty edge list for the loop that will run (:meth:`_Builder.parse`)."""
+    return [] if native_parse is None else native_parse.Int64List()
+
+
 # a remembered group: (fragment, concrete state end, byte-edge end, epsilon-edge end)
 _MemoEntry = tuple[Fragment, int, int, int]
 
@@ -277,12 +296,14 @@ class _Builder:
         self.n = 0  # concrete states
         self.vn = VIRTUAL_BASE  # next virtual state id
         self.blocks: list[Block] = []
-        self.bsrc: list[int] = []
-        self.blo: list[int] = []
-        self.bhi: list[int] = []
-        self.bdst: list[int] = []
-        self.esrc: list[int] = []
-        self.edst: list[int] = []
+        # the edges (byte: src, lo, hi, dst; epsilon: src, dst), in arrays of C ints where
+        # the C loop runs (it appends to them without making an int object per item)
+        self.bsrc: _IntList = _int_list()
+        self.blo: _IntList = _int_list()
+        self.bhi: _IntList = _int_list()
+        self.bdst: _IntList = _int_list()
+        self.esrc: _IntList = _int_list()
+        self.edst: _IntList = _int_list()
         self.class_cache: dict[str, tuple[Range, ...]] = {}
         self.group_names: set[str] = set()
         # first characters of a group -> (group text, dotall, (fragment, concrete end,
@@ -302,10 +323,10 @@ class _Builder:
         Also ``entries`` (other fragments' starts: the recursive definitions') as edges
         into them now point (their ends have no way out, so they stay)."""
         entries = list(entries or ())
-        bsrc = np.asarray(self.bsrc, dtype=np.int64)
-        bdst = np.asarray(self.bdst, dtype=np.int64)
-        all_esrc = np.asarray(self.esrc, dtype=np.int64)
-        all_edst = np.asarray(self.edst, dtype=np.int64)
+        bsrc = np.array(self.bsrc, dtype=np.int64)  # copies: the NFA keeps none of the lists
+        bdst = np.array(self.bdst, dtype=np.int64)
+        all_esrc = np.array(self.esrc, dtype=np.int64)
+        all_edst = np.array(self.edst, dtype=np.int64)
         concrete = all_esrc < VIRTUAL_BASE
         esrc, edst = all_esrc[concrete], all_edst[concrete]
         extra_src, extra_dst = all_esrc[~concrete], all_edst[~concrete]
