@@ -143,6 +143,38 @@ def test_references_resolve_pointers_and_anchors() -> None:
     assert refs.resolve("#", "")[1] == ""
 
 
+def test_a_reference_resolves_once_per_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolutions are kept per (base, reference): the same reference from another place
+    under the same base costs no URL work, and one under another base resolves there;
+    a failed resolution is not kept and fails again."""
+    import formcast.schema as schema_module
+
+    root = {
+        "$defs": {"inner": {"type": "null"}},
+        "properties": {"a": {"$ref": "#/$defs/inner"}, "b": {"$ref": "#/$defs/inner"}},
+        "items": {"$id": "https://example.com/other.json", "$defs": {"inner": {"type": "string"}}},
+    }
+    joins: list[str] = []
+    real_join = schema_module.urljoin
+
+    def counted(base: str, ref: str) -> str:
+        joins.append(ref)
+        return real_join(base, ref)
+
+    refs = References(root)
+    monkeypatch.setattr(schema_module, "urljoin", counted)
+    first = refs.resolve("#/$defs/inner", "/properties/a")
+    assert refs.resolve("#/$defs/inner", "/properties/b") is first
+    assert first == ({"type": "null"}, "/$defs/inner")
+    assert joins == ["#/$defs/inner"]
+    assert refs.resolve("#/$defs/inner", "/items") == ({"type": "string"}, "/items/$defs/inner")
+    assert joins == ["#/$defs/inner"] * 2
+    for _ in range(2):
+        with pytest.raises(SchemaError, match="no such path"):
+            refs.resolve("#/$defs/missing", "")
+    assert len(joins) == 4
+
+
 def test_references_percent_encoded() -> None:
     root = {"definitions": {"a b": {"type": "null"}}}
     assert References(root).resolve("#/definitions/a%20b", "")[1] == "/definitions/a b"

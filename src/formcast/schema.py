@@ -852,6 +852,7 @@ class References:
         self._anchors: dict[tuple[str, str], str] = {}
         self._bases: dict[str, str] = {"": _DEFAULT_BASE}
         self._resources[_DEFAULT_BASE] = ""
+        self._resolved: dict[tuple[str, str], tuple[Any, str]] = {}  # (base, $ref) -> target
         self._walk(root, "", _DEFAULT_BASE)
 
     def _walk(self, node: Any, pointer: str, base: str) -> None:
@@ -905,9 +906,19 @@ class References:
         """Resolve ``ref`` found in the schema object at pointer ``at``.
 
         Returns ``(subschema, pointer)`` with the canonical pointer of the target.
+        Cost: a dict lookup once a reference was resolved from the same base (the URL
+        joins and the pointer walk run once per distinct reference and base).
         """
-        full = urljoin(self.base_at(at), ref)
-        uri, fragment = urldefrag(full)
+        base = self.base_at(at)
+        known = self._resolved.get((base, ref))
+        if known is not None:
+            return known
+        found = self._resolve(ref, at, base)
+        self._resolved[(base, ref)] = found
+        return found
+
+    def _resolve(self, ref: str, at: str, base: str) -> tuple[Any, str]:
+        uri, fragment = urldefrag(urljoin(base, ref))
         if uri not in self._resources:
             raise UnsupportedSchemaError(
                 "$ref",
