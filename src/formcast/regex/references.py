@@ -170,12 +170,16 @@ class Flattener:
     """Flattens the parts of one schema document; ``recursive`` turns true once some
     reference has been met again inside itself."""
 
-    def __init__(self, root: Any, max_depth: int | None) -> None:
+    def __init__(
+        self, root: Any, max_depth: int | None, references: References | None = None
+    ) -> None:
         """``max_depth`` None: recursion is exact, through calls made before flattening
         (:class:`Recursion`); a recursive reference that reaches :meth:`flatten` is one
         combined with other keywords, which no call can stand for: it is unrolled
-        :data:`COMBINED_RECURSION_DEPTH` times, as recursion is by default."""
-        self.references = References(root)
+        :data:`COMBINED_RECURSION_DEPTH` times, as recursion is by default.
+        ``references``: the resolver of ``root`` when one exists already (another pass
+        over the same document), else a new one."""
+        self.references = References(root) if references is None else references
         self.max_depth = max_depth
         self.recursive = False
 

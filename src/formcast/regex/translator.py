@@ -53,7 +53,7 @@ from formcast.regex.parts import (
 from formcast.regex.references import Definitions, Flattener, Recursion
 from formcast.regex.strings import pattern_exclusion, string_regex
 from formcast.regex.text_values import TextSlots, text_value
-from formcast.schema import Mode, load_schema
+from formcast.schema import Mode, References, load_schema
 from formcast.text import FromText, TextSlot
 
 __all__ = [
@@ -110,13 +110,15 @@ class _Translator:
         share_long: bool = True,
         from_text: FromText | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        references: References | None = None,
     ) -> None:
         """``max_depth``: how many times recursion is unrolled (None: exact, through
         recursive definitions); ``any_depth``: nesting of unconstrained values (None: any,
         through a recursive definition); ``share_long``: whether long
         sub-schema regexes become definitions (without it, regexes past
         ``limits.unshared_regex_length`` characters raise :class:`TooLarge`); ``from_text``:
-        the options applied to every plain string value without its own keyword."""
+        the options applied to every plain string value without its own keyword;
+        ``references``: the resolver of ``root``, shared by the passes over it."""
         self.mode = mode
         self.number_token = SPECIFICATION_NUMBER if mode == "specification" else NUMBER
         self.formats_asserted = asserts_formats(root)
@@ -131,12 +133,16 @@ class _Translator:
         self.plain_strings = False
         self.subschemas = 0
         self.definitions = Definitions(share_long)
-        self.flattener = Flattener(root, max_depth)
+        self.flattener = Flattener(root, max_depth, references)
         self.recursion = Recursion(self.definitions)
         self.checker = ValueChecker(root)
         self.text_slots = TextSlots()
-        # (schema ids, refs, plain_strings) -> (sharing, regex, the parts kept alive)
-        self._translated: dict[Any, tuple[bool, str, list[Part]]] = {}
+        # (schema ids, refs, plain_strings) -> the translation, with the parts kept alive
+        self._translated: dict[Any, _Translated] = {}
+        # translations of an earlier pass that this one would write alike (carry_over)
+        self._carried: dict[Any, _Translated] = {}
+        # per gen() frame: whether its regex depends on the pass (see carry_over)
+        self._pass_dependent: list[bool] = []
         self._any: dict[int, str] = {}
 
     # ------------------------------------------------------------------ Translation
@@ -156,10 +162,28 @@ class _Translator:
         return self.flattener.recursive
 
     def share(self, regex: str, force: bool = False) -> str:
+        self._note_sharing(regex, force, self.limits.share_min_length)
         return self.definitions.share(regex, force, self.limits.share_min_length)
 
     def share_repeated(self, regex: str, where: tuple[str, str]) -> str:
+        self._note_sharing(regex, False, self.limits.share_repeated_min_length)
         return self.definitions.share(regex, False, self.limits.share_repeated_min_length, where)
+
+    def _note_sharing(self, regex: str, force: bool, min_length: int) -> None:
+        """Mark the current frame's regex as pass-dependent when a definition is made
+        for ``regex`` (its call has a per-pass name), or would be in a pass that shares
+        long regexes while this one does not."""
+        if self._pass_dependent and (force or len(regex) >= min_length):
+            self._pass_dependent[-1] = True
+
+    def carry_over(self) -> dict[Any, _Translated]:
+        """The translations of this pass (which does not share long regexes) that the
+        next one, which does, would write alike: those whose frames made no definition
+        and had no sub-regex long enough to become one, nor an unconstrained value.
+        Empty when values are copied from the text (their slots are per pass)."""
+        if self.text_slots.kinds:
+            return {}
+        return {key: found for key, found in self._translated.items() if found.portable}
 
     def valid(self, value: Any, parts: Sequence[Part]) -> bool:
         return self.checker.valid(value, parts)
@@ -196,8 +220,15 @@ class _Translator:
                 "distributed over each other and over allOf)",
                 final=True,
             )
-        result = self._gen(parts, refs)
+        self._pass_dependent.append(False)
+        try:
+            result = self._gen(parts, refs)
+        finally:
+            dependent = self._pass_dependent.pop()
+        if dependent and self._pass_dependent:
+            self._pass_dependent[-1] = True
         if isinstance(result, str):
+            self._note_sharing(result, False, self.limits.share_min_length)
             if self._too_long(result):
                 raise TooLarge(
                     _main_keyword(parts),
@@ -274,13 +305,34 @@ class _Translator:
         # A definition reached through many $refs is translated once per recursion
         # context. The key holds schema ids: the entry keeps those schemas alive.
         key = (tuple((id(p.schema), p.synthetic) for p in flat), refs, self.plain_strings)
-        known = self._translated.get(key)
-        if known is not None and known[0] == self.sharing:
-            return known[1]
+        known = self._translated.get(key) or self._carried.get(key)
+        if known is not None and known.sharing == self.sharing:
+            return self._reuse(key, known)
+        subschemas, recursive = self.subschemas, self.flattener.recursive
         result = self._gen_flat(flat, refs)
         if isinstance(result, str):
-            self._translated[key] = (self.sharing, result, flat)
+            self._translated[key] = _Translated(
+                self.sharing,
+                result,
+                flat,
+                portable=not self._pass_dependent[-1] and "(?&" not in result,
+                subschemas=self.subschemas - subschemas,
+                found_recursion=self.flattener.recursive and not recursive,
+            )
         return result
+
+    def _reuse(self, key: Any, known: _Translated) -> str:
+        """A translation made before: in this pass (its frame's pass dependence carries
+        over to the caller's), or carried from the previous one (its sub-schemas are
+        counted and its recursion noted as if translated again)."""
+        if not known.portable:
+            self._pass_dependent[-1] = True
+        if key not in self._translated:  # carried from the previous pass
+            self._translated[key] = known
+            self.subschemas += known.subschemas
+            if known.found_recursion:
+                self.flattener.recursive = True
+        return known.regex
 
     def _gen_flat(self, flat: list[Part], refs: tuple[str, ...]) -> Result:
         """Dispatch: rewrites first, then the first ``anyOf``/``oneOf``, then the types."""
@@ -401,6 +453,8 @@ class _Translator:
         per level, each calling the level below); ``depth`` None: at any depth, one
         recursive definition (where calls cannot be written, ``Limits().any_value_depth``
         levels)."""
+        if self._pass_dependent:  # kept per pass (shared or not): not carried over
+            self._pass_dependent[-1] = True
         if depth is None:
             if not self.sharing:
                 return self.any_value(DEFAULT_LIMITS.any_value_depth or 1)
@@ -530,10 +584,13 @@ def loaded_schema_to_regex(
     try:
         any_depth = limits.any_value_depth if mode == "specification" else 1
         share_long = False  # first try plain sub-schemas: concrete NFA states walk faster
+        references = References(root)  # one resolver for every pass
+        carried: dict[Any, _Translated] = {}
         while True:
             translator = _Translator(
-                root, mode, spaces, depth, any_depth, share_long, text_default, limits
+                root, mode, spaces, depth, any_depth, share_long, text_default, limits, references
             )
+            translator._carried = carried
             try:
                 result = translator.gen([Part(root, "")], ("",))
                 if translator.exact:
@@ -543,7 +600,9 @@ def loaded_schema_to_regex(
             except TooLarge as error:
                 if not share_long and not error.final:
                     share_long = True
+                    carried = translator.carry_over()
                     continue
+                carried = {}
                 if translator.recursive and depth and not error.final:
                     depth -= 1
                     continue
@@ -564,6 +623,20 @@ def loaded_schema_to_regex(
     if isinstance(result, Never):
         raise UnsupportedSchemaError(result.keyword, result.pointer, result.reason)
     return translator.finish(result)
+
+
+@dataclass(frozen=True)
+class _Translated:
+    """One sub-schema's translation in one context: ``regex`` under ``sharing``, the
+    ``parts`` whose ids key it (kept alive), whether the next pass would write it alike
+    (``portable``), how many sub-schemas it translated, and whether it found recursion."""
+
+    sharing: bool
+    regex: str
+    parts: list[Part]
+    portable: bool
+    subschemas: int
+    found_recursion: bool
 
 
 def _from_text_option(value: FromText | bool | None) -> FromText | None:
