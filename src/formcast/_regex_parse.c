@@ -750,27 +750,47 @@ static int reuse_group(Parser *p, Py_ssize_t pos, int dotall, Frag *group, Py_ss
     return 0;
 }
 
+/* whether pattern[lo:hi) holds the text "(?P<" (a named group) */
+static int holds_named_group(Parser *p, Py_ssize_t lo, Py_ssize_t hi) {
+    for (Py_ssize_t i = lo; i + 4 <= hi; i++) {
+        if (CH(p, i) == '(' && CH(p, i + 1) == '?' && CH(p, i + 2) == 'P' && CH(p, i + 3) == '<')
+            return 1;
+    }
+    return 0;
+}
+
 /* parse.py's remember_group: keep the group just closed at close_pos for reuse_group
- * (long, all-concrete groups with no named group inside) */
+ * (long, all-concrete groups with no named group inside). A group remembered already is
+ * found by comparing the pattern in place; only a new one has its text copied. */
 static int remember_group(Parser *p, Py_ssize_t open_pos, Py_ssize_t close_pos, int dotall,
                           Frag group) {
+    Py_ssize_t length = close_pos + 1 - open_pos;
     if (close_pos - open_pos < p->memo_min_group || group.start < 0 || group.v0 != p->vn)
         return 0;
-    PyObject *text = PyUnicode_Substring(p->pattern, open_pos, close_pos + 1);
-    if (!text) return -1;
+    PyObject *key = memo_key(p, open_pos);
+    if (!key) return -1;
     int rc = -1;
-    PyObject *named = PyUnicode_FromString("(?P<"), *key = NULL, *entry = NULL;
-    if (!named) goto done;
-    int has_named = PyUnicode_Contains(text, named);
-    if (has_named) {
-        rc = has_named < 0 ? -1 : 0;
+    PyObject *text = NULL, *entry = NULL;
+    PyObject *known = PyDict_GetItemWithError(p->group_memo, key);
+    if (!known && PyErr_Occurred()) goto done;
+    for (Py_ssize_t i = 0; known && i < PyList_GET_SIZE(known); i++) {
+        PyObject *other = PyList_GET_ITEM(known, i);
+        if (!PyTuple_Check(other) || PyTuple_GET_SIZE(other) != 3) continue;
+        PyObject *other_text = PyTuple_GET_ITEM(other, 0);
+        if (!PyUnicode_Check(other_text) || PyUnicode_GET_LENGTH(other_text) != length) continue;
+        Py_ssize_t same =
+            PyUnicode_Tailmatch(p->pattern, other_text, open_pos, close_pos + 1, -1);
+        if (same < 0) goto done;
+        if (same && PyObject_IsTrue(PyTuple_GET_ITEM(other, 1)) == dotall) {
+            rc = 0;
+            goto done;
+        }
+    }
+    if (holds_named_group(p, open_pos, close_pos + 1)) {
+        rc = 0;
         goto done;
     }
-    key = PyUnicode_Substring(text, 0, p->memo_min_group);
-    if (!key) goto done;
-    PyObject *known = PyDict_GetItemWithError(p->group_memo, key);
     if (!known) {
-        if (PyErr_Occurred()) goto done;
         PyObject *fresh = PyList_New(0);
         if (!fresh || PyDict_SetItem(p->group_memo, key, fresh) < 0) {
             Py_XDECREF(fresh);
@@ -779,25 +799,16 @@ static int remember_group(Parser *p, Py_ssize_t open_pos, Py_ssize_t close_pos, 
         Py_DECREF(fresh);
         known = fresh; /* held by the dict */
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(known); i++) {
-        PyObject *other = PyList_GET_ITEM(known, i);
-        if (!PyTuple_Check(other) || PyTuple_GET_SIZE(other) != 3) continue;
-        int same_text = PyUnicode_Compare(PyTuple_GET_ITEM(other, 0), text) == 0;
-        if (PyErr_Occurred()) goto done;
-        if (same_text && PyObject_IsTrue(PyTuple_GET_ITEM(other, 1)) == dotall) {
-            rc = 0;
-            goto done;
-        }
-    }
+    text = PyUnicode_Substring(p->pattern, open_pos, close_pos + 1);
+    if (!text) goto done;
     entry = Py_BuildValue("(OO((LLLLLL)Lnn))", text, dotall ? Py_True : Py_False, group.start,
                           group.end, group.s0, group.b0, group.e0, group.v0, p->n,
                           p->bsrc->len, p->esrc->len);
     if (entry) rc = PyList_Append(known, entry);
 done:
     Py_XDECREF(entry);
-    Py_XDECREF(key);
-    Py_XDECREF(named);
-    Py_DECREF(text);
+    Py_XDECREF(text);
+    Py_DECREF(key);
     return rc;
 }
 

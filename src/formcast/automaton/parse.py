@@ -22,6 +22,7 @@ makes; a virtual block costs O(1) whatever its number of copies.
 
 from __future__ import annotations
 
+import gc
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -727,7 +728,15 @@ class _Builder:
             if backslashes % 2 == 0:
                 size -= 1
         if native_parse is not None:
-            top: Fragment = native_parse.parse_body(self, pos, size, dotall, _NATIVE_CONTEXT)
+            # no collection in the middle: the C loop makes few containers and no cycle,
+            # while a collection it triggered would scan every object of the process
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                top: Fragment = native_parse.parse_body(self, pos, size, dotall, _NATIVE_CONTEXT)
+            finally:
+                if collecting:
+                    gc.enable()
             return top
         return self.parse_body(pos, size, dotall)
 
