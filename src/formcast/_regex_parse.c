@@ -1333,7 +1333,56 @@ static PyObject *parse_body(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* whether the group opening regex[0] ('(') closes at its last character, reading escapes
+ * and classes whole: formcast.regex.dialect._is_atom's scan of a parenthesized regex */
+static PyObject *group_spans_all(PyObject *module, PyObject *regex) {
+    (void)module;
+    if (!PyUnicode_Check(regex)) {
+        PyErr_SetString(PyExc_TypeError, "expected a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(regex);
+    const void *text = PyUnicode_DATA(regex);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(regex), depth = 0;
+    for (Py_ssize_t i = 0; i < length;) {
+        Py_UCS4 c = PyUnicode_READ(kind, text, i);
+        if (c == '(') {
+            depth++;
+            i++;
+        } else if (c == ')') {
+            depth--;
+            i++;
+            if (depth == 0) return PyBool_FromLong(i == length);
+        } else if (c == '\\') {
+            i += i + 1 < length ? 2 : 1;
+        } else if (c == '[') {
+            Py_ssize_t j = i + 1;
+            while (j < length) {
+                Py_UCS4 d = PyUnicode_READ(kind, text, j);
+                if (d == ']') break;
+                if (d == '\\') {
+                    if (j + 1 >= length) { /* a lone backslash: the class never closes */
+                        j = length;
+                        break;
+                    }
+                    j += 2;
+                } else {
+                    j++;
+                }
+            }
+            if (j >= length) Py_RETURN_FALSE; /* an unclosed class: the rest is inside */
+            i = j + 1;
+        } else {
+            i++;
+        }
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
+    {"group_spans_all", group_spans_all, METH_O,
+     "group_spans_all(regex) -> bool: whether the group opening regex[0] closes at its end "
+     "(escapes and classes read whole)."},
     {"parse_body", parse_body, METH_VARARGS,
      "parse_body(builder, pos, size, dotall, context) -> fragment: the loop of "
      "_Builder.parse_body over pattern[pos:size], building the same NFA."},

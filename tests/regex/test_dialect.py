@@ -106,9 +106,14 @@ _REGEX_TEXT = st.lists(
 @example(text="((?&d1))\\")
 def test_regex_text_scans_read_as_the_token_by_token_references(text: str) -> None:
     """``_is_atom`` and ``calls`` read escapes, classes (closed or not), groups and calls
-    as the character and token scans they replace."""
-    from formcast.regex.dialect import _is_atom, calls
+    as the character and token scans they replace; the group scan in C
+    (``_regex_parse.group_spans_all``) and in Python alike."""
+    from formcast.regex.dialect import _group_spans_all, _is_atom, calls, native_parse
 
     if text[0] in "[(" and len(text) > 1:  # the shapes that reach the scan
         assert _is_atom(text) == _atom_by_characters(text), text
+    if text[0] == "(":
+        assert _group_spans_all(text) == _atom_by_characters(text), text
+        if native_parse is not None:
+            assert native_parse.group_spans_all(text) == _atom_by_characters(text), text
     assert calls(text) == _calls_by_tokens(text), text

@@ -27,12 +27,19 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from json.encoder import encode_basestring
+from types import ModuleType
 from typing import Any
 
 from formcast import charset
 from formcast.automaton.choices import CHOICE_MIN_WORDS, LITERAL_ALTERNATION
 from formcast.charset import Ranges
 from formcast.limits import DEFAULT_LIMITS
+
+native_parse: ModuleType | None
+try:  # the scan of _is_atom in C (optional, see pyproject.toml); Python's otherwise
+    from formcast import _regex_parse as native_parse
+except ImportError:  # pragma: no cover - an install without a C compiler
+    native_parse = None
 
 __all__ = [
     "ANY_VALUE_DEPTH",
@@ -247,6 +254,13 @@ def _is_atom(regex: str) -> bool:
     if regex[0] == "[":
         whole_class = _CLASS.match(regex)
         return whole_class is not None and whole_class.end() == len(regex)
+    if native_parse is not None:  # the same scan in C: O(n) per call, called at each level
+        return bool(native_parse.group_spans_all(regex))
+    return _group_spans_all(regex)
+
+
+def _group_spans_all(regex: str) -> bool:
+    """Whether the group opening ``regex[0]`` closes at its last character."""
     depth = 0
     for match in _PAREN_SCAN.finditer(regex):
         kind = match.lastindex
@@ -587,7 +601,7 @@ def _except_shared_tail(
     class at each node, whose continuation bytes were states of their own too."""
     non_ascii = charset.minus(alphabet, _ASCII)
     ways_out = []
-    left = _leave(tree, alphabet)
+    left = _leave(tree, alphabet, charset.intersect(alphabet, _ASCII))
     if left is not None:
         ways_out.append(left)
     before, beyond = _paths_to_ascii_nodes(tree), char_class(non_ascii)
@@ -611,18 +625,19 @@ def _ascii_children(node: dict[str, Any]) -> bool:
     return all(ord(k) < 0x80 for k in node if k)
 
 
-def _leave(node: dict[str, Any], alphabet: Ranges) -> str | None:
+def _leave(node: dict[str, Any], alphabet: Ranges, ascii_alphabet: Ranges) -> str | None:
     """The ways out of the trie below ``node``: a character of ``alphabet`` no child
-    has, or a child then a way out below it."""
+    has, or a child then a way out below it (``ascii_alphabet``: the ASCII part of
+    ``alphabet``, computed once for the whole trie)."""
     children = [k for k in node if k]
     # with ASCII children only, the non-ASCII ways out are taken by the paths to them
-    allowed = charset.intersect(alphabet, _ASCII) if _ascii_children(node) else alphabet
+    allowed = ascii_alphabet if _ascii_children(node) else alphabet
     alts = []
     others = _class_without(allowed, "".join(sorted(children)))
     if others is not None:
         alts.append(others)
     for child in children:
-        sub = _leave(node[child], alphabet)
+        sub = _leave(node[child], alphabet, ascii_alphabet)
         if sub is not None:
             alts.append(lit_char(child) + sub)
     return alt(alts)
