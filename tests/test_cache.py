@@ -733,3 +733,23 @@ def test_key_follows_the_schema_formcast_compiles_for_pydantic_models() -> None:
     by_str = pydantic.create_model("Seats", seats=(dict[str, str], ...))
     assert by_int.model_json_schema() == by_str.model_json_schema()
     assert constraint_key(by_int) != constraint_key(by_str)
+
+
+def test_a_long_output_is_described_in_120_characters_without_writing_it_out() -> None:
+    """An index's description of a dict or list output is the start of its repr: at most
+    120 characters, read from a shortened repr (an enum of 100,000 names, a schema nested
+    200 deep: its first levels), never from the whole one."""
+    from formcast.compiler import _describe
+
+    names = {"enum": [f"name{k}" for k in range(100_000)]}
+    described = _describe(names)
+    assert described.startswith("{'enum': ['name0', 'name1', ") and len(described) <= 120
+    nested: dict[str, object] = {"type": "string"}
+    for depth in range(200):
+        nested = {"type": "object", "properties": {f"p{depth}": nested}}
+    described = _describe(nested)
+    assert (
+        described.startswith("{'properties': {'p199': {'properties': {...}")
+        and len(described) <= 120
+    )
+    assert _describe(dict) == "dict"  # a named output keeps its name

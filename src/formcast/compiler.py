@@ -289,8 +289,10 @@ def _describe(output: Any) -> str:
     return name if isinstance(name, str) else _SHORT_REPR.repr(output)[:120]
 
 
+# limits that fill the 120 characters kept and no more (an 800 KB Kubernetes schema: 0.15
+# ms, against 2.7 ms when 8 levels of 64 items were written out to be cut)
 _SHORT_REPR = reprlib.Repr()
-_SHORT_REPR.maxlevel = 8
-_SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = _SHORT_REPR.maxdict = 64
-_SHORT_REPR.maxset = _SHORT_REPR.maxfrozenset = _SHORT_REPR.maxdeque = 64
-_SHORT_REPR.maxstring = _SHORT_REPR.maxlong = _SHORT_REPR.maxother = 1000
+_SHORT_REPR.maxlevel = 3
+_SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = _SHORT_REPR.maxdict = 12
+_SHORT_REPR.maxset = _SHORT_REPR.maxfrozenset = _SHORT_REPR.maxdeque = 12
+_SHORT_REPR.maxstring = _SHORT_REPR.maxlong = _SHORT_REPR.maxother = 120
