@@ -601,65 +601,52 @@ def _except_shared_tail(
     class at each node, whose continuation bytes were states of their own too."""
     non_ascii = charset.minus(alphabet, _ASCII)
     ways_out = []
-    left = _leave(tree, alphabet, charset.intersect(alphabet, _ASCII))
+    left, before, inside = _trie_ways(tree, 0, low, alphabet, charset.intersect(alphabet, _ASCII))
     if left is not None:
         ways_out.append(left)
-    before, beyond = _paths_to_ascii_nodes(tree), char_class(non_ascii)
+    beyond = char_class(non_ascii)
     if before is not None and beyond is not None:
         ways_out.append(group(before) + beyond if before else beyond)
     parts = []
     out = alt(ways_out)
     if out is not None:
         parts.append(group(out) + repeat(any_char, 0, None))
-    inside = _stops_short(tree, 0, low)
     if inside is not None:
         parts.append(inside)
     return alt(parts)
 
 
-# The trie walks of _except_shared_tail, as module functions: nested ones that call
-# themselves are reference cycles, which only the garbage collector frees.
+def _trie_ways(
+    node: dict[str, Any], depth: int, low: int, alphabet: Ranges, ascii_alphabet: Ranges
+) -> tuple[str | None, str | None, str | None]:
+    """The three regexes :func:`_except_shared_tail` reads off the trie below ``node``
+    (at ``depth``), in one walk (a module function: a nested one that calls itself is a
+    reference cycle, which only the garbage collector frees):
 
-
-def _ascii_children(node: dict[str, Any]) -> bool:
-    return all(ord(k) < 0x80 for k in node if k)
-
-
-def _leave(node: dict[str, Any], alphabet: Ranges, ascii_alphabet: Ranges) -> str | None:
-    """The ways out of the trie below ``node``: a character of ``alphabet`` no child
-    has, or a child then a way out below it (``ascii_alphabet``: the ASCII part of
-    ``alphabet``, computed once for the whole trie)."""
+    - the ways out of it: a character of ``alphabet`` no child has (of
+      ``ascii_alphabet``, its ASCII part, where the children are all ASCII: the
+      non-ASCII ways out are then taken by the paths below), or a child then a way out
+      below it;
+    - the paths to the nodes whose children are all ASCII;
+    - the paths that stop inside the trie short of a word, at ``low`` characters or more.
+    """
     children = [k for k in node if k]
-    # with ASCII children only, the non-ASCII ways out are taken by the paths to them
-    allowed = ascii_alphabet if _ascii_children(node) else alphabet
-    alts = []
-    others = _class_without(allowed, "".join(sorted(children)))
+    ascii_only = all(ord(k) < 0x80 for k in children)
+    leave: list[str] = []
+    paths: list[str] = [""] if ascii_only else []
+    short: list[str] = [""] if depth >= low and "" not in node else []
+    others = _class_without(ascii_alphabet if ascii_only else alphabet, "".join(sorted(children)))
     if others is not None:
-        alts.append(others)
+        leave.append(others)
     for child in children:
-        sub = _leave(node[child], alphabet, ascii_alphabet)
-        if sub is not None:
-            alts.append(lit_char(child) + sub)
-    return alt(alts)
-
-
-def _paths_to_ascii_nodes(node: dict[str, Any]) -> str | None:
-    """The paths to the nodes whose children are all ASCII."""
-    alts = [""] if _ascii_children(node) else []
-    for child in (k for k in node if k):
-        sub = _paths_to_ascii_nodes(node[child])
-        if sub is not None:
-            alts.append(lit_char(child) + sub)
-    return alt(alts)
-
-
-def _stops_short(node: dict[str, Any], depth: int, low: int) -> str | None:
-    """The paths that stop inside the trie short of a word, at ``low`` characters or more."""
-    alts = []
-    if depth >= low and "" not in node:
-        alts.append("")
-    for child in (k for k in node if k):
-        sub = _stops_short(node[child], depth + 1, low)
-        if sub is not None:
-            alts.append(lit_char(child) + sub)
-    return alt(alts)
+        sub_leave, sub_paths, sub_short = _trie_ways(
+            node[child], depth + 1, low, alphabet, ascii_alphabet
+        )
+        char = lit_char(child)
+        if sub_leave is not None:
+            leave.append(char + sub_leave)
+        if sub_paths is not None:
+            paths.append(char + sub_paths)
+        if sub_short is not None:
+            short.append(char + sub_short)
+    return alt(leave), alt(paths), alt(short)
