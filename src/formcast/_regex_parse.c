@@ -27,6 +27,9 @@
 
 typedef long long ll;
 
+#define VIRTUAL_BASE ((ll)1 << 40) /* formcast.automaton.nfa.VIRTUAL_BASE */
+#define VIRTUAL_LIMIT ((ll)1 << 62)
+
 /* ------------------------------------------------------------------ Int64List
  * A growable array of int64 that reads like a list (len, [i], [a:b] as a list, iteration,
  * append, extend) and exports its items as a read-only int64 buffer (numpy reads it
@@ -238,7 +241,7 @@ typedef struct {
     Py_ssize_t length;
     Int64List *bsrc, *blo, *bhi, *bdst, *esrc, *edst;
     PyObject *class_cache, *group_memo, *definitions;
-    PyObject *class_template, *any, *any_but_newline;
+    PyObject *class_template, *any, *any_but_newline, *block_type, *shorthands, *blocks;
     PyObject *recursive;
     Py_ssize_t choice_min_words, memo_min_group;
     ll call_copy_limit, concrete_budget;
@@ -826,6 +829,27 @@ static int reused_group(Parser *p, Py_ssize_t pos, Py_ssize_t size, int dotall, 
     return rc;
 }
 
+/* a call to a definition too large to copy: a virtual block of one copy of it
+ * (parse.py's call), O(1) whatever the definition's size */
+static int call_block(Parser *p, Frag frag, ll size_c, ll span, Frag *out) {
+    ll base = p->vn;
+    PyObject *block = PyObject_CallFunction(p->block_type, "LLiLLLLLiOi", base, span, 1, frag.s0,
+                                            size_c, frag.v0, frag.start, frag.end, 1, Py_True, -1);
+    if (!block) return -1;
+    int rc = PyList_Append(p->blocks, block);
+    Py_DECREF(block);
+    if (rc < 0) return -1;
+    p->vn += span;
+    ll concrete_shift = base - frag.s0, virtual_shift = base + size_c - frag.v0;
+    Frag f = {
+        frag.start + (frag.start < VIRTUAL_BASE ? concrete_shift : virtual_shift),
+        frag.end + (frag.end < VIRTUAL_BASE ? concrete_shift : virtual_shift),
+        p->n, p->bsrc->len, p->esrc->len, base,
+    };
+    *out = f;
+    return 0;
+}
+
 /* the subroutine call (?&name) at pos: a concrete copy of a small all-concrete
  * definition here (parse.py's call), anything else by builder.call */
 static int call(Parser *p, PyObject *name, Py_ssize_t pos, Frag *out) {
@@ -840,10 +864,12 @@ static int call(Parser *p, PyObject *name, Py_ssize_t pos, Frag *out) {
         if (!PyArg_ParseTuple(entry, "(LLLLLL)LLnn", &frag.start, &frag.end, &frag.s0, &frag.b0,
                               &frag.e0, &frag.v0, &n_end, &vn_end, &b_end, &e_end))
             return -1;
-        ll size_c = n_end - frag.s0;
+        ll size_c = n_end - frag.s0, span = size_c + vn_end - frag.v0;
         if (frag.start >= 0 && vn_end == frag.v0 && size_c <= p->call_copy_limit &&
             p->n + size_c <= p->concrete_budget)
             return copy_group(p, frag, n_end, b_end, e_end, out);
+        if (frag.start >= 0 && p->vn + span < VIRTUAL_LIMIT)
+            return call_block(p, frag, size_c, span, out);
     }
     PyObject *result = call_builder(p, "call", "(On)", name, pos);
     if (!result) return -1;
@@ -852,8 +878,57 @@ static int call(Parser *p, PyObject *name, Py_ssize_t pos, Frag *out) {
     return rc;
 }
 
-/* an escape of a letter or digit at pos: builder.escape reads it */
+static int hex_value(Py_UCS4 c) {
+    if (c >= '0' && c <= '9') return (int)(c - '0');
+    if (c >= 'a' && c <= 'f') return (int)(c - 'a' + 10);
+    if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
+    return -1;
+}
+
+/* the common escapes of a letter (\d \w \s and their negations, \n \t \r \f \v \a,
+ * \xHH \uHHHH \UHHHHHHHH in range): 1 read here, 0 for builder.escape, -1 error */
+static int common_escape(Parser *p, Py_ssize_t pos, Frag *item, Py_ssize_t *next) {
+    Py_UCS4 kind = CH(p, pos + 1);
+    char key[2] = {(char)kind, 0};
+    if (kind < 0x80) {
+        PyObject *ranges = PyDict_GetItemString(p->shorthands, key);
+        if (ranges) {
+            *next = pos + 2;
+            return char_set(p, ranges, item) < 0 ? -1 : 1;
+        }
+    }
+    Py_UCS4 code;
+    switch (kind) {
+    case 'n': code = 0x0A; break;
+    case 't': code = 0x09; break;
+    case 'r': code = 0x0D; break;
+    case 'f': code = 0x0C; break;
+    case 'v': code = 0x0B; break;
+    case 'a': code = 0x07; break;
+    case 'x': case 'u': case 'U': {
+        Py_ssize_t width = kind == 'x' ? 2 : kind == 'u' ? 4 : 8;
+        if (pos + 2 + width > p->length) return 0;
+        ll value = 0;
+        for (Py_ssize_t i = 0; i < width; i++) {
+            int digit = hex_value(CH(p, pos + 2 + i));
+            if (digit < 0) return 0;
+            value = value * 16 + digit;
+        }
+        if (value > 0x10FFFF) return 0;
+        code = (Py_UCS4)value;
+        *next = pos + 2 + width;
+        return literal(p, &code, 1, item) < 0 ? -1 : 1;
+    }
+    default: return 0;
+    }
+    *next = pos + 2;
+    return literal(p, &code, 1, item) < 0 ? -1 : 1;
+}
+
+/* an escape of a letter or digit at pos: read here when common, else by builder.escape */
 static int escape(Parser *p, Py_ssize_t pos, Frag *item, Py_ssize_t *next) {
+    int common = common_escape(p, pos, item, next);
+    if (common != 0) return common < 0 ? -1 : 0;
     if (sync_out(p) < 0) return -1;
     PyObject *method = PyObject_GetAttrString(p->builder, "escape");
     if (!method) return -1;
@@ -999,7 +1074,7 @@ static PyObject *attr(PyObject *obj, const char *name) {
 }
 
 static int read_context(Parser *p, PyObject *builder, PyObject *pattern, PyObject *context) {
-    if (!PyTuple_Check(context) || PyTuple_GET_SIZE(context) != 4) {
+    if (!PyTuple_Check(context) || PyTuple_GET_SIZE(context) != 6) {
         PyErr_SetString(PyExc_TypeError, "expected the context tuple of parse.py");
         return -1;
     }
@@ -1012,6 +1087,12 @@ static int read_context(Parser *p, PyObject *builder, PyObject *pattern, PyObjec
     p->any = PyTuple_GET_ITEM(context, 1);
     p->any_but_newline = PyTuple_GET_ITEM(context, 2);
     p->choice_min_words = PyLong_AsSsize_t(PyTuple_GET_ITEM(context, 3));
+    p->block_type = PyTuple_GET_ITEM(context, 4);
+    p->shorthands = PyTuple_GET_ITEM(context, 5);
+    if (!PyDict_Check(p->shorthands)) {
+        PyErr_SetString(PyExc_TypeError, "expected the shorthand classes as a dict");
+        return -1;
+    }
     if (PyErr_Occurred()) return -1;
     Int64List **lists[] = {&p->bsrc, &p->blo, &p->bhi, &p->bdst, &p->esrc, &p->edst};
     const char *names[] = {"bsrc", "blo", "bhi", "bdst", "esrc", "edst"};
@@ -1028,7 +1109,12 @@ static int read_context(Parser *p, PyObject *builder, PyObject *pattern, PyObjec
     p->group_memo = p->class_cache ? attr(builder, "group_memo") : NULL;
     p->definitions = p->group_memo ? attr(builder, "definitions") : NULL;
     p->recursive = p->definitions ? attr(builder, "recursive") : NULL;
-    if (!p->recursive) return -1;
+    p->blocks = p->recursive ? attr(builder, "blocks") : NULL;
+    if (!p->blocks) return -1;
+    if (!PyList_Check(p->blocks)) {
+        PyErr_SetString(PyExc_TypeError, "expected builder.blocks to be a list");
+        return -1;
+    }
     if (!PyDict_Check(p->definitions) || !PyDict_Check(p->recursive)) {
         PyErr_SetString(PyExc_TypeError, "expected the builder's definitions to be dicts");
         return -1;
@@ -1058,6 +1144,7 @@ static void release(Parser *p) {
     Py_XDECREF(p->group_memo);
     Py_XDECREF(p->definitions);
     Py_XDECREF(p->recursive);
+    Py_XDECREF(p->blocks);
     free(p->run);
     free(p->bytes);
 }

@@ -213,8 +213,9 @@ def _class_template(ranges: tuple[Range, ...]) -> Template | None:
 
 
 # What the C loop reads besides the builder: the class templates, the two meanings of
-# '.', and the size from which an alternation of literals may be a trie.
-_NATIVE_CONTEXT = (_class_template, ANY, _ANY_BUT_NEWLINE, CHOICE_MIN_WORDS)
+# '.', the size from which an alternation of literals may be a trie, the type of a
+# virtual block, and the classes of the shorthand escapes.
+_NATIVE_CONTEXT = (_class_template, ANY, _ANY_BUT_NEWLINE, CHOICE_MIN_WORDS, Block, _SHORTHANDS)
 
 # ------------------------------------------------------------------------ errors
 
