@@ -230,9 +230,10 @@ class Flattener:
                     f"expected a schema (object or boolean) at {part.pointer or '/'}, found "
                     f"{type(schema).__name__}"
                 )
-            for keyword, reason in REFUSED_KEYWORDS.items():
-                if keyword in schema:
-                    raise UnsupportedSchemaError(keyword, part.pointer, reason)
+            if not _REFUSED.isdisjoint(schema):
+                for keyword, reason in REFUSED_KEYWORDS.items():
+                    if keyword in schema:
+                        raise UnsupportedSchemaError(keyword, part.pointer, reason)
             expanded: list[Part] = []
             if "$ref" in schema:
                 ref = schema["$ref"]
@@ -281,6 +282,9 @@ def _without(schema: Mapping[str, Any], keyword: str) -> dict[str, Any]:
 
 
 def _has_validation(schema: Mapping[str, Any]) -> bool:
-    return any(
-        k in VALIDATION_KEYWORDS or k in REFUSED_KEYWORDS or k == FROM_TEXT_KEYWORD for k in schema
-    )
+    return not _VALIDATING.isdisjoint(schema)
+
+
+_REFUSED = frozenset(REFUSED_KEYWORDS)
+# the keywords that make a schema more than annotations (one set test per schema)
+_VALIDATING = frozenset(VALIDATION_KEYWORDS) | _REFUSED | {FROM_TEXT_KEYWORD}

@@ -103,6 +103,8 @@ def text_value(t: Translation, flat: list[Part]) -> Result | None:
                     FROM_TEXT_KEYWORD, part.pointer, "different options for one value"
                 )
             options, pointer, explicit = found, part.pointer, True
+    if not explicit and t.from_text is None:
+        return None
     types = t.types(flat)
     if not explicit:
         plain = types <= {"string", "null"} and "string" in types
