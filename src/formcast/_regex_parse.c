@@ -1466,7 +1466,69 @@ static PyObject *group_spans_all(PyObject *module, PyObject *regex) {
     Py_RETURN_FALSE;
 }
 
+/* the names of the definitions `regex` calls with (?&name), reading escapes and closed
+ * classes whole: formcast.regex.dialect.calls's scan */
+static PyObject *call_names(PyObject *module, PyObject *regex) {
+    (void)module;
+    if (!PyUnicode_Check(regex)) {
+        PyErr_SetString(PyExc_TypeError, "expected a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(regex);
+    const void *text = PyUnicode_DATA(regex);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(regex);
+    PyObject *names = PyList_New(0);
+    if (!names) return NULL;
+    for (Py_ssize_t i = 0; i < length;) {
+        Py_UCS4 c = PyUnicode_READ(kind, text, i);
+        if (c == '\\') {
+            i += i + 1 < length ? 2 : 1;
+        } else if (c == '[') {
+            Py_ssize_t j = i + 1;
+            while (j < length) {
+                Py_UCS4 d = PyUnicode_READ(kind, text, j);
+                if (d == ']') break;
+                if (d == '\\') {
+                    if (j + 1 >= length) {
+                        j = length;
+                        break;
+                    }
+                    j += 2;
+                } else {
+                    j++;
+                }
+            }
+            i = j < length ? j + 1 : i + 1; /* an unclosed class's bracket is one character */
+        } else if (c == '(' && i + 3 < length && PyUnicode_READ(kind, text, i + 1) == '?' &&
+                   PyUnicode_READ(kind, text, i + 2) == '&') {
+            Py_ssize_t j = i + 3;
+            while (j < length) {
+                Py_UCS4 d = PyUnicode_READ(kind, text, j);
+                if (!(Py_UNICODE_ISALNUM(d) || d == '_')) break;
+                j++;
+            }
+            if (j > i + 3 && j < length && PyUnicode_READ(kind, text, j) == ')') {
+                PyObject *name = PyUnicode_Substring(regex, i + 3, j);
+                if (!name || PyList_Append(names, name) < 0) {
+                    Py_XDECREF(name);
+                    Py_DECREF(names);
+                    return NULL;
+                }
+                Py_DECREF(name);
+                i = j + 1;
+            } else {
+                i++;
+            }
+        } else {
+            i++;
+        }
+    }
+    return names;
+}
+
 static PyMethodDef methods[] = {
+    {"call_names", call_names, METH_O,
+     "call_names(regex) -> list[str]: the names of the definitions regex calls, in order."},
     {"group_spans_all", group_spans_all, METH_O,
      "group_spans_all(regex) -> bool: whether the group opening regex[0] closes at its end "
      "(escapes and classes read whole)."},

@@ -91,6 +91,7 @@ def _calls_by_tokens(regex: str) -> list[str]:
 _REGEX_TEXT = st.lists(
     st.sampled_from(
         ["(", ")", "[", "]", "\\", "(?:", "(?&d1)", "(?&x2)", "?&", "a", "|", "^", "*"]
+        + ["(?&)", "(?&é1)", "é", "_"]  # no name; a name \w reads beyond ASCII
     ),
     min_size=1,
     max_size=24,
@@ -106,9 +107,15 @@ _REGEX_TEXT = st.lists(
 @example(text="((?&d1))\\")
 def test_regex_text_scans_read_as_the_token_by_token_references(text: str) -> None:
     """``_is_atom`` and ``calls`` read escapes, classes (closed or not), groups and calls
-    as the character and token scans they replace; the group scan in C
-    (``_regex_parse.group_spans_all``) and in Python alike."""
-    from formcast.regex.dialect import _group_spans_all, _is_atom, calls, native_parse
+    as the character and token scans they replace; the scans in C
+    (``_regex_parse.group_spans_all``, ``call_names``) and in Python alike."""
+    from formcast.regex.dialect import (
+        _CALL_SCAN,
+        _group_spans_all,
+        _is_atom,
+        calls,
+        native_parse,
+    )
 
     if text[0] in "[(" and len(text) > 1:  # the shapes that reach the scan
         assert _is_atom(text) == _atom_by_characters(text), text
@@ -117,3 +124,6 @@ def test_regex_text_scans_read_as_the_token_by_token_references(text: str) -> No
         if native_parse is not None:
             assert native_parse.group_spans_all(text) == _atom_by_characters(text), text
     assert calls(text) == _calls_by_tokens(text), text
+    assert [name for name in _CALL_SCAN.findall(text) if name] == _calls_by_tokens(text), text
+    if native_parse is not None:
+        assert native_parse.call_names(text) == _calls_by_tokens(text), text

@@ -119,6 +119,8 @@ def calls(regex: str) -> list[str]:
     whose matches are the calls and the runs between them."""
     if "(?&" not in regex:
         return []
+    if native_parse is not None:  # the same scan in C (~10x faster)
+        return list(native_parse.call_names(regex))
     return [name for name in _CALL_SCAN.findall(regex) if name]
 
 
