@@ -64,8 +64,8 @@ def choice_characters(pattern: str) -> int:
     (~1 ms per 100k characters), the last results kept: a compile asks for one pattern
     several times (its cost against the limits, its automaton, its index)."""
     found = 0
-    if len(pattern) < CHOICE_MIN_WORDS * 2:
-        return found
+    if len(pattern) < CHOICE_MIN_WORDS * 2 or pattern.count("|") < CHOICE_MIN_WORDS - 1:
+        return found  # too few bars for one such group: no scan
     for match in LITERAL_ALTERNATION.finditer(pattern):
         if match.group(1).count("|") >= CHOICE_MIN_WORDS - 1:
             found += match.end() - match.start()
