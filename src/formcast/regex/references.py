@@ -202,12 +202,12 @@ class Flattener:
         schema, pointer = validating[0].schema, validating[0].pointer
         while isinstance(schema, dict):  # through allOf of one schema: [{"$ref": ...}]
             reference = schema.get("$ref")
-            if isinstance(reference, str) and not _has_validation(_without(schema, "$ref")):
+            if isinstance(reference, str) and _VALIDATING_BUT_REF.isdisjoint(schema):
                 return self.resolve(reference, pointer)[1]
             wrapped = schema.get("allOf")
             if not isinstance(wrapped, list) or len(wrapped) != 1:
                 return None
-            if _has_validation(_without(schema, "allOf")):
+            if not _VALIDATING_BUT_ALL_OF.isdisjoint(schema):
                 return None
             schema, pointer = wrapped[0], join_pointer(pointer, "allOf", 0)
         return None
@@ -277,10 +277,6 @@ class Flattener:
         return out, refs, None
 
 
-def _without(schema: Mapping[str, Any], keyword: str) -> dict[str, Any]:
-    return {k: v for k, v in schema.items() if k != keyword}
-
-
 def _has_validation(schema: Mapping[str, Any]) -> bool:
     return not _VALIDATING.isdisjoint(schema)
 
@@ -288,3 +284,5 @@ def _has_validation(schema: Mapping[str, Any]) -> bool:
 _REFUSED = frozenset(REFUSED_KEYWORDS)
 # the keywords that make a schema more than annotations (one set test per schema)
 _VALIDATING = frozenset(VALIDATION_KEYWORDS) | _REFUSED | {FROM_TEXT_KEYWORD}
+_VALIDATING_BUT_REF = _VALIDATING - {"$ref"}
+_VALIDATING_BUT_ALL_OF = _VALIDATING - {"allOf"}
