@@ -90,8 +90,10 @@ def _calls_by_tokens(regex: str) -> list[str]:
 
 _REGEX_TEXT = st.lists(
     st.sampled_from(
-        ["(", ")", "[", "]", "\\", "(?:", "(?&d1)", "(?&x2)", "?&", "a", "|", "^", "*"]
-        + ["(?&)", "(?&é1)", "é", "_"]  # no name; a name \w reads beyond ASCII
+        [
+            *("(", ")", "[", "]", "\\", "(?:", "(?&d1)", "(?&x2)", "?&", "a", "|", "^", "*"),
+            *("(?&)", "(?&é1)", "é", "_"),  # no name; a name \w reads beyond ASCII
+        ]
     ),
     min_size=1,
     max_size=24,

@@ -61,9 +61,10 @@ Pipeline, and what each step costs (one module per step):
    recursion and definitions that match nothing are refused, by name.
 
 Measured CPU time (one core of a shared 2-core machine, Python 3.11; 360 JSON-Schema
-regexes from ``maskbench``, ``tests/automaton/test_automaton.py`` prints some): compiling ~2 us
-per pattern character (1,000 characters ~1 ms; 3,000 ~5 ms; 100,000 ~0.1 s; 900,000
-~1.1 s); a row ~20-100 us (a few hundred us for states with hundreds of NFA members);
+regexes from ``maskbench``, ``tests/automaton/test_automaton.py`` prints some): compiling
+~0.1-0.2 us per pattern character with the C parse loop (a 200,000-character Kubernetes
+pattern ~25 ms to its automaton), ~1-2 us without it; a row ~20-100 us (a few hundred
+us for states with hundreds of NFA members);
 :meth:`LazyAutomaton.step` over 49k (state, byte) pairs whose rows exist ~0.3 ms. The
 first :meth:`LazyAutomaton.min_bytes_to_accept` call per ``usable`` mask runs a search
 backwards over the concrete NFA (~0.05-0.1 s per 100,000 pattern characters; virtual copies

@@ -3,7 +3,7 @@
 A large alternation of literals (``Literal[...]`` or ``enum`` of thousands of names)
 compiles, through the generic parser, into one chain per word joined at an alternation
 start: every DFA state near the start then holds thousands of NFA states, and the parse
-itself costs ~2 us per character. The trie of the words is already deterministic, so
+itself costs ~2 us per character in Python. The trie of the words is already deterministic, so
 :func:`word_trie` builds it directly: the words are encoded, sorted and deduplicated,
 each word's longest common prefix with its predecessor (LCP) says which of its bytes are
 new trie nodes, and the parent of a word's first new node is the node its predecessors

@@ -895,8 +895,8 @@ class _Builder:
         is an alternation of at least :data:`CHOICE_MIN_WORDS` literals; else None.
 
         Same language as the generic build (a finite set of strings), but O(bytes) numpy
-        work instead of ~2 us per character, and a deterministic NFA: a DFA state near
-        the start is one trie node, not one NFA state per word."""
+        work instead of the loop's per-character cost, and a deterministic NFA: a DFA
+        state near the start is one trie node, not one NFA state per word."""
         if not self.pattern.startswith("(?:", pos):
             return None
         match = LITERAL_ALTERNATION.match(self.pattern, pos, size)
