@@ -547,6 +547,23 @@ def test_machines_share_the_block_distances_and_answer_as_alone(pattern: str) ->
     assert len(shared.blocks) >= 2  # one entry per cost table, not per machine
 
 
+@pytest.mark.parametrize("name", ["arithmetic", "json", "mutual"])  # the others: 2+ stacks
+def test_a_single_stack_row_is_the_general_row(name: str) -> None:
+    """The row of a state of one stack (the usual case, built without grouping the
+    tops) is the row the general construction gives that same set of stacks, over
+    every state a breadth-first walk reaches."""
+    automaton = compile_automaton(GRAMMARS[name].regex())
+    assert isinstance(automaton, PushdownAutomaton)
+    automaton.build_breadth_first(300)
+    single = [sid for sid in range(1, automaton.num_states) if len(automaton._sets[sid]) == 1]
+    assert len(single) >= 3
+    for sid in single:
+        stacks = automaton._sets[sid]
+        with automaton._lock:
+            general = automaton._stacks_row(stacks)
+        assert np.array_equal(automaton.row(sid), general), sid
+
+
 @pytest.mark.parametrize("stacks", [1, 2, 5])
 def test_distinct_columns_group_equal_columns_in_order_of_appearance(stacks: int) -> None:
     from formcast.automaton.pushdown import _distinct_columns

@@ -160,6 +160,10 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         self._stepped: dict[tuple[int, int], frozenset[int]] = {}
         # the distinct tops of a set of stacks -> how their rows part the bytes
         self._layouts: dict[tuple[tuple[int, int], ...], _Layout] = {}
+        # (machine, state) -> the bytes it reads, its distinct targets, each byte's target
+        self._single_layouts: dict[
+            tuple[int, int], tuple[npt.NDArray[np.intp], list[int], npt.NDArray[np.intp]]
+        ] = {}
         self._distances: dict[bytes | None, dict[int, int]] = {}
         self._lock = threading.Lock()
 
@@ -321,9 +325,17 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
         steps in its machine; bytes on which the tops step alike (:meth:`_layout`) share
         one successor, the union of each stack's stepped closure."""
+        stacks = self._sets[sid]
+        if len(stacks) == 1:  # the usual state: one parse
+            self._table[sid] = self._single_stack_row(next(iter(stacks)))
+        else:
+            self._table[sid] = self._stacks_row(stacks)
+
+    def _stacks_row(self, stacks: frozenset[int]) -> npt.NDArray[np.int32]:
+        """The row of the state of ``stacks``, any number of them (:meth:`_build_row`)."""
         frames = self._frames
         by_top: dict[tuple[int, int], list[int]] = {}
-        for frame in self._sets[sid]:
+        for frame in stacks:
             machine, state, _ = frames[frame]
             by_top.setdefault((machine, state), []).append(frame)
         tops = tuple(sorted(by_top))
@@ -333,7 +345,44 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
             groups = [by_top[top] for top in tops]
             successors = [self._successor(groups, column) for column in columns]
             row[live] = np.asarray(successors, dtype=np.int32)[inverse]
-        self._table[sid] = row
+        return row
+
+    def _single_stack_row(self, frame: int) -> npt.NDArray[np.int32]:
+        """The row of the state of one stack, topped by ``frame``: :meth:`_build_row`'s
+        work with one top and one frame, without the grouping (each distinct target of
+        the top's machine row leads to the closure of the top stepped there)."""
+        machine, state, below = self._frames[frame]
+        live, targets, inverse = self._single_layout(machine, state)
+        row = np.zeros(256, dtype=np.int32)
+        if live.size:
+            stepped, intern = self._stepped, self._intern
+            fresh = [target for target in targets if (frame, target) not in stepped]
+            if len(fresh) > 1:  # the machine rows the new frames read, in one build
+                self._machines.automata[machine].build_rows(fresh)
+            successors = []
+            for target in targets:
+                key = (frame, target)
+                closure = stepped.get(key)
+                if closure is None:
+                    closure = stepped[key] = self._closure(self._frame(machine, target, below))
+                successors.append(intern(closure))
+            row[live] = np.asarray(successors, dtype=np.int32)[inverse]
+        return row
+
+    def _single_layout(
+        self, machine: int, state: int
+    ) -> tuple[npt.NDArray[np.intp], list[int], npt.NDArray[np.intp]]:
+        """:meth:`_layout` of the one top ``(machine, state)``, with each distinct target
+        as an int (memoised per top; caller holds the lock)."""
+        found = self._single_layouts.get((machine, state))
+        if found is None:
+            step = self._machines.info(machine, state).row
+            live = np.flatnonzero(step)
+            first_seen: dict[int, int] = {}
+            inverse = [first_seen.setdefault(t, len(first_seen)) for t in step[live].tolist()]
+            found = (live, list(first_seen), np.asarray(inverse, dtype=np.intp))
+            self._single_layouts[(machine, state)] = found
+        return found
 
     def _layout(self, tops: tuple[tuple[int, int], ...]) -> _Layout:
         """For the distinct tops ``(machine, state)`` of a set of stacks: the bytes some
