@@ -1420,6 +1420,19 @@ static PyObject *parse_body(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* the end (past its ']') of the class opening at i, read as the dialect's scans read it:
+ * escapes skip the next character, the first unescaped ']' closes it; -1 when it never
+ * closes (a lone backslash at the end included) */
+static Py_ssize_t class_end(int kind, const void *text, Py_ssize_t length, Py_ssize_t i) {
+    for (Py_ssize_t j = i + 1; j < length;) {
+        Py_UCS4 d = PyUnicode_READ(kind, text, j);
+        if (d == ']') return j + 1;
+        if (d == '\\' && j + 1 >= length) return -1;
+        j += d == '\\' ? 2 : 1;
+    }
+    return -1;
+}
+
 /* whether the group opening regex[0] ('(') closes at its last character, reading escapes
  * and classes whole: formcast.regex.dialect._is_atom's scan of a parenthesized regex */
 static PyObject *group_spans_all(PyObject *module, PyObject *regex) {
@@ -1443,22 +1456,9 @@ static PyObject *group_spans_all(PyObject *module, PyObject *regex) {
         } else if (c == '\\') {
             i += i + 1 < length ? 2 : 1;
         } else if (c == '[') {
-            Py_ssize_t j = i + 1;
-            while (j < length) {
-                Py_UCS4 d = PyUnicode_READ(kind, text, j);
-                if (d == ']') break;
-                if (d == '\\') {
-                    if (j + 1 >= length) { /* a lone backslash: the class never closes */
-                        j = length;
-                        break;
-                    }
-                    j += 2;
-                } else {
-                    j++;
-                }
-            }
-            if (j >= length) Py_RETURN_FALSE; /* an unclosed class: the rest is inside */
-            i = j + 1;
+            Py_ssize_t end = class_end(kind, text, length, i);
+            if (end < 0) Py_RETURN_FALSE; /* an unclosed class: the rest is inside */
+            i = end;
         } else {
             i++;
         }
@@ -1484,21 +1484,8 @@ static PyObject *call_names(PyObject *module, PyObject *regex) {
         if (c == '\\') {
             i += i + 1 < length ? 2 : 1;
         } else if (c == '[') {
-            Py_ssize_t j = i + 1;
-            while (j < length) {
-                Py_UCS4 d = PyUnicode_READ(kind, text, j);
-                if (d == ']') break;
-                if (d == '\\') {
-                    if (j + 1 >= length) {
-                        j = length;
-                        break;
-                    }
-                    j += 2;
-                } else {
-                    j++;
-                }
-            }
-            i = j < length ? j + 1 : i + 1; /* an unclosed class's bracket is one character */
+            Py_ssize_t end = class_end(kind, text, length, i);
+            i = end < 0 ? i + 1 : end; /* an unclosed class's bracket is one character */
         } else if (c == '(' && i + 3 < length && PyUnicode_READ(kind, text, i + 1) == '?' &&
                    PyUnicode_READ(kind, text, i + 2) == '&') {
             Py_ssize_t j = i + 3;

@@ -189,26 +189,14 @@ class DistanceTables:
             if template in by_template:
                 tables[index] = by_template[template]
                 continue
-            table = self._scope_search(
-                tables, byte_ok, block.s0, block.s0 + block.size_c, self._tree.children[index],
-                block.x_end,
-            )  # fmt: skip
+            scope = self._scope_graph(
+                tables, byte_ok, block.s0, block.s0 + block.size_c, self._tree.children[index]
+            )
+            table = scope.search(block.x_end)
             tables[index] = table  # length is read through the table itself:
             length = self._distance_in(tables, index, block.x_start)
             tables[index] = by_template[template] = table._replace(length=length)
         return tables
-
-    def _scope_search(
-        self,
-        tables: dict[int, ScopeDistances],
-        byte_ok: npt.NDArray[np.int64],
-        lo: int,
-        hi: int,
-        children: list[int],
-        target: int,
-    ) -> ScopeDistances:
-        """Shortest distances to ``target`` over one scope's graph, searched backwards."""
-        return self._scope_graph(tables, byte_ok, lo, hi, children).search(target)
 
     def _scope_graph(
         self,
