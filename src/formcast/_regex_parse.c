@@ -1513,7 +1513,75 @@ static PyObject *call_names(PyObject *module, PyObject *regex) {
     return names;
 }
 
+static int is_hex(Py_UCS4 c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* the end (past its ')') of the alternation of literals whose "(?:" is at i, as
+ * formcast.automaton.choices.LITERAL_ALTERNATION reads one (plain characters, escapes of
+ * punctuation, \xHH and bars), with the bars of its text counted (escaped ones too, as
+ * choice_characters counts them); -1 when the group is not one */
+static Py_ssize_t literal_group_end(int kind, const void *text, Py_ssize_t length, Py_ssize_t i,
+                                    Py_ssize_t *bars) {
+    *bars = 0;
+    for (Py_ssize_t j = i + 3; j < length;) {
+        Py_UCS4 c = PyUnicode_READ(kind, text, j);
+        if (c == ')') return j + 1;
+        if (c == '\\') {
+            if (j + 1 >= length) return -1;
+            Py_UCS4 d = PyUnicode_READ(kind, text, j + 1);
+            if (d == 'x' && j + 3 < length && is_hex(PyUnicode_READ(kind, text, j + 2)) &&
+                is_hex(PyUnicode_READ(kind, text, j + 3))) {
+                j += 4;
+            } else if (!is_ascii_alnum(d)) {
+                if (d == '|') (*bars)++; /* the scan counts every bar of the body */
+                j += 2;
+            } else {
+                return -1;
+            }
+        } else if (c == '^' || c == '$' || c == '.' || c == '?' || c == '*' || c == '+' ||
+                   c == '(' || c == '[' || c == '{') {
+            return -1;
+        } else {
+            if (c == '|') (*bars)++;
+            j++;
+        }
+    }
+    return -1;
+}
+
+/* how many characters of `pattern` lie in alternations of at least `min_words` literals:
+ * formcast.automaton.choices.choice_characters's scan (matches found left to right, never
+ * overlapping) */
+static PyObject *choice_span(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *pattern;
+    Py_ssize_t min_words;
+    if (!PyArg_ParseTuple(args, "Un", &pattern, &min_words)) return NULL;
+    int kind = PyUnicode_KIND(pattern);
+    const void *text = PyUnicode_DATA(pattern);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(pattern), found = 0;
+    for (Py_ssize_t i = 0; i + 2 < length;) {
+        if (PyUnicode_READ(kind, text, i) != '(' || PyUnicode_READ(kind, text, i + 1) != '?' ||
+            PyUnicode_READ(kind, text, i + 2) != ':') {
+            i++;
+            continue;
+        }
+        Py_ssize_t bars, end = literal_group_end(kind, text, length, i, &bars);
+        if (end < 0) {
+            i++;
+            continue;
+        }
+        if (bars >= min_words - 1) found += end - i;
+        i = end;
+    }
+    return PyLong_FromSsize_t(found);
+}
+
 static PyMethodDef methods[] = {
+    {"choice_span", choice_span, METH_VARARGS,
+     "choice_span(pattern, min_words) -> int: the characters of pattern in alternations of "
+     "at least min_words literals."},
     {"call_names", call_names, METH_O,
      "call_names(regex) -> list[str]: the names of the definitions regex calls, in order."},
     {"group_spans_all", group_spans_all, METH_O,

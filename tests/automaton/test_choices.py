@@ -217,8 +217,36 @@ def test_pattern_cost_counts_choices_at_a_fraction() -> None:
     words = "|".join(f"n{i}" for i in range(1000))
     choice = f"(?:{words})"
     assert choice_characters(f"a{choice}b") == len(choice)
+    assert choices._choice_characters_scanned(f"a{choice}b") == len(choice)  # the reference
     assert pattern_cost(f"a{choice}b") == 2 + len(choice) // choices.CHOICE_COST_DIVISOR
     assert pattern_cost("a(?:b|c)d" * 50) == len("a(?:b|c)d" * 50)  # too few words
+
+
+_CHOICE_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *("(?:", ")", "|", "a", "é", "(", "[", "]", "{", "}", "^", "|b"),
+            *("\\x4", "\\x41", "\\.", "\\|", "\\d", "\\", "\\x"),  # escapes, some broken
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=_CHOICE_TEXT, words=st.integers(1, 4))
+def test_the_choice_scan_in_c_reads_as_the_regex(text: str, words: int) -> None:
+    """``_regex_parse.choice_span`` counts the characters of the literal alternations of
+    at least ``words`` words that ``LITERAL_ALTERNATION`` finds, escaped bars counted as
+    bars, non-overlapping left to right."""
+    expected = sum(
+        match.end() - match.start()
+        for match in choices.LITERAL_ALTERNATION.finditer(text)
+        if match.group(1).count("|") >= words - 1
+    )
+    if choices.native_parse is None:
+        pytest.skip("formcast._regex_parse was not built")
+    assert choices.native_parse.choice_span(text, words) == expected
 
 
 # ----------------------------------------------------------------------- schema path

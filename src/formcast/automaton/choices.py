@@ -23,10 +23,17 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from types import ModuleType
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+
+native_parse: ModuleType | None
+try:  # choice_characters's scan in C (optional, see pyproject.toml); Python's otherwise
+    from formcast import _regex_parse as native_parse
+except ImportError:  # pragma: no cover - an install without a C compiler
+    native_parse = None
 
 __all__ = [
     "CHOICE_COST_DIVISOR",
@@ -66,6 +73,14 @@ def choice_characters(pattern: str) -> int:
     found = 0
     if len(pattern) < CHOICE_MIN_WORDS * 2 or pattern.count("|") < CHOICE_MIN_WORDS - 1:
         return found  # too few bars for one such group: no scan
+    if native_parse is not None:  # the same scan in C (~5x faster)
+        return int(native_parse.choice_span(pattern, CHOICE_MIN_WORDS))
+    return _choice_characters_scanned(pattern)
+
+
+def _choice_characters_scanned(pattern: str) -> int:
+    """:func:`choice_characters`'s scan in Python (the reference of the C one)."""
+    found = 0
     for match in LITERAL_ALTERNATION.finditer(pattern):
         if match.group(1).count("|") >= CHOICE_MIN_WORDS - 1:
             found += match.end() - match.start()
