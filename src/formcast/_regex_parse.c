@@ -1,23 +1,28 @@
-/* formcast._regex_parse: the loop of formcast.automaton.parse._Builder.parse_body, in C.
+/* formcast._regex_parse: the loop of formcast.automaton.parse._Builder.parse_body, in C,
+ * and the scans of the regex dialect the translation repeats.
  *
  * Parsing a schema's regex into its byte NFA cost ~1-2 us per pattern character in Python
- * (a 50,000-character Kubernetes pattern: ~90 ms), almost all of it in the loop's dispatch
- * and in appending the edges of literal runs, classes, sequences, alternations and
- * quantifiers. This module runs that loop in C and appends those edges to the builder's
- * own lists, so the NFA is the very one the Python loop builds (the tests compare both on
- * every pattern they parse, tests/automaton/test_native_parse.py). The rarer constructs
- * call the builder's Python methods: escapes of letters and digits, classes not seen
- * before in the pattern (their text is then cached), counted quantifiers other than the
- * trivial ones, named groups and flags, subroutine calls and definitions, remembered
- * groups and alternations of many literals (where a cheap scan here says they may be
- * one), and every error (builder.fail raises the SchemaError).
+ * (a 200,000-character Kubernetes pattern: ~56 ms), almost all of it in the loop's
+ * dispatch and in appending the edges of literal runs, classes, sequences, alternations
+ * and quantifiers. This module runs that loop in C on the same builder, appending the
+ * edges to its Int64List arrays, so the NFA is the very one the Python loop builds (the
+ * tests compare both, tests/automaton/test_native_parse.py). Group copies, remembered
+ * groups, calls to definitions (copies or virtual blocks) and the common escapes are done
+ * here; the rarer constructs call the builder's Python methods: other escapes, classes not
+ * seen before in the pattern (their text is then cached), counted quantifiers other than
+ * the trivial ones, named groups and flags, definitions, alternations of many literals,
+ * and every error (builder.fail raises the SchemaError).
  *
  * parse_body(builder, pos, size, dotall, context) -> fragment
- *   context = (class_template, ANY, ANY_BUT_NEWLINE, CHOICE_MIN_WORDS); the builder's
- *   counters n and vn are written back before each call into Python and read again after.
+ *   context = parse.py's _NATIVE_CONTEXT (class_template, ANY, ANY_BUT_NEWLINE,
+ *   CHOICE_MIN_WORDS, Block, the shorthand classes); the builder's counters n and vn are
+ *   written back before each call into Python and read again after.
+ * Int64List: the builder's edge lists (below).
+ * group_spans_all, call_names, choice_span: the scans of formcast.regex.dialect._is_atom,
+ *   formcast.regex.dialect.calls and formcast.automaton.choices.choice_characters.
  *
- * It is optional (pyproject.toml): parse.py keeps the Python loop where this module was not
- * built. */
+ * It is optional (pyproject.toml): each caller keeps its Python code where this module
+ * was not built. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -448,8 +453,7 @@ static int char_set(Parser *p, PyObject *ranges, Frag *out) {
     int rc = 0;
     if (template == Py_None) {
         p->n += 1;
-        *out = empty_at(p, s);
-        out->b0 = b0;
+        *out = empty_at(p, s); /* nothing was appended: its edges start at b0 */
     } else if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 5) {
         PyErr_SetString(PyExc_TypeError, "expected a class template (a tuple of 5)");
         rc = -1;
@@ -644,28 +648,54 @@ static Py_ssize_t class_span(Parser *p, Py_ssize_t pos, Py_ssize_t size) {
     return -1;
 }
 
-/* whether the group at pos may be an alternation of CHOICE_MIN_WORDS literals: a
- * necessary condition of choices.LITERAL_ALTERNATION (a body of plain characters,
- * escapes and enough bars up to its ')'); builder.literal_choice decides */
-static int may_be_choice(Parser *p, Py_ssize_t pos, Py_ssize_t size) {
-    if (!starts_with(p, pos, "(?:")) return 0;
-    Py_ssize_t bars = 0;
-    for (Py_ssize_t i = pos + 3; i < size;) {
-        Py_UCS4 c = CH(p, i);
-        if (c == ')') return bars >= p->choice_min_words - 1;
-        if (c == '|') {
-            bars++;
-            i++;
-        } else if (c == '\\') {
-            i += 2;
+/* the value of the hex digit c, or -1 */
+static int hex_value(Py_UCS4 c) {
+    if (c >= '0' && c <= '9') return (int)(c - '0');
+    if (c >= 'a' && c <= 'f') return (int)(c - 'a' + 10);
+    if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
+    return -1;
+}
+
+/* the end (past its ')') of the alternation of literals whose "(?:" is at i, as
+ * formcast.automaton.choices.LITERAL_ALTERNATION reads one (plain characters, escapes of
+ * punctuation, \xHH and bars), with the bars of its text counted (escaped ones too, as
+ * choice_characters counts them); -1 when the group is not one */
+static Py_ssize_t literal_group_end(int kind, const void *text, Py_ssize_t length, Py_ssize_t i,
+                                    Py_ssize_t *bars) {
+    *bars = 0;
+    for (Py_ssize_t j = i + 3; j < length;) {
+        Py_UCS4 c = PyUnicode_READ(kind, text, j);
+        if (c == ')') return j + 1;
+        if (c == '\\') {
+            if (j + 1 >= length) return -1;
+            Py_UCS4 d = PyUnicode_READ(kind, text, j + 1);
+            if (d == 'x' && j + 3 < length && hex_value(PyUnicode_READ(kind, text, j + 2)) >= 0 &&
+                hex_value(PyUnicode_READ(kind, text, j + 3)) >= 0) {
+                j += 4;
+            } else if (!is_ascii_alnum(d)) {
+                if (d == '|') (*bars)++; /* the scan counts every bar of the body */
+                j += 2;
+            } else {
+                return -1;
+            }
         } else if (c == '^' || c == '$' || c == '.' || c == '?' || c == '*' || c == '+' ||
                    c == '(' || c == '[' || c == '{') {
-            return 0;
+            return -1;
         } else {
-            i++;
+            if (c == '|') (*bars)++;
+            j++;
         }
     }
-    return 0;
+    return -1;
+}
+
+/* whether the group at pos is an alternation of at least CHOICE_MIN_WORDS literals, as
+ * builder.literal_choice tells (it builds it) */
+static int may_be_choice(Parser *p, Py_ssize_t pos, Py_ssize_t size) {
+    if (!starts_with(p, pos, "(?:")) return 0;
+    Py_ssize_t bars;
+    return literal_group_end(p->kind, p->text, size, pos, &bars) >= 0 &&
+           bars >= p->choice_min_words - 1;
 }
 
 /* a (fragment, end) pair from the builder, or None: 1 found, 0 None, -1 error */
@@ -876,13 +906,6 @@ static int call(Parser *p, PyObject *name, Py_ssize_t pos, Frag *out) {
     int rc = tuple_frag(result, out);
     Py_DECREF(result);
     return rc;
-}
-
-static int hex_value(Py_UCS4 c) {
-    if (c >= '0' && c <= '9') return (int)(c - '0');
-    if (c >= 'a' && c <= 'f') return (int)(c - 'a' + 10);
-    if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
-    return -1;
 }
 
 /* the common escapes of a letter (\d \w \s and their negations, \n \t \r \f \v \a,
@@ -1255,19 +1278,19 @@ static int parse_loop(Parser *p, Py_ssize_t pos, Py_ssize_t size, int dotall, Fr
             pos = close + 1;
             continue;
         }
-        if (c == '(' && starts_with(p, pos, "(?(DEFINE)")) {
-            Py_ssize_t defined = PyObject_Length(p->definitions);
-            if (defined < 0) goto fail;
-            if (depth || items.len || branches.len || defined) {
-                fail(p, "(?(DEFINE)...) must open the pattern", pos);
-                goto fail;
-            }
-        }
         if (c == '(') {
             int is_define = starts_with(p, pos, "(?(DEFINE)");
             Py_ssize_t body = pos + 1;
             int inner_dotall = dotall;
-            if (!is_define) {
+            if (is_define) {
+                Py_ssize_t defined = PyObject_Length(p->definitions);
+                if (defined < 0) goto fail;
+                if (depth || items.len || branches.len || defined) {
+                    fail(p, "(?(DEFINE)...) must open the pattern", pos);
+                    goto fail;
+                }
+                body = pos + 10;
+            } else {
                 int found = reused_group(p, pos, size, dotall, &item, &next);
                 TRY(found);
                 if (found) {
@@ -1291,8 +1314,6 @@ static int parse_loop(Parser *p, Py_ssize_t pos, Py_ssize_t size, int dotall, Fr
                         continue;
                     }
                 }
-            } else {
-                body = pos + 10;
             }
             if (depth == stack_cap) {
                 Py_ssize_t cap = stack_cap ? stack_cap * 2 : 16;
@@ -1420,6 +1441,18 @@ static PyObject *parse_body(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* the kind, characters and length of `obj`, a str (TypeError otherwise) */
+static int read_str(PyObject *obj, int *kind, const void **text, Py_ssize_t *length) {
+    if (!PyUnicode_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "expected a str");
+        return -1;
+    }
+    *kind = PyUnicode_KIND(obj);
+    *text = PyUnicode_DATA(obj);
+    *length = PyUnicode_GET_LENGTH(obj);
+    return 0;
+}
+
 /* the end (past its ']') of the class opening at i, read as the dialect's scans read it:
  * escapes skip the next character, the first unescaped ']' closes it; -1 when it never
  * closes (a lone backslash at the end included) */
@@ -1437,13 +1470,10 @@ static Py_ssize_t class_end(int kind, const void *text, Py_ssize_t length, Py_ss
  * and classes whole: formcast.regex.dialect._is_atom's scan of a parenthesized regex */
 static PyObject *group_spans_all(PyObject *module, PyObject *regex) {
     (void)module;
-    if (!PyUnicode_Check(regex)) {
-        PyErr_SetString(PyExc_TypeError, "expected a str");
-        return NULL;
-    }
-    int kind = PyUnicode_KIND(regex);
-    const void *text = PyUnicode_DATA(regex);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(regex), depth = 0;
+    int kind;
+    const void *text;
+    Py_ssize_t length, depth = 0;
+    if (read_str(regex, &kind, &text, &length) < 0) return NULL;
     for (Py_ssize_t i = 0; i < length;) {
         Py_UCS4 c = PyUnicode_READ(kind, text, i);
         if (c == '(') {
@@ -1470,13 +1500,10 @@ static PyObject *group_spans_all(PyObject *module, PyObject *regex) {
  * classes whole: formcast.regex.dialect.calls's scan */
 static PyObject *call_names(PyObject *module, PyObject *regex) {
     (void)module;
-    if (!PyUnicode_Check(regex)) {
-        PyErr_SetString(PyExc_TypeError, "expected a str");
-        return NULL;
-    }
-    int kind = PyUnicode_KIND(regex);
-    const void *text = PyUnicode_DATA(regex);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(regex);
+    int kind;
+    const void *text;
+    Py_ssize_t length;
+    if (read_str(regex, &kind, &text, &length) < 0) return NULL;
     PyObject *names = PyList_New(0);
     if (!names) return NULL;
     for (Py_ssize_t i = 0; i < length;) {
@@ -1513,54 +1540,17 @@ static PyObject *call_names(PyObject *module, PyObject *regex) {
     return names;
 }
 
-static int is_hex(Py_UCS4 c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* the end (past its ')') of the alternation of literals whose "(?:" is at i, as
- * formcast.automaton.choices.LITERAL_ALTERNATION reads one (plain characters, escapes of
- * punctuation, \xHH and bars), with the bars of its text counted (escaped ones too, as
- * choice_characters counts them); -1 when the group is not one */
-static Py_ssize_t literal_group_end(int kind, const void *text, Py_ssize_t length, Py_ssize_t i,
-                                    Py_ssize_t *bars) {
-    *bars = 0;
-    for (Py_ssize_t j = i + 3; j < length;) {
-        Py_UCS4 c = PyUnicode_READ(kind, text, j);
-        if (c == ')') return j + 1;
-        if (c == '\\') {
-            if (j + 1 >= length) return -1;
-            Py_UCS4 d = PyUnicode_READ(kind, text, j + 1);
-            if (d == 'x' && j + 3 < length && is_hex(PyUnicode_READ(kind, text, j + 2)) &&
-                is_hex(PyUnicode_READ(kind, text, j + 3))) {
-                j += 4;
-            } else if (!is_ascii_alnum(d)) {
-                if (d == '|') (*bars)++; /* the scan counts every bar of the body */
-                j += 2;
-            } else {
-                return -1;
-            }
-        } else if (c == '^' || c == '$' || c == '.' || c == '?' || c == '*' || c == '+' ||
-                   c == '(' || c == '[' || c == '{') {
-            return -1;
-        } else {
-            if (c == '|') (*bars)++;
-            j++;
-        }
-    }
-    return -1;
-}
-
 /* how many characters of `pattern` lie in alternations of at least `min_words` literals:
  * formcast.automaton.choices.choice_characters's scan (matches found left to right, never
  * overlapping) */
 static PyObject *choice_span(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *pattern;
-    Py_ssize_t min_words;
-    if (!PyArg_ParseTuple(args, "Un", &pattern, &min_words)) return NULL;
-    int kind = PyUnicode_KIND(pattern);
-    const void *text = PyUnicode_DATA(pattern);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(pattern), found = 0;
+    Py_ssize_t min_words, length, found = 0;
+    int kind;
+    const void *text;
+    if (!PyArg_ParseTuple(args, "On", &pattern, &min_words)) return NULL;
+    if (read_str(pattern, &kind, &text, &length) < 0) return NULL;
     for (Py_ssize_t i = 0; i + 2 < length;) {
         if (PyUnicode_READ(kind, text, i) != '(' || PyUnicode_READ(kind, text, i + 1) != '?' ||
             PyUnicode_READ(kind, text, i + 2) != ':') {
