@@ -152,8 +152,28 @@ class DistanceTables:
     def _scope_tables(
         self, weights: npt.NDArray[np.int64] | None, call_costs: tuple[int, ...] | None, key: _Key
     ) -> dict[int, ScopeDistances]:
-        """Distances to each scope's target: the blocks' (children before parents, shared
-        with automata over the same edges), then the top scope's."""
+        """Distances to each scope's target: the blocks' (children before parents) and the
+        top scope's graph, built once per cost key for every automaton over these edges,
+        then the search from this automaton's own end."""
+        nfa = self._nfa
+        shared = self._shared
+        found = shared.blocks.get(key)
+        if found is None:
+            byte_ok = self._byte_costs(weights, call_costs)
+            blocks = self._block_tables(byte_ok)
+            top = self._scope_graph(blocks, byte_ok, 0, nfa.concrete_states, self._tree.top)
+            found = (blocks, top)
+            _keep(shared.blocks, key, found)
+        blocks, top = found
+        tables = dict(blocks)
+        tables[-1] = top.search(nfa.final)
+        return tables
+
+    def _byte_costs(
+        self, weights: npt.NDArray[np.int64] | None, call_costs: tuple[int, ...] | None
+    ) -> npt.NDArray[np.int64]:
+        """The cost of each byte edge (:data:`UNREACHABLE`: not usable); a call edge
+        costs its callee's completion, its digits nothing."""
         nfa = self._nfa
         if weights is None:
             byte_ok = np.ones(nfa.byte_src.size, dtype=np.int64)
@@ -167,17 +187,7 @@ class DistanceTables:
             byte_ok[digits] = 0
             callee_costs = np.asarray(call_costs, dtype=np.int64)[callees]
             byte_ok[calls] = np.minimum(callee_costs, UNREACHABLE)
-        shared = self._shared
-        found = shared.blocks.get(key)
-        if found is None:
-            blocks = self._block_tables(byte_ok)
-            top = self._scope_graph(blocks, byte_ok, 0, nfa.concrete_states, self._tree.top)
-            found = (blocks, top)
-            _keep(shared.blocks, key, found)
-        blocks, top = found
-        tables = dict(blocks)
-        tables[-1] = top.search(nfa.final)
-        return tables
+        return byte_ok
 
     def _block_tables(self, byte_ok: npt.NDArray[np.int64]) -> dict[int, ScopeDistances]:
         """Distances to each block template's end, children before parents."""

@@ -392,17 +392,16 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         it is computed once per tuple of tops (caller holds the lock)."""
         found = self._layouts.get(tops)
         if found is None:
-            info = self._machines.info
-            if len(tops) == 1:  # the usual state: one parse, its targets are the columns
-                ((machine, state),) = tops
-                step = info(machine, state).row
-                live = np.flatnonzero(step)
-                columns, inverse = _distinct_targets(step[live].tolist())
+            if len(tops) == 1:  # one top under several stacks: its targets are the columns
+                live, targets, single = self._single_layout(*tops[0])
+                found = (live, [(target,) for target in targets], single)
             else:
+                info = self._machines.info
                 steps = np.stack([info(machine, state).row for machine, state in tops])
                 live = np.flatnonzero(steps.any(axis=0))
                 columns, inverse = _distinct_columns(steps[:, live])
-            found = self._layouts[tops] = (live, columns, np.asarray(inverse, dtype=np.intp))
+                found = (live, columns, np.asarray(inverse, dtype=np.intp))
+            self._layouts[tops] = found
         return found
 
     def _successor(self, groups: list[list[int]], targets: tuple[int, ...]) -> int:
@@ -498,14 +497,6 @@ def _distinct_columns(steps: npt.NDArray[np.int32]) -> tuple[list[tuple[int, ...
         first_seen.setdefault(column, len(first_seen)) for column in map(tuple, steps.T.tolist())
     ]
     return list(first_seen), inverse
-
-
-def _distinct_targets(targets: list[int]) -> tuple[list[tuple[int, ...]], list[int]]:
-    """:func:`_distinct_columns` of a single row, ``targets``: columns of one entry,
-    found by int keys rather than tuples."""
-    first_seen: dict[int, int] = {}
-    inverse = [first_seen.setdefault(target, len(first_seen)) for target in targets]
-    return [(target,) for target in first_seen], inverse
 
 
 def _csr(name: str, groups: list[list[int]]) -> dict[str, npt.NDArray[np.int64]]:

@@ -111,6 +111,7 @@ class _Translator:
         from_text: FromText | None = None,
         limits: Limits = DEFAULT_LIMITS,
         references: References | None = None,
+        carried: dict[Any, _Translated] | None = None,
     ) -> None:
         """``max_depth``: how many times recursion is unrolled (None: exact, through
         recursive definitions); ``any_depth``: nesting of unconstrained values (None: any,
@@ -118,7 +119,8 @@ class _Translator:
         sub-schema regexes become definitions (without it, regexes past
         ``limits.unshared_regex_length`` characters raise :class:`TooLarge`); ``from_text``:
         the options applied to every plain string value without its own keyword;
-        ``references``: the resolver of ``root``, shared by the passes over it."""
+        ``references``: the resolver of ``root``, shared by the passes over it;
+        ``carried``: what the previous pass hands over (:meth:`carry_over`)."""
         self.mode = mode
         self.number_token = SPECIFICATION_NUMBER if mode == "specification" else NUMBER
         self.formats_asserted = asserts_formats(root)
@@ -140,7 +142,7 @@ class _Translator:
         # (schema ids, refs, plain_strings) -> the translation, with the parts kept alive
         self._translated: dict[Any, _Translated] = {}
         # translations of an earlier pass that this one would write alike (carry_over)
-        self._carried: dict[Any, _Translated] = {}
+        self._carried: dict[Any, _Translated] = carried or {}
         # per gen() frame: whether its regex depends on the pass (see carry_over)
         self._pass_dependent: list[bool] = []
         self._any: dict[int, str] = {}
@@ -588,9 +590,17 @@ def loaded_schema_to_regex(
         carried: dict[Any, _Translated] = {}
         while True:
             translator = _Translator(
-                root, mode, spaces, depth, any_depth, share_long, text_default, limits, references
+                root,
+                mode,
+                spaces,
+                depth,
+                any_depth,
+                share_long,
+                text_default,
+                limits,
+                references,
+                carried,
             )
-            translator._carried = carried
             try:
                 result = translator.gen([Part(root, "")], ("",))
                 if translator.exact:
