@@ -35,6 +35,21 @@ typedef long long ll;
 #define VIRTUAL_BASE ((ll)1 << 40) /* formcast.automaton.nfa.VIRTUAL_BASE */
 #define VIRTUAL_LIMIT ((ll)1 << 62)
 
+/* `data` (an array of `*cap` items of `item` bytes) with room for `needed` items, its
+ * capacity doubled as often as that takes; NULL with MemoryError set when it cannot be */
+static void *with_room(void *data, Py_ssize_t *cap, Py_ssize_t needed, size_t item) {
+    if (data && needed <= *cap) return data;
+    Py_ssize_t grown = *cap > 0 ? *cap : 8;
+    while (grown < needed) grown *= 2;
+    void *moved = realloc(data, (size_t)grown * item);
+    if (!moved) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *cap = grown;
+    return moved;
+}
+
 /* ------------------------------------------------------------------ Int64List
  * A growable array of int64 that reads like a list (len, [i], [a:b] as a list, iteration,
  * append, extend) and exports its items as a read-only int64 buffer (numpy reads it
@@ -54,16 +69,9 @@ static int grow(Int64List *self, Py_ssize_t extra) {
         PyErr_SetString(PyExc_BufferError, "an Int64List cannot grow while its buffer is exported");
         return -1;
     }
-    if (self->len + extra <= self->cap) return 0;
-    Py_ssize_t cap = self->cap ? self->cap : 64;
-    while (cap < self->len + extra) cap *= 2;
-    int64_t *data = realloc(self->data, (size_t)cap * sizeof(int64_t));
-    if (!data) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    int64_t *data = with_room(self->data, &self->cap, self->len + extra, sizeof(int64_t));
+    if (!data) return -1;
     self->data = data;
-    self->cap = cap;
     return 0;
 }
 
@@ -261,16 +269,9 @@ typedef struct {
 #define CH(p, i) PyUnicode_READ((p)->kind, (p)->text, (i))
 
 static int push(FragVec *v, Frag f) {
-    if (v->len == v->cap) {
-        Py_ssize_t cap = v->cap ? v->cap * 2 : 8;
-        Frag *data = realloc(v->data, (size_t)cap * sizeof(Frag));
-        if (!data) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        v->data = data;
-        v->cap = cap;
-    }
+    Frag *data = with_room(v->data, &v->cap, v->len + 1, sizeof(Frag));
+    if (!data) return -1;
+    v->data = data;
     v->data[v->len++] = f;
     return 0;
 }
@@ -383,15 +384,9 @@ static int byte_chain(Parser *p, const unsigned char *data, Py_ssize_t k, Frag *
 
 /* the UTF-8 chain of code points cps[0..count); a lone surrogate makes the language empty */
 static int literal(Parser *p, const Py_UCS4 *cps, Py_ssize_t count, Frag *out) {
-    if (p->bytes_cap < 4 * count) {
-        unsigned char *bytes = realloc(p->bytes, (size_t)(4 * count));
-        if (!bytes) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        p->bytes = bytes;
-        p->bytes_cap = 4 * count;
-    }
+    unsigned char *bytes = with_room(p->bytes, &p->bytes_cap, 4 * count, 1);
+    if (!bytes) return -1;
+    p->bytes = bytes;
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         Py_UCS4 c = cps[i];
@@ -603,15 +598,9 @@ static int starts_with(Parser *p, Py_ssize_t pos, const char *prefix) {
 /* the literal run at pos: plain characters and escaped punctuation (parse.py's
  * _LITERAL_RUN), unescaped into p->run; returns its end, or -1 when nothing matched */
 static Py_ssize_t literal_run(Parser *p, Py_ssize_t pos, Py_ssize_t size, Py_ssize_t *count) {
-    if (p->run_cap < size - pos) {
-        Py_UCS4 *run = realloc(p->run, (size_t)(size - pos) * sizeof(Py_UCS4));
-        if (!run) {
-            PyErr_NoMemory();
-            return -2;
-        }
-        p->run = run;
-        p->run_cap = size - pos;
-    }
+    Py_UCS4 *run = with_room(p->run, &p->run_cap, size - pos, sizeof(Py_UCS4));
+    if (!run) return -2;
+    p->run = run;
     Py_ssize_t i = pos, k = 0;
     while (i < size) {
         Py_UCS4 c = CH(p, i);
@@ -1087,6 +1076,16 @@ error:
     return -1;
 }
 
+/* close the innermost level: its own items and branches go, the enclosing ones return */
+static Level pop_level(Level *stack, Py_ssize_t *depth, FragVec *items, FragVec *branches) {
+    free(items->data);
+    free(branches->data);
+    Level level = stack[--*depth];
+    *items = level.items;
+    *branches = level.branches;
+    return level;
+}
+
 static void free_level(Level *level) {
     free(level->items.data);
     free(level->branches.data);
@@ -1315,16 +1314,9 @@ static int parse_loop(Parser *p, Py_ssize_t pos, Py_ssize_t size, int dotall, Fr
                     }
                 }
             }
-            if (depth == stack_cap) {
-                Py_ssize_t cap = stack_cap ? stack_cap * 2 : 16;
-                Level *grown = realloc(stack, (size_t)cap * sizeof(Level));
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto fail;
-                }
-                stack = grown;
-                stack_cap = cap;
-            }
+            Level *grown = with_room(stack, &stack_cap, depth + 1, sizeof(Level));
+            if (!grown) goto fail;
+            stack = grown;
             Level level = {items, branches, pos, dotall};
             stack[depth++] = level;
             FragVec none = {0};
@@ -1342,12 +1334,7 @@ static int parse_loop(Parser *p, Py_ssize_t pos, Py_ssize_t size, int dotall, Fr
                 goto fail;
             }
             if (depth == p->define_level) { /* the end of the definitions */
-                free(items.data);
-                free(branches.data);
-                Level level = stack[--depth];
-                items = level.items;
-                branches = level.branches;
-                dotall = level.dotall;
+                dotall = pop_level(stack, &depth, &items, &branches).dotall;
                 p->define_level = -1;
                 quantifiable = 0; /* "(?(DEFINE)...)*" repeats nothing */
                 pos += 1;
@@ -1357,11 +1344,7 @@ static int parse_loop(Parser *p, Py_ssize_t pos, Py_ssize_t size, int dotall, Fr
             TRY(sequence(p, &items, &item));
             TRY(push(&branches, item));
             TRY(alternation(p, &branches, &group));
-            free(items.data);
-            free(branches.data);
-            Level level = stack[--depth];
-            items = level.items;
-            branches = level.branches;
+            Level level = pop_level(stack, &depth, &items, &branches);
             dotall = level.dotall;
             if (depth == p->define_level) {
                 PyObject *tuple = frag_tuple(group);
