@@ -485,3 +485,148 @@ def test_first_byte_split_refuses_targets_whose_rows_are_not_built() -> None:
         native_walk.first_byte_split(table, 1, plain, by_first, lists)
     with pytest.raises(ValueError, match="live state"):
         native_walk.first_byte_split(table, 3, plain, by_first, lists)
+
+
+# -- a state's first visit in one call (formcast/_row_visit.c) ------------------------------
+VISIT_PATTERNS = [
+    # an object key: declared names and free keys (index._first_byte_row's way)
+    r'\{(?:"(?:alpha|alps|beta|name|namespace|[^"\\]*)":(?:[0-9]{1,3}|"[^"\\]*"|true),?)*\}',
+    # strings: free, counted to a bound, with a floor (the chain of plain bytes)
+    r'"[^"\\]*"|"[^"\\]{2,7}"x',
+    r'\["(?:[^"\\]|\\n){0,40}"(?:,"[a-z ]{1,5}")*\]',
+    # neither: numbers, words, a choice (the whole trie)
+    r"(?:-?[0-9]+(?:\.[0-9]{1,4})?|true|false|null|abc|abd|[0-9a-f]{8})",
+]
+# printable ASCII and words, three of them repeated (their rows take the original's state)
+VISIT_TOKENS = [
+    b"",
+    *[bytes([b]) for b in range(32, 127)],
+    *[w.encode() for w in ["alpha", "al", "alps", "beta", "name", "names", "pace", '":', '","']],
+    *[w.encode() for w in ["abc", "12", "3.5", "true", "fa", "lse", "null", " de", "xyz", "\\n"]],
+    b"\xc3\xa9",
+    b"na",
+    b"na",
+    b'":',
+]
+
+
+def _visits(index: TokenIndex, states: list[int]) -> list[int]:
+    """The kind of each state's visit (its first item), from a fresh index."""
+    import formcast.index
+
+    fresh = TokenIndex(index.automaton, index.vocabulary)
+    visitor = formcast.index._visitor(index.vocabulary)
+    kinds = []
+    for state in states:
+        found = index.automaton.visit_building(
+            lambda table, builder, state=state: visitor.visit(table, state, builder)
+        )
+        assert found is not None
+        kinds.append(found[0])
+        fresh._row(state)
+    return kinds
+
+
+@pytest.mark.parametrize("repeated", [False, True], ids=["unique", "repeated tokens"])
+@pytest.mark.parametrize("pattern", VISIT_PATTERNS)
+def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
+    pattern: str, repeated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every reachable state's row, mask and steps by the Visitor's one call are those of
+    index.py's ways taken one call at a time (on the same automaton, so the same state
+    numbers), and the brute force's; the patterns between them take each of its ways."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    tokens = VISIT_TOKENS if repeated else list(dict.fromkeys(VISIT_TOKENS))
+    vocabulary = Vocabulary.from_token_bytes(tokens, [0])
+    assert bool(vocabulary.token_trie.repeats.size) == repeated
+    automaton = LazyAutomaton(pattern)
+    visited = TokenIndex(automaton, vocabulary)
+    states = _reachable(visited, 150)
+    kinds = _visits(visited, states)
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    reference = TokenIndex(automaton, vocabulary)
+    probes = range(-1, vocabulary.size + 2)
+    for state in states:
+        assert (
+            index_row(visited, state)
+            == index_row(reference, state)
+            == brute_force_row(visited, state)
+        )
+        assert np.array_equal(
+            visited.packed_mask(state, vocabulary.size + 40),
+            reference.packed_mask(state, vocabulary.size + 40),
+        )
+        assert [visited.next_state(state, t) for t in probes] == [
+            reference.next_state(state, t) for t in probes
+        ]
+    assert formcast.index._VISIT_SORTED in kinds or formcast.index._VISIT_PAIRS in kinds
+    expected = {
+        0: formcast.index._VISIT_FIRST_BYTE,
+        1: formcast.index._VISIT_CHAIN,
+        2: formcast.index._VISIT_CHAIN,
+    }.get(VISIT_PATTERNS.index(pattern))
+    assert expected is None or expected in kinds, kinds
+
+
+def _reachable(index: TokenIndex, limit: int) -> list[int]:
+    seen, frontier = {index.initial_state}, [index.initial_state]
+    while frontier and len(seen) < limit:
+        for following in index.row(frontier.pop())[1].tolist():
+            if following not in seen:
+                seen.add(following)
+                frontier.append(following)
+    return sorted(seen)[:limit]
+
+
+def test_a_visitor_refuses_bad_arguments() -> None:
+    """A Visitor checks what it is given against what it reads: tries of nine arrays,
+    token ids below the size, plain_root nodes of the plain trie, a live state of the
+    table and a writable table; each otherwise raises instead of reading out of bounds."""
+    import formcast.index
+
+    assert native_walk is not None
+    vocabulary = Vocabulary.from_token_bytes(VISIT_TOKENS, [0])
+    plain_trie = vocabulary.plain_trie
+    arguments: list[Any] = [
+        vocabulary.token_trie.flat.arrays,
+        vocabulary.other_trie.flat.arrays,
+        plain_trie.flat.arrays,
+        plain_trie.flat.root_children,
+        formcast.index._PLAIN_BYTES_U8,
+        vocabulary.plain_bits,
+        vocabulary.plain_bits_by_first,
+        (0, 0),
+        vocabulary.size,
+        plain_trie.max_length + 1,
+        32,
+        3,
+    ]
+    native_walk.Visitor(*arguments)  # the arguments as index.py gives them
+    changes: list[tuple[int, Any, str]] = [
+        (0, vocabulary.token_trie.flat.arrays[:8], "as 9 arrays"),
+        (8, 3, "token ids below"),
+        (3, np.full(256, plain_trie.flat.node_count, dtype=np.int32), "plain_root"),
+        (6, vocabulary.plain_bits_by_first[:10], "bits_by_first"),
+        (11, 0, "positive"),
+    ]
+    for position, value, message in changes:
+        changed = list(arguments)
+        changed[position] = value
+        with pytest.raises((ValueError, TypeError), match=message):
+            native_walk.Visitor(*changed)
+    visitor = native_walk.Visitor(*arguments)
+    automaton = LazyAutomaton(r'"[a-z]*"')
+    builder = (automaton._native_nfa(), automaton._accepting, automaton._sets, automaton._ids)
+    if builder[0] is None:
+        pytest.skip("formcast._subset was not built")
+    for state in (DEAD, automaton.table.shape[0]):
+        with pytest.raises(ValueError, match="live state"):
+            visitor.visit(automaton.table, state, builder)
+    frozen = automaton.table.copy()
+    frozen.setflags(write=False)
+    with pytest.raises((ValueError, BufferError)):
+        visitor.visit(frozen, automaton.initial, builder)

@@ -44,58 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNBUILT (-1)
-#define DEAD 0
-
-typedef struct {
-    int32_t node;
-    int32_t state;
-} Entry;
-
-/* The row construction formcast._subset exports (the capsule SUBSET_API; the same
- * signature there): build the row of a DFA state into the table, registering the states
- * it adds. Returns 1 built, 0 built already, 2 no room for its new states, -1 error. */
-typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
-                          uint8_t *accepting, PyObject *sets, PyObject *ids);
-#define SUBSET_API "formcast._subset._build_state"
-
-typedef struct {
-    const int32_t *table;
-    Py_ssize_t states; /* rows of the table */
-    /* the rows' builder, when the walk builds them (else NULL: they are left pending) */
-    BuildState build;
-    int32_t *writable_table;
-    uint8_t *accepting;
-    PyObject *nfa, *sets, *ids;
-    const uint8_t *node_byte;
-    const int32_t *node_token;
-    const int32_t *child_first;
-    const int32_t *child_count;
-    const int32_t *subtree_first;
-    const int32_t *subtree_stop;
-    const uint8_t *node_large;
-    const uint64_t *below_bytes; /* four words a node */
-    Py_ssize_t nodes;
-    const int32_t *token_ids;
-    Py_ssize_t tokens;
-    int32_t *out_ids;
-    int32_t *out_states;
-    Py_ssize_t out_size;
-    Py_ssize_t filled;
-    int32_t *pending_nodes;
-    int32_t *pending_states;
-    Py_ssize_t pending_size;
-    Py_ssize_t pending;
-} Walk;
-
-enum {
-    WALK_OK = 0,
-    WALK_NO_MEMORY = 1,
-    WALK_BAD_NODE = 2,
-    WALK_BAD_STATE = 3,
-    WALK_FULL = 4,
-    WALK_ERROR = 5 /* the builder failed: its exception is set */
-};
+#include "_trie_walk.h"
 
 /* Whether the entries of `state` for the children of `node` are all built. A table
  * whose rows are built whole (TableAutomaton) or entry by entry (BoundAutomaton) is read
@@ -109,7 +58,7 @@ static int children_built(const Walk *w, int32_t node, int32_t state) {
 }
 
 /* The index of the lowest set bit of a non-zero word. */
-static int lowest_bit(uint64_t bits) {
+int lowest_bit(uint64_t bits) {
 #if defined(__GNUC__) || defined(__clang__)
     return __builtin_ctzll(bits);
 #else
@@ -223,7 +172,7 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     return WALK_OK;
 }
 
-static int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
+int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
                Py_ssize_t frontier) {
     Py_ssize_t room = frontier > 1024 ? frontier : 1024, depth = 0;
     Entry *stack = malloc((size_t)room * sizeof(Entry));
@@ -239,13 +188,7 @@ static int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_s
     return status;
 }
 
-/* Buffers, with the item size and count each must have. */
-typedef struct {
-    Py_buffer view;
-    int held;
-} Held;
-
-static int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize,
+int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize,
                 Py_ssize_t minimum, const char *name) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(object, &held->view, flags) < 0) return -1;
@@ -271,7 +214,67 @@ static int take_two(PyObject *args, const char *format, Held held[2], int first_
     return take(second, &held[1], 1, 4, 0, second_name);
 }
 
-static void release(Held *held, int count) {
+/* Take the nine buffers of a flattened trie (see vocabulary.FlatTrie.arrays), each
+ * checked against the node count. Returns -1 with an exception set; the caller releases
+ * `held` (TRIE_ARRAYS entries) either way. */
+int take_trie(PyObject *const *arrays, Held *held, TrieArrays *trie) {
+    if (take(arrays[0], &held[0], 0, 1, 1, "node_byte") < 0) return -1;
+    trie->node_byte = held[0].view.buf;
+    trie->nodes = held[0].view.len;
+    const char *names[] = {"node_token", "child_first", "child_count", "subtree_first",
+                           "subtree_stop"};
+    const int32_t **node_arrays[] = {&trie->node_token, &trie->child_first,
+                                     &trie->child_count, &trie->subtree_first,
+                                     &trie->subtree_stop};
+    for (int i = 0; i < 5; i++) {
+        if (take(arrays[1 + i], &held[1 + i], 0, 4, trie->nodes, names[i]) < 0) return -1;
+        *node_arrays[i] = held[1 + i].view.buf;
+    }
+    if (take(arrays[6], &held[6], 0, 1, trie->nodes, "node_large") < 0) return -1;
+    trie->node_large = held[6].view.buf;
+    if (take(arrays[7], &held[7], 0, 8, 4 * trie->nodes, "below_bytes") < 0) return -1;
+    trie->below_bytes = held[7].view.buf;
+    if (take(arrays[8], &held[8], 0, 4, 0, "token_ids") < 0) return -1;
+    trie->token_ids = held[8].view.buf;
+    trie->tokens = held[8].view.len / 4;
+    return 0;
+}
+
+/* Point the walk at a trie's arrays. */
+void use_trie(Walk *w, const TrieArrays *trie) {
+    w->node_byte = trie->node_byte;
+    w->node_token = trie->node_token;
+    w->child_first = trie->child_first;
+    w->child_count = trie->child_count;
+    w->subtree_first = trie->subtree_first;
+    w->subtree_stop = trie->subtree_stop;
+    w->node_large = trie->node_large;
+    w->below_bytes = trie->below_bytes;
+    w->nodes = trie->nodes;
+    w->token_ids = trie->token_ids;
+    w->tokens = trie->tokens;
+}
+
+/* Set the exception of a walk's failed status (WALK_ERROR: the builder's is set). */
+void set_walk_error(int status) {
+    switch (status) {
+    case WALK_ERROR:
+        break;
+    case WALK_NO_MEMORY:
+        PyErr_NoMemory();
+        break;
+    case WALK_BAD_NODE:
+        PyErr_SetString(PyExc_ValueError, "expected trie nodes within the flattened trie");
+        break;
+    case WALK_BAD_STATE:
+        PyErr_SetString(PyExc_ValueError, "expected live states within the table");
+        break;
+    default:
+        PyErr_SetString(PyExc_ValueError, "expected output buffers large enough for the walk");
+    }
+}
+
+void release(Held *held, int count) {
     for (int i = 0; i < count; i++)
         if (held[i].held) PyBuffer_Release(&held[i].view);
 }
@@ -295,7 +298,7 @@ PyDoc_STRVAR(walk_doc,
 "the states its row would add. Without it the walk releases the GIL.");
 
 /* The row builder of formcast._subset, found once. */
-static BuildState subset_builder(void) {
+BuildState subset_builder(void) {
     static BuildState found = NULL;
     if (!found) found = (BuildState)PyCapsule_Import(SUBSET_API, 0);
     return found;
@@ -303,7 +306,7 @@ static BuildState subset_builder(void) {
 
 /* Set up a walk that builds rows: `builder` is (nfa, accepting, sets, ids), the table
  * already taken writable; the acceptance flags are held in `flags`. */
-static int start_building(Walk *w, PyObject *builder, Held *flags) {
+int start_building(Walk *w, PyObject *builder, Held *flags) {
     if (!PyTuple_Check(builder) || PyTuple_GET_SIZE(builder) != 4) {
         PyErr_SetString(PyExc_TypeError, "expected builder as (nfa, accepting, sets, ids)");
         return -1;
@@ -341,24 +344,9 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     w.table = held[0].view.buf;
     w.states = held[0].view.len / 4 / 256;
     if (building && start_building(&w, builder, &held[16]) < 0) goto done;
-    if (take(objects[1], &held[1], 0, 1, 1, "node_byte") < 0) goto done;
-    w.node_byte = held[1].view.buf;
-    w.nodes = held[1].view.len;
-    const char *names[] = {"node_token", "child_first", "child_count", "subtree_first",
-                           "subtree_stop"};
-    const int32_t **node_arrays[] = {&w.node_token, &w.child_first, &w.child_count,
-                                     &w.subtree_first, &w.subtree_stop};
-    for (int i = 0; i < 5; i++) {
-        if (take(objects[2 + i], &held[2 + i], 0, 4, w.nodes, names[i]) < 0) goto done;
-        *node_arrays[i] = held[2 + i].view.buf;
-    }
-    if (take(objects[7], &held[7], 0, 1, w.nodes, "node_large") < 0) goto done;
-    w.node_large = held[7].view.buf;
-    if (take(objects[8], &held[8], 0, 8, 4 * w.nodes, "below_bytes") < 0) goto done;
-    w.below_bytes = held[8].view.buf;
-    if (take(objects[9], &held[9], 0, 4, 0, "token_ids") < 0) goto done;
-    w.token_ids = held[9].view.buf;
-    w.tokens = held[9].view.len / 4;
+    TrieArrays trie;
+    if (take_trie(objects + 1, held + 1, &trie) < 0) goto done;
+    use_trie(&w, &trie);
     if (take(objects[10], &held[10], 0, 4, 0, "frontier_nodes") < 0) goto done;
     Py_ssize_t frontier = held[10].view.len / 4;
     if (take(objects[11], &held[11], 0, 4, frontier, "frontier_states") < 0) goto done;
@@ -387,24 +375,8 @@ static PyObject *walk(PyObject *module, PyObject *args) {
         status = run(&w, held[10].view.buf, held[11].view.buf, frontier);
         Py_END_ALLOW_THREADS
     }
-    switch (status) {
-    case WALK_ERROR:
-        break; /* the builder's exception is set */
-    case WALK_OK:
-        result = Py_BuildValue("(nn)", w.filled, w.pending);
-        break;
-    case WALK_NO_MEMORY:
-        PyErr_NoMemory();
-        break;
-    case WALK_BAD_NODE:
-        PyErr_SetString(PyExc_ValueError, "expected trie nodes within the flattened trie");
-        break;
-    case WALK_BAD_STATE:
-        PyErr_SetString(PyExc_ValueError, "expected live states within the table");
-        break;
-    default:
-        PyErr_SetString(PyExc_ValueError, "expected output buffers large enough for the walk");
-    }
+    if (status == WALK_OK) result = Py_BuildValue("(nn)", w.filled, w.pending);
+    else set_walk_error(status);
 done:
     release(held, ARGUMENTS);
     return result;
@@ -437,7 +409,7 @@ static void radix_pass(const int32_t *from_ids, const int32_t *from_states, int3
 
 /* Order the pairs by id in place, the DEAD ones left out (they are dropped before the
  * passes); returns how many are kept, or -1 when the scratch buffers cannot be had. */
-static Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count) {
+Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count) {
     Py_ssize_t kept = 0;
     uint32_t largest = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
@@ -928,6 +900,58 @@ done:
     return result;
 }
 
+/* The core of first_byte_split (see its docstring): `looping` holds the four lists of
+ * 256 entries each; counts gets (looping, walked, unread). -1 with ValueError set where a
+ * target lies outside the table or its row is not built. */
+int split_first_bytes(const int32_t *table, Py_ssize_t states, int32_t state,
+                      const uint8_t *plain, Py_ssize_t plains, uint8_t *by_first,
+                      int32_t *looping, Py_ssize_t counts[3]) {
+    const int32_t *row = table + (Py_ssize_t)state * 256;
+    int32_t *walked_bytes = looping + 256, *walked_states = looping + 512, *unread = looping + 768;
+    int32_t targets[256];
+    Py_ssize_t looped = 0, walked = 0, left = 0;
+    for (Py_ssize_t i = 0; i < plains; i++) {
+        int32_t target = row[plain[i]];
+        targets[i] = target;
+        if (target == DEAD) continue;
+        if (target < 0 || target >= states || table[(Py_ssize_t)target * 256] == UNBUILT) {
+            PyErr_Format(PyExc_ValueError, "expected built rows of the targets, found %d",
+                         (int)target);
+            return -1;
+        }
+        Py_ssize_t at = looped; /* where it goes in the sorted list of looping states */
+        while (at > 0 && looping[at - 1] > target) at--;
+        if (at > 0 && looping[at - 1] == target) continue; /* listed already */
+        const int32_t *next = table + (Py_ssize_t)target * 256;
+        int loops = 1;
+        for (Py_ssize_t j = 0; j < plains && loops; j++) loops = next[plain[j]] == target;
+        if (!loops) continue;
+        memmove(looping + at + 1, looping + at, (size_t)(looped - at) * sizeof(int32_t));
+        looping[at] = target;
+        looped++;
+    }
+    memset(by_first, 0, 256);
+    for (Py_ssize_t i = 0; i < plains; i++) {
+        int32_t target = targets[i];
+        Py_ssize_t code = 0;
+        for (Py_ssize_t k = 0; k < looped && !code; k++)
+            if (looping[k] == target) code = k + 1;
+        if (code) {
+            by_first[plain[i]] = (uint8_t)code;
+            continue;
+        }
+        unread[left++] = plain[i];
+        if (target != DEAD) {
+            walked_bytes[walked] = plain[i];
+            walked_states[walked++] = target;
+        }
+    }
+    counts[0] = looped;
+    counts[1] = walked;
+    counts[2] = left;
+    return 0;
+}
+
 PyDoc_STRVAR(first_byte_split_doc,
 "first_byte_split(table, state, plain, by_first, lists) -> (looping, walked, unread)\n"
 "\n"
@@ -959,8 +983,7 @@ static PyObject *first_byte_split(PyObject *module, PyObject *args) {
     const uint8_t *plain = held[1].view.buf;
     Py_ssize_t plains = held[1].view.len;
     uint8_t *by_first = held[2].view.buf;
-    int32_t *looping = held[3].view.buf, *walked_bytes = looping + 256;
-    int32_t *walked_states = looping + 512, *unread = looping + 768;
+    int32_t *looping = held[3].view.buf;
     if (state <= DEAD || state >= states) {
         PyErr_Format(PyExc_ValueError, "expected a live state below %zd, found %zd", states,
                      state);
@@ -970,46 +993,11 @@ static PyObject *first_byte_split(PyObject *module, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "expected at most 256 plain bytes, found %zd", plains);
         goto done;
     }
-    const int32_t *row = table + state * 256;
-    int32_t targets[256];
-    Py_ssize_t looped = 0, walked = 0, left = 0;
-    for (Py_ssize_t i = 0; i < plains; i++) {
-        int32_t target = row[plain[i]];
-        targets[i] = target;
-        if (target == DEAD) continue;
-        if (target < 0 || target >= states || table[(Py_ssize_t)target * 256] == UNBUILT) {
-            PyErr_Format(PyExc_ValueError, "expected built rows of the targets, found %d",
-                         (int)target);
-            goto done;
-        }
-        Py_ssize_t at = looped; /* where it goes in the sorted list of looping states */
-        while (at > 0 && looping[at - 1] > target) at--;
-        if (at > 0 && looping[at - 1] == target) continue; /* listed already */
-        const int32_t *next = table + (Py_ssize_t)target * 256;
-        int loops = 1;
-        for (Py_ssize_t j = 0; j < plains && loops; j++) loops = next[plain[j]] == target;
-        if (!loops) continue;
-        memmove(looping + at + 1, looping + at, (size_t)(looped - at) * sizeof(int32_t));
-        looping[at] = target;
-        looped++;
-    }
-    memset(by_first, 0, 256);
-    for (Py_ssize_t i = 0; i < plains; i++) {
-        int32_t target = targets[i];
-        Py_ssize_t code = 0;
-        for (Py_ssize_t k = 0; k < looped && !code; k++)
-            if (looping[k] == target) code = k + 1;
-        if (code) {
-            by_first[plain[i]] = (uint8_t)code;
-            continue;
-        }
-        unread[left++] = plain[i];
-        if (target != DEAD) {
-            walked_bytes[walked] = plain[i];
-            walked_states[walked++] = target;
-        }
-    }
-    result = Py_BuildValue("(nnn)", looped, walked, left);
+    Py_ssize_t counts[3];
+    if (split_first_bytes(table, states, (int32_t)state, plain, plains, by_first, looping,
+                          counts) < 0)
+        goto done;
+    result = Py_BuildValue("(nnn)", counts[0], counts[1], counts[2]);
 done:
     release(held, 4);
     return result;
@@ -1033,4 +1021,8 @@ static struct PyModuleDef module_def = {
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__trie_walk(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__trie_walk(void) {
+    PyObject *module = PyModule_Create(&module_def);
+    if (module && add_visitor_type(module) < 0) Py_CLEAR(module);
+    return module;
+}

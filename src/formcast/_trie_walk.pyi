@@ -67,3 +67,25 @@ def first_byte_split(
     lists: _Int32,
     /,
 ) -> tuple[int, int, int]: ...
+
+class Visitor:
+    """A state's first visit in one call (``_row_visit.c``); see
+    :meth:`formcast.index.TokenIndex._visited`."""
+
+    def __init__(
+        self,
+        all: tuple[npt.NDArray[Any], ...],
+        other: tuple[npt.NDArray[Any], ...],
+        plain: tuple[npt.NDArray[Any], ...],
+        plain_root: _Int32,
+        plain_bytes: npt.NDArray[np.uint8],
+        plain_bits: npt.NDArray[np.uint32],
+        bits_by_first: npt.NDArray[np.uint32],
+        repeats: tuple[int, int],
+        size: int,
+        links: int,
+        first_byte_min: int,
+        sorted_share: int,
+        /,
+    ) -> None: ...
+    def visit(self, table: _Int32, state: int, builder: tuple[Any, ...], /) -> tuple[Any, ...]: ...

@@ -496,7 +496,9 @@ class TokenIndex:
         words = (width + 31) // 32
         accepting = self.is_accepting(state)
         eos = self._eos_ids
-        if found.bits is not None and found.bits.size <= words:
+        if found.bits is not None and found.bits.size == words and not (accepting and eos.size):
+            packed = found.bits  # read-only from here: the row's bits are never written
+        elif found.bits is not None and found.bits.size <= words:
             # the bits the C scatter wrote: no pass over the row's ~50k ids
             packed = np.zeros(words, dtype=np.uint32)
             packed[: found.bits.size] = found.bits
@@ -584,6 +586,10 @@ class TokenIndex:
         prefixes follow the choice's trie without DFA rows (:meth:`_joint_step`)."""
         vocabulary = self.vocabulary
         joint = self._joint_automaton()
+        if joint is None:
+            visited = self._visited(state)
+            if visited is not None:
+                return visited
         chain = None
         if joint is None or joint.single_nodes(np.full(1, state, np.int32))[0, 0] == NO_NODE:
             chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
@@ -610,6 +616,23 @@ class TokenIndex:
             return _walk_natively(automaton, trie, state, finish)
         ids, states = self._walk_trie(trie, state, joint)
         return _sorted_by_token(ids, states, vocabulary.size, trie, plain, templates)
+
+    def _visited(self, state: int) -> _Row | None:
+        """The row of ``state`` by one C call, :class:`formcast._trie_walk.Visitor`'s
+        visit, which takes the ways below (the chain of plain bytes, an object's key, the
+        whole trie) and builds the rows it reads, where the automaton is a
+        :class:`LazyAutomaton` whose rows are built in C; ``None`` elsewhere (and where
+        those modules are not built). The same row as the ways below take one call at a
+        time: ~10 us less of Python around the walk at the median of maskbench's first
+        visits (see :func:`_row_of_visit`)."""
+        automaton = self.automaton
+        if native_walk is None or type(automaton) is not LazyAutomaton or state == DEAD:
+            return None
+        visitor = _visitor(self.vocabulary)
+        found = automaton.visit_building(
+            lambda table, builder: visitor.visit(table, state, builder)
+        )
+        return None if found is None else _row_of_visit(found, self.vocabulary)
 
     def _first_byte_row(self, state: int) -> _Row | None:
         """The row of a state whose plain bytes part ways but lead on, most of them, to
@@ -1282,6 +1305,7 @@ def _templated(
     size: int,
     trie: TokenTrie,
     templates: _PlainTemplates,
+    shape: bytes | None = None,
 ) -> _Row | None:
     """:func:`_scattered` of a row with plain tokens, from the template of its chain's
     shape (C ``scatter_on_template``): a copy of the template's codes and bits, the
@@ -1289,14 +1313,15 @@ def _templated(
     written over it; O(vocabulary / 8 + walked tokens), no pass over the plain tokens.
     ``None`` where the template does not apply (other plain tokens than ``templates``'
     ones, a chain of more than 255 states, a row of more than 255 states): the caller
-    then scatters the row."""
+    then scatters the row. ``shape``: the chain's, where known (else computed here)."""
     assert native_walk is not None
     plain_ids, _, chain = plain
     if plain_ids is not templates.ids or size != templates.size:
         return None
-    shape = _chain_shape(chain)
     if shape is None:
-        return None
+        shape = _chain_shape(chain)
+        if shape is None:
+            return None
     template_codes, template_bits = templates.of(shape)
     codes = np.empty(size, dtype=np.uint8)
     bits = np.empty(template_bits.size, dtype=np.uint32)
@@ -1426,6 +1451,83 @@ def _looked_up(
     palette = np.concatenate([[DEAD], looping]).astype(np.int32)
     lookup = _FirstByteLookup(vocabulary, by_first, palette, ids, states, ordered=ordered)
     return _Row(None, None, bits, lookup=lookup)
+
+
+# What a Visitor's visit answers (formcast/_row_visit.c): its first item
+_VISIT_SORTED, _VISIT_PAIRS, _VISIT_FIRST_BYTE, _VISIT_CHAIN = 1, 2, 3, 4
+_VISITORS: weakref.WeakKeyDictionary[Vocabulary, Any] = weakref.WeakKeyDictionary()
+
+
+def _visitor(vocabulary: Vocabulary) -> Any:
+    """The :class:`formcast._trie_walk.Visitor` of ``vocabulary`` (by its identity), made
+    on first use and dropped with it: it holds the vocabulary's three tries, its plain
+    tokens' bits (by first byte too: ~1 ms to build, 1.5 MB for 49k tokens) and buffers of
+    ~8 bytes a token and a trie node."""
+    found = _VISITORS.get(vocabulary)
+    if found is None:
+        assert native_walk is not None
+        with _TEMPLATES_LOCK:
+            found = _VISITORS.get(vocabulary)
+            if found is None:
+                plain_trie = vocabulary.plain_trie
+                found = native_walk.Visitor(
+                    vocabulary.token_trie.flat.arrays,
+                    vocabulary.other_trie.flat.arrays,
+                    plain_trie.flat.arrays,
+                    plain_trie.flat.root_children,
+                    _PLAIN_BYTES_U8,
+                    vocabulary.plain_bits,
+                    vocabulary.plain_bits_by_first,
+                    (vocabulary.token_trie.repeats.size, vocabulary.other_trie.repeats.size),
+                    vocabulary.size,
+                    plain_trie.max_length + 1,
+                    _FIRST_BYTE_MIN,
+                    _SORTED_SHARE,
+                )
+                _VISITORS[vocabulary] = found
+    return found
+
+
+def _ints(data: bytes) -> IntArray:
+    return np.frombuffer(data, dtype=np.int32)
+
+
+def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
+    """The row a Visitor's visit answered (its arrays as bytes, read in place): sorted
+    with its bits; a walk's pairs for :func:`_sorted_by_token`; an object key's row
+    (:meth:`TokenIndex._first_byte_row`); or a row inside a string, from the template of
+    its chain's shape (:func:`_templated`)."""
+    kind = found[0]
+    if kind == _VISIT_SORTED:
+        return _Row(_ints(found[1]), _ints(found[2]), np.frombuffer(found[3], dtype=np.uint32))
+    if kind == _VISIT_PAIRS:
+        trie = vocabulary.token_trie if found[3] == 0 else vocabulary.other_trie
+        return _sorted_by_token([_ints(found[1])], [_ints(found[2])], vocabulary.size, trie)
+    if kind == _VISIT_FIRST_BYTE:
+        _, ids, states, bits, by_first, palette, unread = found
+        by_first_codes = np.frombuffer(by_first, dtype=np.uint8)
+        palette_states = _ints(palette)
+        if bits is None:  # tokens repeat others: their states are looked up there
+            looping = palette_states[1:]
+            return _looked_up(
+                vocabulary, by_first_codes, looping, _ints(unread), [_ints(ids)], [_ints(states)]
+            )
+        lookup = _FirstByteLookup(
+            vocabulary, by_first_codes, palette_states, _ints(ids), _ints(states)
+        )
+        return _Row(None, None, np.frombuffer(bits, dtype=np.uint32), lookup=lookup)
+    if kind != _VISIT_CHAIN:
+        raise AssertionError(f"expected a visit's answer, found {found!r:.80}")
+    _, chain, shape, ids, states = found
+    plain = (vocabulary.plain_token_ids, vocabulary.plain_token_lengths, _ints(chain))
+    found_ids, reached = _ints(ids), _ints(states)
+    trie = vocabulary.other_trie
+    if shape is not None:
+        templates = _plain_templates(vocabulary)
+        templated = _templated(found_ids, reached, plain, vocabulary.size, trie, templates, shape)
+        if templated is not None:
+            return templated
+    return _scattered(found_ids, reached, plain, vocabulary.size, trie)
 
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:

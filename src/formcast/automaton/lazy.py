@@ -525,6 +525,29 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
             finally:
                 self._took_in()
 
+    def visit_building(
+        self, visit: Callable[[IntArray, tuple[Any, ...]], tuple[Any, ...]]
+    ) -> tuple[Any, ...] | None:
+        """``visit(table, builder)`` under the row lock (``builder`` as for
+        :meth:`walk_building`), called again with more room in the table while it answers
+        ``(0,)``: a :class:`formcast._trie_walk.Visitor`'s visit, which builds the rows it
+        reads and stops where a row's new states would not fit (the rows built stay
+        built). None where the C construction is not built."""
+        native = self._native_nfa()
+        if native is None:
+            return None
+        room = _ROOM
+        with self._lock:
+            while True:
+                self._reserve(room)
+                try:
+                    result = visit(self._table, (native, self._accepting, self._sets, self._ids))
+                finally:
+                    self._took_in()
+                if result[0]:
+                    return result
+                room = 2 * room + 1  # a row adds at most 256 states
+
     def _native_nfa(self) -> Any:
         """The NFA of the C subset construction (:mod:`formcast._subset`), made on the
         first row built, or None where that module was not built (or is switched off, as

@@ -1,0 +1,515 @@
+/* formcast._trie_walk.Visitor: the first visit of a state, in one call.
+ *
+ * index.py makes a state's row (the tokens it allows, and where each leads) the first time
+ * a cursor stands there. The row's walks, sorts and bit packing run in C already; what is
+ * left between them (which way to take, buffers, copies, the bits) cost more than they did
+ * at the median of maskbench's first visits. A Visitor holds one vocabulary's arrays for
+ * its life and takes a state through the whole decision of TokenIndex._walk_vocabulary
+ * for a LazyAutomaton whose rows formcast._subset builds, building the rows it reads:
+ *
+ * - the state's plain bytes (PLAIN_BYTES) all lead to one state, and so on down the chain
+ *   of plain bytes (a string's characters): the other tokens are walked and the chain
+ *   comes back with its shape, for the template of the plain tokens (index._templated);
+ * - else an object's key, where most plain bytes lead to states that loop on every plain
+ *   byte (index._first_byte_row): the plain tokens under the other first bytes and the
+ *   other tokens are walked, and the row's bits are the plain tokens' by first byte;
+ * - else the whole trie is walked.
+ *
+ * A row of fewer than 1 / sorted_share of the vocabulary comes back sorted, with its
+ * bits; a larger one, or one of a trie with repeated tokens, comes back as the walk's
+ * pairs, for index.py's scatter. The tests compare every row with index.py's own ways.
+ *
+ * Every row is built under the automaton's lock by the caller, with the GIL held (the
+ * builder makes Python objects). When the table lacks room for a row's new states, the
+ * visit stops and says so (VISIT_RETRY): the caller grows the table and calls again;
+ * the rows built so far stay built. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "_trie_walk.h"
+
+enum { VISIT_RETRY = 0, VISIT_SORTED = 1, VISIT_PAIRS = 2, VISIT_FIRST_BYTE = 3, VISIT_CHAIN = 4 };
+enum { TRIE_ALL = 0, TRIE_OTHER = 1, TRIE_PLAIN = 2, TRIES = 3 };
+enum { HELD_ROOT = 3 * TRIE_ARRAYS, HELD_PLAIN, HELD_BITS, HELD_BY_FIRST, VISITOR_BUFFERS };
+
+typedef struct {
+    PyObject_HEAD
+    Held held[VISITOR_BUFFERS];
+    TrieArrays tries[TRIES];
+    const int32_t *plain_root;     /* 256 entries: the plain trie's node of each byte, or -1 */
+    const uint8_t *plain_bytes;    /* the bytes that stand for themselves in a string */
+    Py_ssize_t plain_count;
+    const uint32_t *plain_bits;    /* the plain tokens, packed (words) */
+    const uint32_t *bits_by_first; /* the plain tokens by first byte (256 x words) */
+    Py_ssize_t size, words, links, first_byte_min, sorted_share;
+    Py_ssize_t repeats[2];         /* the repeated tokens of the whole trie and the other */
+    /* the walk's buffers, the chain's, and whether a visit holds them */
+    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain;
+    Py_ssize_t out_size, pending_size;
+    int busy;
+} Visitor;
+
+typedef struct {
+    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain;
+} Scratch;
+
+/* -- results ------------------------------------------------------------------------- */
+
+/* A tuple of `count` new references (stolen, released on failure); NULL if any is. */
+static PyObject *tuple_of(PyObject **items, int count) {
+    PyObject *tuple = NULL;
+    for (int i = 0; i < count; i++)
+        if (items[i] == NULL) goto fail;
+    tuple = PyTuple_New(count);
+    if (tuple == NULL) goto fail;
+    for (int i = 0; i < count; i++) PyTuple_SET_ITEM(tuple, i, items[i]);
+    return tuple;
+fail:
+    for (int i = 0; i < count; i++) Py_XDECREF(items[i]);
+    return NULL;
+}
+
+static PyObject *bytes_of(const void *data, Py_ssize_t size) {
+    return PyBytes_FromStringAndSize((const char *)data, size);
+}
+
+static PyObject *retry(void) {
+    PyObject *items[1] = {PyLong_FromLong(VISIT_RETRY)};
+    return tuple_of(items, 1);
+}
+
+/* -- rows of the automaton ----------------------------------------------------------- */
+
+/* Build the row of `state` if it is not: 1 built, 0 no room (or the builder gave up
+ * earlier in this visit), -1 error. */
+static int ensure_row(Walk *w, int32_t state) {
+    if (w->table[(Py_ssize_t)state * 256] != UNBUILT) return 1;
+    if (!w->build) return 0;
+    int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting, w->sets,
+                         w->ids);
+    if (built < 0) return -1;
+    if (built == 2) {
+        w->build = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether every plain byte leads from `row` to one state (written to *target). */
+static int one_plain_target(const Visitor *v, const int32_t *row, int32_t *target) {
+    int32_t first = row[v->plain_bytes[0]];
+    for (Py_ssize_t k = 1; k < v->plain_count; k++)
+        if (row[v->plain_bytes[k]] != first) return 0;
+    *target = first;
+    return 1;
+}
+
+/* chain[k], for 2 <= k < links: the one state k plain bytes lead to from chain[0] (DEAD
+ * stays DEAD, a loop stays put). 1 whole, 0 parted on the way, 2 no room, -1 error. */
+static int follow_chain(const Visitor *v, Walk *w, int32_t *chain) {
+    for (Py_ssize_t k = 2; k < v->links; k++) { /* chain[1] is the caller's */
+        int32_t current = chain[k - 1];
+        if (current == DEAD || current == chain[k - 2]) {
+            chain[k] = current;
+            continue;
+        }
+        int built = ensure_row(w, current);
+        if (built <= 0) return built < 0 ? -1 : 2;
+        if (!one_plain_target(v, w->table + (Py_ssize_t)current * 256, &chain[k])) return 0;
+    }
+    return 1;
+}
+
+/* The shape of the chain (index._chain_shape): byte k is 0 where chain[k] is DEAD, else 1
+ * + the index of chain[k] among the chain's distinct live states in order of first
+ * appearance; byte 0 is 0. None past 255 distinct states. */
+static PyObject *chain_shape(const Visitor *v, const int32_t *chain) {
+    PyObject *shape = PyBytes_FromStringAndSize(NULL, v->links);
+    if (shape == NULL) return NULL;
+    uint8_t *codes = (uint8_t *)PyBytes_AS_STRING(shape);
+    int32_t seen[255];
+    int distinct = 0;
+    codes[0] = 0;
+    for (Py_ssize_t k = 1; k < v->links; k++) {
+        int32_t state = chain[k];
+        if (state == DEAD) {
+            codes[k] = 0;
+            continue;
+        }
+        int code = 0;
+        for (int i = distinct - 1; i >= 0 && !code; i--) /* the latest first: runs repeat it */
+            if (seen[i] == state) code = i + 1;
+        if (!code) {
+            if (distinct == 255) {
+                Py_DECREF(shape);
+                Py_RETURN_NONE;
+            }
+            seen[distinct++] = state;
+            code = distinct;
+        }
+        codes[k] = (uint8_t)code;
+    }
+    return shape;
+}
+
+/* -- walks --------------------------------------------------------------------------- */
+
+/* Walk `trie` from the (node, state) pairs, appending to the walk's output. 1 done, 0
+ * stopped at a row without room, -1 error (exception set). */
+static int walk_from(const Visitor *v, Walk *w, int trie, const int32_t *nodes,
+                     const int32_t *states, Py_ssize_t count) {
+    use_trie(w, &v->tries[trie]);
+    w->pending = 0;
+    int status = run(w, nodes, states, count);
+    if (status != WALK_OK) {
+        set_walk_error(status);
+        return -1;
+    }
+    return w->pending == 0;
+}
+
+static int walk_root(const Visitor *v, Walk *w, int trie, int32_t state) {
+    const int32_t root = 0;
+    return walk_from(v, w, trie, &root, &state, 1);
+}
+
+/* The bits of sorted ids, every word written. */
+static void pack_sorted(const int32_t *ids, Py_ssize_t count, uint32_t *out, Py_ssize_t words) {
+    memset(out, 0, (size_t)words * 4);
+    for (Py_ssize_t i = 0; i < count; i++) out[ids[i] >> 5] |= (uint32_t)1 << (ids[i] & 31);
+}
+
+/* Sort the walk's pairs by token in place (no DEAD among them: the walk leaves dead
+ * ends out); -1 without memory. */
+static int sort_walked(int32_t *ids, int32_t *states, Py_ssize_t count) {
+    if (count > 64) return radix_sort_pairs(ids, states, count) < 0 ? -1 : 0;
+    for (Py_ssize_t i = 1; i < count; i++) {
+        int32_t id = ids[i], state = states[i];
+        Py_ssize_t at = i;
+        for (; at > 0 && ids[at - 1] > id; at--) {
+            ids[at] = ids[at - 1];
+            states[at] = states[at - 1];
+        }
+        ids[at] = id;
+        states[at] = state;
+    }
+    return 0;
+}
+
+/* The walk's pairs as a row: sorted with their bits when small and the trie repeats no
+ * token, else as they came, for index.py's scatter. */
+static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie) {
+    Py_ssize_t count = w->filled;
+    int repeats = v->repeats[trie == TRIE_ALL ? 0 : 1] > 0;
+    if (repeats || count * v->sorted_share > v->size) {
+        PyObject *items[4] = {PyLong_FromLong(VISIT_PAIRS), bytes_of(w->out_ids, count * 4),
+                              bytes_of(w->out_states, count * 4), PyLong_FromLong(trie)};
+        return tuple_of(items, 4);
+    }
+    if (sort_walked(w->out_ids, w->out_states, count) < 0) return PyErr_NoMemory();
+    PyObject *bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
+    if (bits) pack_sorted(w->out_ids, count, (uint32_t *)PyBytes_AS_STRING(bits), v->words);
+    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(w->out_ids, count * 4),
+                          bytes_of(w->out_states, count * 4), bits};
+    return tuple_of(items, 4);
+}
+
+/* -- the three ways ------------------------------------------------------------------ */
+
+static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int32_t *chain) {
+    int walked = walk_root(v, w, TRIE_OTHER, state);
+    if (walked <= 0) return walked < 0 ? NULL : retry();
+    if (v->links < 2 || chain[1] == DEAD) return finish_pairs(v, w, TRIE_OTHER); /* no plain */
+    PyObject *items[5] = {PyLong_FromLong(VISIT_CHAIN), bytes_of(chain, v->links * 4),
+                          chain_shape(v, chain), bytes_of(w->out_ids, w->filled * 4),
+                          bytes_of(w->out_states, w->filled * 4)};
+    return tuple_of(items, 5);
+}
+
+#define NOT_A_KEY ((PyObject *)1) /* first_byte_visit: the way does not apply */
+
+/* index._first_byte_row, and index._looked_up's bits where no token repeats another. */
+static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
+    const int32_t *row = w->table + (Py_ssize_t)state * 256;
+    /* an undeclared key starts with any byte no declared name starts with: '~' or '`' */
+    int32_t probe = row['~'] ? row['~'] : row['`'];
+    if (probe <= DEAD) return NOT_A_KEY;
+    int built = ensure_row(w, probe);
+    if (built <= 0) return built < 0 ? NULL : retry();
+    const int32_t *probed = w->table + (Py_ssize_t)probe * 256;
+    for (Py_ssize_t k = 0; k < v->plain_count; k++)
+        if (probed[v->plain_bytes[k]] != probe) return NOT_A_KEY;
+    Py_ssize_t following = 0;
+    for (Py_ssize_t k = 0; k < v->plain_count; k++) following += row[v->plain_bytes[k]] != DEAD;
+    if (following < v->first_byte_min) return NOT_A_KEY;
+    for (Py_ssize_t k = 0; k < v->plain_count; k++) {
+        int32_t target = row[v->plain_bytes[k]];
+        if (target == DEAD) continue;
+        built = ensure_row(w, target);
+        if (built <= 0) return built < 0 ? NULL : retry();
+    }
+    uint8_t by_first[256];
+    int32_t lists[4 * 256];
+    Py_ssize_t counts[3];
+    if (split_first_bytes(w->table, w->states, state, v->plain_bytes, v->plain_count, by_first,
+                          lists, counts) < 0)
+        return NULL;
+    Py_ssize_t looped = counts[0], walked = counts[1], unread = counts[2];
+    if (!looped) return NOT_A_KEY;
+    int done = walk_root(v, w, TRIE_OTHER, state);
+    if (done <= 0) return done < 0 ? NULL : retry();
+    if (walked) {
+        int32_t nodes[256], states[256];
+        Py_ssize_t starts = 0;
+        for (Py_ssize_t i = 0; i < walked; i++) {
+            int32_t node = v->plain_root[lists[256 + i] & 255];
+            if (node < 0) continue;
+            nodes[starts] = node;
+            states[starts++] = lists[512 + i];
+        }
+        done = walk_from(v, w, TRIE_PLAIN, nodes, states, starts);
+        if (done <= 0) return done < 0 ? NULL : retry();
+    }
+    PyObject *bits = Py_NewRef(Py_None);
+    if (!v->repeats[0]) { /* index._looked_up's bits; with repeats, it finishes the row */
+        Py_DECREF(bits);
+        bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
+        if (bits) {
+            uint32_t *out = (uint32_t *)PyBytes_AS_STRING(bits);
+            memcpy(out, v->plain_bits, (size_t)v->words * 4);
+            for (Py_ssize_t i = 0; i < unread; i++) {
+                const uint32_t *dropped = v->bits_by_first + (Py_ssize_t)lists[768 + i] * v->words;
+                for (Py_ssize_t k = 0; k < v->words; k++) out[k] &= ~dropped[k];
+            }
+            for (Py_ssize_t i = 0; i < w->filled; i++)
+                out[w->out_ids[i] >> 5] |= (uint32_t)1 << (w->out_ids[i] & 31);
+        }
+    }
+    PyObject *items[7] = {PyLong_FromLong(VISIT_FIRST_BYTE),
+                          bytes_of(w->out_ids, w->filled * 4),
+                          bytes_of(w->out_states, w->filled * 4),
+                          bits,
+                          bytes_of(by_first, 256),
+                          NULL,
+                          bytes_of(lists + 768, unread * 4)};
+    /* the palette of by_first's codes: DEAD, then the looping states */
+    int32_t palette[257];
+    palette[0] = DEAD;
+    memcpy(palette + 1, lists, (size_t)looped * 4);
+    items[5] = bytes_of(palette, (looped + 1) * 4);
+    return tuple_of(items, 7);
+}
+
+static PyObject *visit_state(const Visitor *v, Walk *w, int32_t state, int32_t *chain) {
+    int built = ensure_row(w, state);
+    if (built <= 0) return built < 0 ? NULL : retry();
+    chain[0] = state;
+    if (one_plain_target(v, w->table + (Py_ssize_t)state * 256, &chain[1])) {
+        int whole = follow_chain(v, w, chain);
+        if (whole < 0) return NULL;
+        if (whole == 2) return retry();
+        if (whole == 1) return chain_visit(v, w, state, chain);
+    }
+    PyObject *key = first_byte_visit(v, w, state);
+    if (key != NOT_A_KEY) return key;
+    int walked = walk_root(v, w, TRIE_ALL, state);
+    if (walked <= 0) return walked < 0 ? NULL : retry();
+    return finish_pairs(v, w, TRIE_ALL);
+}
+
+/* -- the type ------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(visit_doc,
+"visit(table, state, builder) -> tuple\n"
+"\n"
+"The first visit of `state` (see the module's source for the ways it takes): table is\n"
+"the automaton's int32 table (writable), builder its (nfa, accepting, sets, ids), as for\n"
+"walk(). Returns one of\n"
+"  (0,): the table lacks room; grow it and call again;\n"
+"  (1, ids, states, bits): a row sorted by token, with its packed bits;\n"
+"  (2, ids, states, trie): the walk's pairs of trie 0 (all) or 1 (other), unsorted;\n"
+"  (3, ids, states, bits, by_first, palette, unread): an object key's row\n"
+"      (index._first_byte_row): palette is DEAD, then the looping states that by_first's\n"
+"      codes 1, 2, ... stand for; unread the bytes by_first leaves at 0; bits None\n"
+"      where the vocabulary repeats tokens;\n"
+"  (4, chain, shape, ids, states): a row inside a string: the chain of plain bytes'\n"
+"      states, its shape (None past 255 states) and the other tokens' pairs.\n"
+"The arrays come as bytes (int32 ids and states, uint32 bits, uint8 by_first).");
+
+static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
+    PyObject *table, *builder;
+    Py_ssize_t state;
+    if (!PyArg_ParseTuple(args, "OnO:visit", &table, &state, &builder)) return NULL;
+    Held held[2];
+    memset(held, 0, sizeof(held));
+    Walk w;
+    memset(&w, 0, sizeof(w));
+    PyObject *result = NULL;
+    Scratch scratch = {self->out_ids, self->out_states, self->pending_nodes,
+                       self->pending_states, self->chain};
+    int own = self->busy; /* a visit inside a visit (another thread's): buffers of its own */
+    if (own) {
+        scratch.out_ids = malloc((size_t)self->out_size * 4);
+        scratch.out_states = malloc((size_t)self->out_size * 4);
+        scratch.pending_nodes = malloc((size_t)self->pending_size * 4);
+        scratch.pending_states = malloc((size_t)self->pending_size * 4);
+        scratch.chain = malloc((size_t)self->links * 4);
+        if (!scratch.out_ids || !scratch.out_states || !scratch.pending_nodes ||
+            !scratch.pending_states || !scratch.chain) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    self->busy = 1;
+    if (take(table, &held[0], 1, 4, 256, "the table") < 0) goto done;
+    w.table = held[0].view.buf;
+    w.states = held[0].view.len / 4 / 256;
+    if (start_building(&w, builder, &held[1]) < 0) goto done;
+    if (state <= DEAD || state >= w.states) {
+        PyErr_Format(PyExc_ValueError, "expected a live state below %zd, found %zd", w.states,
+                     state);
+        goto done;
+    }
+    w.out_ids = scratch.out_ids;
+    w.out_states = scratch.out_states;
+    w.out_size = self->out_size;
+    w.pending_nodes = scratch.pending_nodes;
+    w.pending_states = scratch.pending_states;
+    w.pending_size = self->pending_size;
+    result = visit_state(self, &w, (int32_t)state, scratch.chain);
+done:
+    release(held, 2);
+    if (own) {
+        free(scratch.out_ids);
+        free(scratch.out_states);
+        free(scratch.pending_nodes);
+        free(scratch.pending_states);
+        free(scratch.chain);
+    } else {
+        self->busy = 0;
+    }
+    return result;
+}
+
+static void Visitor_dealloc(Visitor *self) {
+    release(self->held, VISITOR_BUFFERS);
+    free(self->out_ids);
+    free(self->out_states);
+    free(self->pending_nodes);
+    free(self->pending_states);
+    free(self->chain);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Visitor(all, other, plain, plain_root, plain_bytes, plain_bits, bits_by_first,
+ *         repeats, size, links, first_byte_min, sorted_share) */
+static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
+    (void)kwargs;
+    PyObject *tries[TRIES], *root, *plain, *bits, *by_first, *repeats;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOOO!nnnn:Visitor", &PyTuple_Type, &tries[0],
+                          &PyTuple_Type, &tries[1], &PyTuple_Type, &tries[2], &root, &plain,
+                          &bits, &by_first, &PyTuple_Type, &repeats, &self->size,
+                          &self->links, &self->first_byte_min, &self->sorted_share))
+        return -1;
+    if (self->out_ids) {
+        PyErr_SetString(PyExc_TypeError, "expected a Visitor to be initialised once");
+        return -1;
+    }
+    for (int t = 0; t < TRIES; t++) {
+        if (PyTuple_GET_SIZE(tries[t]) != TRIE_ARRAYS) {
+            PyErr_Format(PyExc_ValueError, "expected a trie as %d arrays", TRIE_ARRAYS);
+            return -1;
+        }
+        if (take_trie(&PyTuple_GET_ITEM(tries[t], 0), self->held + t * TRIE_ARRAYS,
+                      &self->tries[t]) < 0)
+            return -1;
+    }
+    if (!PyArg_ParseTuple(repeats, "nn", &self->repeats[0], &self->repeats[1])) return -1;
+    self->words = (self->size + 31) / 32;
+    if (self->size < 1 || self->links < 1 || self->sorted_share < 1) {
+        PyErr_SetString(PyExc_ValueError, "expected a positive size, links and sorted_share");
+        return -1;
+    }
+    if (take(root, &self->held[HELD_ROOT], 0, 4, 256, "plain_root") < 0) return -1;
+    self->plain_root = self->held[HELD_ROOT].view.buf;
+    if (take(plain, &self->held[HELD_PLAIN], 0, 1, 1, "plain_bytes") < 0) return -1;
+    self->plain_bytes = self->held[HELD_PLAIN].view.buf;
+    self->plain_count = self->held[HELD_PLAIN].view.len;
+    if (self->plain_count > 256) {
+        PyErr_SetString(PyExc_ValueError, "expected at most 256 plain bytes");
+        return -1;
+    }
+    if (take(bits, &self->held[HELD_BITS], 0, 4, self->words, "plain_bits") < 0) return -1;
+    self->plain_bits = self->held[HELD_BITS].view.buf;
+    if (take(by_first, &self->held[HELD_BY_FIRST], 0, 4, 256 * self->words, "bits_by_first") <
+        0)
+        return -1;
+    self->bits_by_first = self->held[HELD_BY_FIRST].view.buf;
+    for (int t = 0; t < TRIES; t++) {
+        const TrieArrays *trie = &self->tries[t];
+        for (Py_ssize_t i = 0; i < trie->tokens; i++)
+            if (trie->token_ids[i] < 0 || trie->token_ids[i] >= self->size) {
+                PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
+                return -1;
+            }
+        if (trie->tokens > self->out_size) self->out_size = trie->tokens;
+        if (trie->nodes > self->pending_size) self->pending_size = trie->nodes;
+    }
+    for (int b = 0; b < 256; b++)
+        if (self->plain_root[b] >= self->tries[TRIE_PLAIN].nodes) {
+            PyErr_SetString(PyExc_ValueError, "expected plain_root nodes of the plain trie");
+            return -1;
+        }
+    self->out_ids = malloc((size_t)self->out_size * 4 + 4);
+    self->out_states = malloc((size_t)self->out_size * 4 + 4);
+    self->pending_nodes = malloc((size_t)self->pending_size * 4 + 4);
+    self->pending_states = malloc((size_t)self->pending_size * 4 + 4);
+    self->chain = malloc((size_t)self->links * 4);
+    if (!self->out_ids || !self->out_states || !self->pending_nodes || !self->pending_states ||
+        !self->chain) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static PyMethodDef visitor_methods[] = {
+    {"visit", (PyCFunction)Visitor_visit, METH_VARARGS, visit_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(visitor_doc,
+"Visitor(all, other, plain, plain_root, plain_bytes, plain_bits, bits_by_first, repeats,\n"
+"        size, links, first_byte_min, sorted_share)\n"
+"\n"
+"One vocabulary's arrays, held for a state's first visit in one call (visit()): the\n"
+"flattened tries of every token, the other tokens and the plain ones (FlatTrie.arrays),\n"
+"the plain trie's node of each first byte, the plain bytes, the plain tokens' bits and\n"
+"their bits by first byte, the counts of repeated tokens of the whole trie and of the\n"
+"other, the vocabulary's size, the links of a chain of plain bytes (the longest plain\n"
+"token + 1), the fewest live plain bytes of an object key's row, and the share of the\n"
+"vocabulary past which a row is left unsorted. Holds ~8 bytes a token and a trie node\n"
+"of buffers of its own.");
+
+static PyTypeObject VisitorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "formcast._trie_walk.Visitor",
+    .tp_basicsize = sizeof(Visitor),
+    .tp_dealloc = (destructor)Visitor_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = visitor_doc,
+    .tp_methods = visitor_methods,
+    .tp_init = (initproc)Visitor_init,
+    .tp_new = PyType_GenericNew,
+};
+
+int add_visitor_type(PyObject *module) {
+    if (PyType_Ready(&VisitorType) < 0) return -1;
+    Py_INCREF(&VisitorType);
+    if (PyModule_AddObject(module, "Visitor", (PyObject *)&VisitorType) < 0) {
+        Py_DECREF(&VisitorType);
+        return -1;
+    }
+    return 0;
+}

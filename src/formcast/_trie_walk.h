@@ -1,0 +1,105 @@
+/* formcast._trie_walk: what its two sources share (_trie_walk.c, the walk and the row
+ * helpers; _row_visit.c, a state's whole first visit in one call). */
+#ifndef FORMCAST_TRIE_WALK_H
+#define FORMCAST_TRIE_WALK_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define UNBUILT (-1)
+#define DEAD 0
+
+typedef struct {
+    int32_t node;
+    int32_t state;
+} Entry;
+
+/* The row construction formcast._subset exports (the capsule SUBSET_API; the same
+ * signature there): build the row of a DFA state into the table, registering the states
+ * it adds. Returns 1 built, 0 built already, 2 no room for its new states, -1 error. */
+typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
+                          uint8_t *accepting, PyObject *sets, PyObject *ids);
+#define SUBSET_API "formcast._subset._build_state"
+
+typedef struct {
+    const int32_t *table;
+    Py_ssize_t states; /* rows of the table */
+    /* the rows' builder, when the walk builds them (else NULL: they are left pending) */
+    BuildState build;
+    int32_t *writable_table;
+    uint8_t *accepting;
+    PyObject *nfa, *sets, *ids;
+    const uint8_t *node_byte;
+    const int32_t *node_token;
+    const int32_t *child_first;
+    const int32_t *child_count;
+    const int32_t *subtree_first;
+    const int32_t *subtree_stop;
+    const uint8_t *node_large;
+    const uint64_t *below_bytes; /* four words a node */
+    Py_ssize_t nodes;
+    const int32_t *token_ids;
+    Py_ssize_t tokens;
+    int32_t *out_ids;
+    int32_t *out_states;
+    Py_ssize_t out_size;
+    Py_ssize_t filled;
+    int32_t *pending_nodes;
+    int32_t *pending_states;
+    Py_ssize_t pending_size;
+    Py_ssize_t pending;
+} Walk;
+
+enum {
+    WALK_OK = 0,
+    WALK_NO_MEMORY = 1,
+    WALK_BAD_NODE = 2,
+    WALK_BAD_STATE = 3,
+    WALK_FULL = 4,
+    WALK_ERROR = 5 /* the builder failed: its exception is set */
+};
+
+/* Buffers, with the item size and count each must have. */
+typedef struct {
+    Py_buffer view;
+    int held;
+} Held;
+
+/* The arrays of a flattened trie (vocabulary.FlatTrie.arrays), read by the walk. */
+typedef struct {
+    const uint8_t *node_byte;
+    const int32_t *node_token;
+    const int32_t *child_first;
+    const int32_t *child_count;
+    const int32_t *subtree_first;
+    const int32_t *subtree_stop;
+    const uint8_t *node_large;
+    const uint64_t *below_bytes; /* four words a node */
+    Py_ssize_t nodes;
+    const int32_t *token_ids;
+    Py_ssize_t tokens;
+} TrieArrays;
+
+#define TRIE_ARRAYS 9 /* the buffers of a flattened trie */
+
+int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize, Py_ssize_t minimum,
+         const char *name);
+void release(Held *held, int count);
+int take_trie(PyObject *const *arrays, Held *held, TrieArrays *trie);
+void use_trie(Walk *w, const TrieArrays *trie);
+int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
+        Py_ssize_t frontier);
+void set_walk_error(int status);
+BuildState subset_builder(void);
+int start_building(Walk *w, PyObject *builder, Held *flags);
+Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count);
+int lowest_bit(uint64_t bits);
+int split_first_bytes(const int32_t *table, Py_ssize_t states, int32_t state,
+                      const uint8_t *plain, Py_ssize_t plains, uint8_t *by_first,
+                      int32_t *looping, Py_ssize_t counts[3]);
+
+/* The Visitor type of _row_visit.c, added to the module by PyInit__trie_walk. */
+int add_visitor_type(PyObject *module);
+
+#endif
