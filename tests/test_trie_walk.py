@@ -527,14 +527,17 @@ def _visits(index: TokenIndex, states: list[int]) -> list[int]:
     return kinds
 
 
+@pytest.mark.parametrize("templated", [True, False], ids=["templates", "no templates"])
 @pytest.mark.parametrize("repeated", [False, True], ids=["unique", "repeated tokens"])
 @pytest.mark.parametrize("pattern", VISIT_PATTERNS)
 def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
-    pattern: str, repeated: bool, monkeypatch: pytest.MonkeyPatch
+    pattern: str, repeated: bool, templated: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every reachable state's row, mask and steps by the Visitor's one call are those of
     index.py's ways taken one call at a time (on the same automaton, so the same state
-    numbers), and the brute force's; the patterns between them take each of its ways."""
+    numbers), and the brute force's; the patterns between them take each of its ways,
+    with the plain tokens' templates and without them (then index.py scatters a string's
+    row)."""
     import formcast.automaton.lazy as lazy_module
     import formcast.index
 
@@ -543,6 +546,11 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
     tokens = VISIT_TOKENS if repeated else list(dict.fromkeys(VISIT_TOKENS))
     vocabulary = Vocabulary.from_token_bytes(tokens, [0])
     assert bool(vocabulary.token_trie.repeats.size) == repeated
+    templates = formcast.index._plain_templates(vocabulary)
+    template_of = templates.of if templated else None
+    monkeypatch.setitem(
+        formcast.index._VISITORS, vocabulary, formcast.index._new_visitor(vocabulary, template_of)
+    )
     automaton = LazyAutomaton(pattern)
     visited = TokenIndex(automaton, vocabulary)
     states = _reachable(visited, 150)
@@ -563,13 +571,13 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
         assert [visited.next_state(state, t) for t in probes] == [
             reference.next_state(state, t) for t in probes
         ]
-    assert formcast.index._VISIT_SORTED in kinds or formcast.index._VISIT_PAIRS in kinds
-    expected = {
-        0: formcast.index._VISIT_FIRST_BYTE,
-        1: formcast.index._VISIT_CHAIN,
-        2: formcast.index._VISIT_CHAIN,
-    }.get(VISIT_PATTERNS.index(pattern))
-    assert expected is None or expected in kinds, kinds
+    assert formcast.index._VISIT_SORTED in kinds
+    way = VISIT_PATTERNS.index(pattern)
+    if way == 0:
+        assert formcast.index._VISIT_FIRST_BYTE in kinds
+    if way in (1, 2):  # strings: from a template, or left to index.py without one
+        assert (formcast.index._VISIT_CHAIN in kinds) != templated
+        assert bool(templates._kept) or not templated
 
 
 def _reachable(index: TokenIndex, limit: int) -> list[int]:
@@ -599,11 +607,12 @@ def test_a_visitor_refuses_bad_arguments() -> None:
         formcast.index._PLAIN_BYTES_U8,
         vocabulary.plain_bits,
         vocabulary.plain_bits_by_first,
-        (0, 0),
+        tuple(np.zeros(0, dtype=np.int32) for _ in range(4)),
         vocabulary.size,
         plain_trie.max_length + 1,
         32,
         3,
+        None,
     ]
     native_walk.Visitor(*arguments)  # the arguments as index.py gives them
     changes: list[tuple[int, Any, str]] = [
@@ -612,6 +621,8 @@ def test_a_visitor_refuses_bad_arguments() -> None:
         (3, np.full(256, plain_trie.flat.node_count, dtype=np.int32), "plain_root"),
         (6, vocabulary.plain_bits_by_first[:10], "bits_by_first"),
         (11, 0, "positive"),
+        (7, (np.array([vocabulary.size], dtype=np.int32),) * 4, "token ids below"),
+        (12, 3, "callable"),
     ]
     for position, value, message in changes:
         changed = list(arguments)

@@ -15,9 +15,10 @@
  *   other tokens are walked, and the row's bits are the plain tokens' by first byte;
  * - else the whole trie is walked.
  *
- * A row of fewer than 1 / sorted_share of the vocabulary comes back sorted, with its
- * bits; a larger one, or one of a trie with repeated tokens, comes back as the walk's
- * pairs, for index.py's scatter. The tests compare every row with index.py's own ways.
+ * A row of at most 1 / sorted_share of the vocabulary comes back sorted, with its bits; a
+ * larger one coded one byte a token (index._scattered, index._templated: a string's from
+ * the template of its chain's shape, which template_of gives). The tests compare every
+ * row with index.py's own ways.
  *
  * Every row is built under the automaton's lock by the caller, with the GIL held (the
  * builder makes Python objects). When the table lacks room for a row's new states, the
@@ -29,9 +30,23 @@
 
 #include "_trie_walk.h"
 
-enum { VISIT_RETRY = 0, VISIT_SORTED = 1, VISIT_PAIRS = 2, VISIT_FIRST_BYTE = 3, VISIT_CHAIN = 4 };
+enum {
+    VISIT_RETRY = 0,
+    VISIT_SORTED = 1,
+    VISIT_FIRST_BYTE = 3,
+    VISIT_CHAIN = 4,
+    VISIT_CODED = 5,
+    VISIT_TABLE = 6
+};
 enum { TRIE_ALL = 0, TRIE_OTHER = 1, TRIE_PLAIN = 2, TRIES = 3 };
-enum { HELD_ROOT = 3 * TRIE_ARRAYS, HELD_PLAIN, HELD_BITS, HELD_BY_FIRST, VISITOR_BUFFERS };
+enum {
+    HELD_ROOT = 3 * TRIE_ARRAYS,
+    HELD_PLAIN,
+    HELD_BITS,
+    HELD_BY_FIRST,
+    HELD_REPEATS, /* the repeats and their originals of the whole trie, then the other's */
+    VISITOR_BUFFERS = HELD_REPEATS + 4
+};
 
 typedef struct {
     PyObject_HEAD
@@ -43,15 +58,19 @@ typedef struct {
     const uint32_t *plain_bits;    /* the plain tokens, packed (words) */
     const uint32_t *bits_by_first; /* the plain tokens by first byte (256 x words) */
     Py_ssize_t size, words, links, first_byte_min, sorted_share;
-    Py_ssize_t repeats[2];         /* the repeated tokens of the whole trie and the other */
-    /* the walk's buffers, the chain's, and whether a visit holds them */
-    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain;
+    /* the repeated tokens of the whole trie and the other, and the tokens they repeat */
+    const int32_t *repeat[2], *original[2];
+    Py_ssize_t repeats[2];
+    PyObject *template_of; /* shape -> (codes, bits): the plain tokens' template, or None */
+    /* the walk's buffers, the chain's, a table over the vocabulary, and whether a visit
+     * holds them */
+    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain, *table;
     Py_ssize_t out_size, pending_size;
     int busy;
 } Visitor;
 
 typedef struct {
-    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain;
+    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain, *table;
 } Scratch;
 
 /* -- results ------------------------------------------------------------------------- */
@@ -197,34 +216,153 @@ static int sort_walked(int32_t *ids, int32_t *states, Py_ssize_t count) {
     return 0;
 }
 
-/* The walk's pairs as a row: sorted with their bits when small and the trie repeats no
- * token, else as they came, for index.py's scatter. */
-static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie) {
-    Py_ssize_t count = w->filled;
-    int repeats = v->repeats[trie == TRIE_ALL ? 0 : 1] > 0;
-    if (repeats || count * v->sorted_share > v->size) {
-        PyObject *items[4] = {PyLong_FromLong(VISIT_PAIRS), bytes_of(w->out_ids, count * 4),
-                              bytes_of(w->out_states, count * 4), PyLong_FromLong(trie)};
-        return tuple_of(items, 4);
-    }
-    if (sort_walked(w->out_ids, w->out_states, count) < 0) return PyErr_NoMemory();
+/* A sorted row with its bits. */
+static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t *states,
+                            Py_ssize_t count) {
     PyObject *bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
-    if (bits) pack_sorted(w->out_ids, count, (uint32_t *)PyBytes_AS_STRING(bits), v->words);
-    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(w->out_ids, count * 4),
-                          bytes_of(w->out_states, count * 4), bits};
+    if (bits) pack_sorted(ids, count, (uint32_t *)PyBytes_AS_STRING(bits), v->words);
+    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
+                          bytes_of(states, count * 4), bits};
     return tuple_of(items, 4);
+}
+
+/* A row coded one byte a token (codes, bits and the palette's `distinct` states): sorted
+ * when it holds at most 1 / sorted_share of the vocabulary, else as it is. */
+static PyObject *coded_row(const Visitor *v, PyObject *codes, PyObject *bits,
+                           const int32_t *palette, Py_ssize_t distinct, Py_ssize_t kept,
+                           int32_t *ids, int32_t *states) {
+    if (kept * v->sorted_share <= v->size) {
+        const uint8_t *code = (const uint8_t *)PyBytes_AS_STRING(codes);
+        Py_ssize_t count = 0;
+        for (Py_ssize_t token = 0; token < v->size; token++)
+            if (code[token]) {
+                ids[count] = (int32_t)token;
+                states[count++] = palette[code[token]];
+            }
+        Py_DECREF(codes);
+        Py_DECREF(bits);
+        return sorted_row(v, ids, states, count);
+    }
+    PyObject *items[4] = {PyLong_FromLong(VISIT_CODED), codes, bytes_of(palette, distinct * 4),
+                          bits};
+    return tuple_of(items, 4);
+}
+
+/* index._scattered of the walk's pairs (trie 0 the whole one, 1 the other). */
+static PyObject *scattered(const Visitor *v, Walk *w, int which, int32_t *table) {
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, v->size);
+    PyObject *bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
+    if (!codes || !bits) {
+        Py_XDECREF(codes);
+        Py_XDECREF(bits);
+        return NULL;
+    }
+    int32_t palette[256];
+    Py_ssize_t kept, distinct;
+    int bad = scatter_core(w->out_ids, w->out_states, w->filled, NULL, NULL, 0, NULL, 0, table,
+                           v->size, v->repeat[which], v->original[which], v->repeats[which],
+                           (uint32_t *)PyBytes_AS_STRING(bits), v->words,
+                           (uint8_t *)PyBytes_AS_STRING(codes), palette, &kept, &distinct);
+    if (bad) {
+        Py_DECREF(codes);
+        Py_DECREF(bits);
+        PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
+        return NULL;
+    }
+    if (distinct > 0)
+        return coded_row(v, codes, bits, palette, distinct, kept, w->out_ids, w->out_states);
+    Py_DECREF(codes); /* more than 255 states: the table is the row */
+    if (kept * v->sorted_share <= v->size) {
+        Py_ssize_t count = 0;
+        for (Py_ssize_t token = 0; token < v->size; token++)
+            if (table[token] != DEAD) {
+                w->out_ids[count] = (int32_t)token;
+                w->out_states[count++] = table[token];
+            }
+        Py_DECREF(bits);
+        return sorted_row(v, w->out_ids, w->out_states, count);
+    }
+    PyObject *items[3] = {PyLong_FromLong(VISIT_TABLE), bytes_of(table, v->size * 4), bits};
+    return tuple_of(items, 3);
+}
+
+/* index._templated: the plain tokens' template of the chain's shape, the walked tokens
+ * and the repeats written over it. Py_None where it does not apply (more than 255
+ * states): the caller then leaves the row to index.py. */
+static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape) {
+    PyObject *template = PyObject_CallOneArg(v->template_of, shape);
+    if (template == NULL) return NULL;
+    Held held[2];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL, *codes = NULL, *bits = NULL;
+    if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 2) {
+        PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits)");
+        goto done;
+    }
+    if (take(PyTuple_GET_ITEM(template, 0), &held[0], 0, 1, v->size, "template codes") < 0 ||
+        take(PyTuple_GET_ITEM(template, 1), &held[1], 0, 4, v->words, "template bits") < 0)
+        goto done;
+    codes = PyBytes_FromStringAndSize(NULL, v->size);
+    bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
+    if (!codes || !bits) goto done;
+    int32_t palette[256];
+    Py_ssize_t kept, distinct;
+    int status = template_core(
+        w->out_ids, w->out_states, w->filled, chain, (const uint8_t *)PyBytes_AS_STRING(shape),
+        v->links, held[0].view.buf, held[1].view.buf, v->plain_bits, v->size, v->repeat[1],
+        v->original[1], v->repeats[1], (uint8_t *)PyBytes_AS_STRING(codes),
+        (uint32_t *)PyBytes_AS_STRING(bits), v->words, palette, &kept, &distinct);
+    if (status == TOO_MANY) {
+        result = Py_NewRef(Py_None);
+    } else if (status != FINE) {
+        PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
+    } else {
+        result = coded_row(v, codes, bits, palette, distinct, kept, w->out_ids, w->out_states);
+        codes = bits = NULL; /* coded_row took them */
+    }
+done:
+    release(held, 2);
+    Py_XDECREF(codes);
+    Py_XDECREF(bits);
+    Py_DECREF(template);
+    return result;
+}
+
+/* The walk's pairs as a row: sorted with their bits when small and the trie repeats no
+ * token; else scattered over the vocabulary (index._scattered): coded one byte a token
+ * when its states are few, else as the table itself. */
+static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie, int32_t *table) {
+    Py_ssize_t count = w->filled;
+    int which = trie == TRIE_ALL ? 0 : 1;
+    if (v->repeats[which] > 0 || count * v->sorted_share > v->size)
+        return scattered(v, w, which, table);
+    if (sort_walked(w->out_ids, w->out_states, count) < 0) return PyErr_NoMemory();
+    return sorted_row(v, w->out_ids, w->out_states, count);
 }
 
 /* -- the three ways ------------------------------------------------------------------ */
 
-static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int32_t *chain) {
+static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int32_t *chain,
+                             int32_t *table) {
     int walked = walk_root(v, w, TRIE_OTHER, state);
     if (walked <= 0) return walked < 0 ? NULL : retry();
-    if (v->links < 2 || chain[1] == DEAD) return finish_pairs(v, w, TRIE_OTHER); /* no plain */
-    PyObject *items[5] = {PyLong_FromLong(VISIT_CHAIN), bytes_of(chain, v->links * 4),
-                          chain_shape(v, chain), bytes_of(w->out_ids, w->filled * 4),
+    if (v->links < 2 || chain[1] == DEAD) /* no plain token */
+        return finish_pairs(v, w, TRIE_OTHER, table);
+    PyObject *shape = chain_shape(v, chain);
+    if (shape == NULL) return NULL;
+    if (shape != Py_None && v->template_of != Py_None) {
+        PyObject *row = on_template(v, w, chain, shape);
+        if (row != Py_None) {
+            Py_DECREF(shape);
+            return row;
+        }
+        Py_DECREF(row);
+    }
+    Py_DECREF(shape);
+    PyObject *items[4] = {PyLong_FromLong(VISIT_CHAIN), bytes_of(chain, v->links * 4),
+                          bytes_of(w->out_ids, w->filled * 4),
                           bytes_of(w->out_states, w->filled * 4)};
-    return tuple_of(items, 5);
+    return tuple_of(items, 4);
 }
 
 #define NOT_A_KEY ((PyObject *)1) /* first_byte_visit: the way does not apply */
@@ -301,7 +439,8 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
     return tuple_of(items, 7);
 }
 
-static PyObject *visit_state(const Visitor *v, Walk *w, int32_t state, int32_t *chain) {
+static PyObject *visit_state(const Visitor *v, Walk *w, int32_t state, const Scratch *scratch) {
+    int32_t *chain = scratch->chain;
     int built = ensure_row(w, state);
     if (built <= 0) return built < 0 ? NULL : retry();
     chain[0] = state;
@@ -309,13 +448,13 @@ static PyObject *visit_state(const Visitor *v, Walk *w, int32_t state, int32_t *
         int whole = follow_chain(v, w, chain);
         if (whole < 0) return NULL;
         if (whole == 2) return retry();
-        if (whole == 1) return chain_visit(v, w, state, chain);
+        if (whole == 1) return chain_visit(v, w, state, chain, scratch->table);
     }
     PyObject *key = first_byte_visit(v, w, state);
     if (key != NOT_A_KEY) return key;
     int walked = walk_root(v, w, TRIE_ALL, state);
     if (walked <= 0) return walked < 0 ? NULL : retry();
-    return finish_pairs(v, w, TRIE_ALL);
+    return finish_pairs(v, w, TRIE_ALL, scratch->table);
 }
 
 /* -- the type ------------------------------------------------------------------------ */
@@ -328,13 +467,16 @@ PyDoc_STRVAR(visit_doc,
 "walk(). Returns one of\n"
 "  (0,): the table lacks room; grow it and call again;\n"
 "  (1, ids, states, bits): a row sorted by token, with its packed bits;\n"
-"  (2, ids, states, trie): the walk's pairs of trie 0 (all) or 1 (other), unsorted;\n"
 "  (3, ids, states, bits, by_first, palette, unread): an object key's row\n"
 "      (index._first_byte_row): palette is DEAD, then the looping states that by_first's\n"
 "      codes 1, 2, ... stand for; unread the bytes by_first leaves at 0; bits None\n"
 "      where the vocabulary repeats tokens;\n"
-"  (4, chain, shape, ids, states): a row inside a string: the chain of plain bytes'\n"
-"      states, its shape (None past 255 states) and the other tokens' pairs.\n"
+"  (4, chain, ids, states): a row inside a string that its template cannot make (no\n"
+"      template_of, or past 255 states): the chain of plain bytes' states and the other\n"
+"      tokens' pairs;\n"
+"  (5, codes, palette, bits): a large row, one code a token (uint8) standing for\n"
+"      palette[code] (code 0: DEAD);\n"
+"  (6, table, bits): a large row of more than 255 states, its state a token.\n"
 "The arrays come as bytes (int32 ids and states, uint32 bits, uint8 by_first).");
 
 static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
@@ -346,8 +488,8 @@ static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
     Walk w;
     memset(&w, 0, sizeof(w));
     PyObject *result = NULL;
-    Scratch scratch = {self->out_ids, self->out_states, self->pending_nodes,
-                       self->pending_states, self->chain};
+    Scratch scratch = {self->out_ids,        self->out_states, self->pending_nodes,
+                       self->pending_states, self->chain,      self->table};
     int own = self->busy; /* a visit inside a visit (another thread's): buffers of its own */
     if (own) {
         scratch.out_ids = malloc((size_t)self->out_size * 4);
@@ -355,8 +497,9 @@ static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
         scratch.pending_nodes = malloc((size_t)self->pending_size * 4);
         scratch.pending_states = malloc((size_t)self->pending_size * 4);
         scratch.chain = malloc((size_t)self->links * 4);
+        scratch.table = malloc((size_t)self->size * 4);
         if (!scratch.out_ids || !scratch.out_states || !scratch.pending_nodes ||
-            !scratch.pending_states || !scratch.chain) {
+            !scratch.pending_states || !scratch.chain || !scratch.table) {
             PyErr_NoMemory();
             goto done;
         }
@@ -377,7 +520,7 @@ static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
     w.pending_nodes = scratch.pending_nodes;
     w.pending_states = scratch.pending_states;
     w.pending_size = self->pending_size;
-    result = visit_state(self, &w, (int32_t)state, scratch.chain);
+    result = visit_state(self, &w, (int32_t)state, &scratch);
 done:
     release(held, 2);
     if (own) {
@@ -386,6 +529,7 @@ done:
         free(scratch.pending_nodes);
         free(scratch.pending_states);
         free(scratch.chain);
+        free(scratch.table);
     } else {
         self->busy = 0;
     }
@@ -399,19 +543,26 @@ static void Visitor_dealloc(Visitor *self) {
     free(self->pending_nodes);
     free(self->pending_states);
     free(self->chain);
+    free(self->table);
+    Py_XDECREF(self->template_of);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* Visitor(all, other, plain, plain_root, plain_bytes, plain_bits, bits_by_first,
- *         repeats, size, links, first_byte_min, sorted_share) */
+ *         repeats, size, links, first_byte_min, sorted_share, template_of) */
 static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
     (void)kwargs;
-    PyObject *tries[TRIES], *root, *plain, *bits, *by_first, *repeats;
-    if (!PyArg_ParseTuple(args, "O!O!O!OOOOO!nnnn:Visitor", &PyTuple_Type, &tries[0],
+    PyObject *tries[TRIES], *root, *plain, *bits, *by_first, *repeats, *template_of;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOOO!nnnnO:Visitor", &PyTuple_Type, &tries[0],
                           &PyTuple_Type, &tries[1], &PyTuple_Type, &tries[2], &root, &plain,
                           &bits, &by_first, &PyTuple_Type, &repeats, &self->size,
-                          &self->links, &self->first_byte_min, &self->sorted_share))
+                          &self->links, &self->first_byte_min, &self->sorted_share,
+                          &template_of))
         return -1;
+    if (template_of != Py_None && !PyCallable_Check(template_of)) {
+        PyErr_SetString(PyExc_TypeError, "expected template_of callable, or None");
+        return -1;
+    }
     if (self->out_ids) {
         PyErr_SetString(PyExc_TypeError, "expected a Visitor to be initialised once");
         return -1;
@@ -425,7 +576,20 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
                       &self->tries[t]) < 0)
             return -1;
     }
-    if (!PyArg_ParseTuple(repeats, "nn", &self->repeats[0], &self->repeats[1])) return -1;
+    if (PyTuple_GET_SIZE(repeats) != 4) {
+        PyErr_SetString(PyExc_ValueError, "expected repeats as four arrays");
+        return -1;
+    }
+    for (int which = 0; which < 2; which++) {
+        Held *held = &self->held[HELD_REPEATS + 2 * which];
+        if (take(PyTuple_GET_ITEM(repeats, 2 * which), held, 0, 4, 0, "repeats") < 0) return -1;
+        self->repeats[which] = held->view.len / 4;
+        if (take(PyTuple_GET_ITEM(repeats, 2 * which + 1), held + 1, 0, 4, self->repeats[which],
+                 "repeated") < 0)
+            return -1;
+        self->repeat[which] = held->view.buf;
+        self->original[which] = held[1].view.buf;
+    }
     self->words = (self->size + 31) / 32;
     if (self->size < 1 || self->links < 1 || self->sorted_share < 1) {
         PyErr_SetString(PyExc_ValueError, "expected a positive size, links and sorted_share");
@@ -446,6 +610,14 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
         0)
         return -1;
     self->bits_by_first = self->held[HELD_BY_FIRST].view.buf;
+    for (int which = 0; which < 2; which++)
+        for (Py_ssize_t k = 0; k < self->repeats[which]; k++)
+            if (self->repeat[which][k] < 0 || self->repeat[which][k] >= self->size ||
+                self->original[which][k] < 0 || self->original[which][k] >= self->size) {
+                PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
+                return -1;
+            }
+    self->template_of = Py_NewRef(template_of);
     for (int t = 0; t < TRIES; t++) {
         const TrieArrays *trie = &self->tries[t];
         for (Py_ssize_t i = 0; i < trie->tokens; i++)
@@ -466,8 +638,9 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
     self->pending_nodes = malloc((size_t)self->pending_size * 4 + 4);
     self->pending_states = malloc((size_t)self->pending_size * 4 + 4);
     self->chain = malloc((size_t)self->links * 4);
+    self->table = malloc((size_t)self->size * 4);
     if (!self->out_ids || !self->out_states || !self->pending_nodes || !self->pending_states ||
-        !self->chain) {
+        !self->chain || !self->table) {
         PyErr_NoMemory();
         return -1;
     }
@@ -481,13 +654,13 @@ static PyMethodDef visitor_methods[] = {
 
 PyDoc_STRVAR(visitor_doc,
 "Visitor(all, other, plain, plain_root, plain_bytes, plain_bits, bits_by_first, repeats,\n"
-"        size, links, first_byte_min, sorted_share)\n"
+"        size, links, first_byte_min, sorted_share, template_of)\n"
 "\n"
 "One vocabulary's arrays, held for a state's first visit in one call (visit()): the\n"
 "flattened tries of every token, the other tokens and the plain ones (FlatTrie.arrays),\n"
 "the plain trie's node of each first byte, the plain bytes, the plain tokens' bits and\n"
-"their bits by first byte, the counts of repeated tokens of the whole trie and of the\n"
-"other, the vocabulary's size, the links of a chain of plain bytes (the longest plain\n"
+"their bits by first byte, the repeated tokens of the whole trie and the tokens they\n"
+"repeat, then the other trie's (four int32 arrays), the vocabulary's size, the links of a chain of plain bytes (the longest plain\n"
 "token + 1), the fewest live plain bytes of an object key's row, and the share of the\n"
 "vocabulary past which a row is left unsorted. Holds ~8 bytes a token and a trie node\n"
 "of buffers of its own.");

@@ -596,45 +596,16 @@ static Py_ssize_t bits_of_codes(const uint8_t *codes, Py_ssize_t size, uint32_t 
     return kept;
 }
 
-static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
-    (void)module;
-    enum { COUNT = 11 };
-    PyObject *objects[COUNT];
-    Held held[COUNT];
-    memset(held, 0, sizeof(held));
-    PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:scatter_pairs", &objects[0], &objects[1],
-                          &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
-                          &objects[7], &objects[8], &objects[9], &objects[10]))
-        return NULL;
-    if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
-    Py_ssize_t count = held[0].view.len / 4;
-    if (take(objects[1], &held[1], 0, 4, count, "states") < 0) goto done;
-    if (take(objects[2], &held[2], 0, 4, 0, "plain_ids") < 0) goto done;
-    Py_ssize_t plain = held[2].view.len / 4;
-    if (take(objects[3], &held[3], 0, 4, plain, "plain_lengths") < 0) goto done;
-    if (take(objects[4], &held[4], 0, 4, 0, "chain") < 0) goto done;
-    Py_ssize_t links = held[4].view.len / 4;
-    if (take(objects[5], &held[5], 1, 4, 0, "table") < 0) goto done;
-    Py_ssize_t size = held[5].view.len / 4;
-    if (take(objects[6], &held[6], 0, 4, 0, "repeats") < 0) goto done;
-    Py_ssize_t repeats = held[6].view.len / 4;
-    if (take(objects[7], &held[7], 0, 4, repeats, "repeated") < 0) goto done;
-    if (take(objects[8], &held[8], 1, 4, (size + 31) / 32, "out_bits") < 0) goto done;
-    if (take(objects[9], &held[9], 1, 1, size, "out_codes") < 0) goto done;
-    if (take(objects[10], &held[10], 1, 4, 256, "out_palette") < 0) goto done;
-    const int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
-    const int32_t *plain_ids = held[2].view.buf, *plain_lengths = held[3].view.buf;
-    const int32_t *chain = held[4].view.buf;
-    int32_t *table = held[5].view.buf;
-    const int32_t *repeat = held[6].view.buf, *original = held[7].view.buf;
-    uint32_t *out_bits = held[8].view.buf;
-    Py_ssize_t words = held[8].view.len / 4;
-    uint8_t *codes = held[9].view.buf;
-    int32_t *palette = held[10].view.buf;
+/* The core of scatter_pairs (see its docstring), without the GIL: 1 for an id or a
+ * length out of range, else 0 with *kept and *distinct set. */
+int scatter_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
+                 const int32_t *plain_ids, const int32_t *plain_lengths, Py_ssize_t plain,
+                 const int32_t *chain, Py_ssize_t links, int32_t *table, Py_ssize_t size,
+                 const int32_t *repeat, const int32_t *original, Py_ssize_t repeats,
+                 uint32_t *out_bits, Py_ssize_t words, uint8_t *codes, int32_t *palette,
+                 Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
     int bad = 0;
     Py_ssize_t kept = 0, distinct = 0;
-    Py_BEGIN_ALLOW_THREADS
     memset(table, 0, (size_t)size * 4);
     for (Py_ssize_t i = 0; i < count && !bad; i++) {
         if (ids[i] < 0 || ids[i] >= size)
@@ -689,6 +660,53 @@ static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
         }
         distinct = overflow ? -1 : map.distinct;
     }
+    *kept_out = kept;
+    *distinct_out = distinct;
+    return bad;
+}
+
+static PyObject *scatter_pairs(PyObject *module, PyObject *args) {
+    (void)module;
+    enum { COUNT = 11 };
+    PyObject *objects[COUNT];
+    Held held[COUNT];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:scatter_pairs", &objects[0], &objects[1],
+                          &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
+                          &objects[7], &objects[8], &objects[9], &objects[10]))
+        return NULL;
+    if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
+    Py_ssize_t count = held[0].view.len / 4;
+    if (take(objects[1], &held[1], 0, 4, count, "states") < 0) goto done;
+    if (take(objects[2], &held[2], 0, 4, 0, "plain_ids") < 0) goto done;
+    Py_ssize_t plain = held[2].view.len / 4;
+    if (take(objects[3], &held[3], 0, 4, plain, "plain_lengths") < 0) goto done;
+    if (take(objects[4], &held[4], 0, 4, 0, "chain") < 0) goto done;
+    Py_ssize_t links = held[4].view.len / 4;
+    if (take(objects[5], &held[5], 1, 4, 0, "table") < 0) goto done;
+    Py_ssize_t size = held[5].view.len / 4;
+    if (take(objects[6], &held[6], 0, 4, 0, "repeats") < 0) goto done;
+    Py_ssize_t repeats = held[6].view.len / 4;
+    if (take(objects[7], &held[7], 0, 4, repeats, "repeated") < 0) goto done;
+    if (take(objects[8], &held[8], 1, 4, (size + 31) / 32, "out_bits") < 0) goto done;
+    if (take(objects[9], &held[9], 1, 1, size, "out_codes") < 0) goto done;
+    if (take(objects[10], &held[10], 1, 4, 256, "out_palette") < 0) goto done;
+    const int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
+    const int32_t *plain_ids = held[2].view.buf, *plain_lengths = held[3].view.buf;
+    const int32_t *chain = held[4].view.buf;
+    int32_t *table = held[5].view.buf;
+    const int32_t *repeat = held[6].view.buf, *original = held[7].view.buf;
+    uint32_t *out_bits = held[8].view.buf;
+    Py_ssize_t words = held[8].view.len / 4;
+    uint8_t *codes = held[9].view.buf;
+    int32_t *palette = held[10].view.buf;
+    Py_ssize_t kept = 0, distinct = 0;
+    int bad;
+    Py_BEGIN_ALLOW_THREADS
+    bad = scatter_core(ids, states, count, plain_ids, plain_lengths, plain, chain, links, table,
+                       size, repeat, original, repeats, out_bits, words, codes, palette, &kept,
+                       &distinct);
     Py_END_ALLOW_THREADS
     if (bad)
         PyErr_Format(PyExc_ValueError,
@@ -775,6 +793,69 @@ static void set_code(uint8_t *codes, uint32_t *bits, Py_ssize_t *kept, int32_t t
     }
 }
 
+/* The core of scatter_on_template (see its docstring), without the GIL: FINE with *kept
+ * and *distinct set (distinct -1 past 255 states: TOO_MANY), or BAD_SHAPE, BAD_ID. */
+int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
+                  const int32_t *chain, const uint8_t *shape, Py_ssize_t links,
+                  const uint8_t *template_codes, const uint32_t *template_bits,
+                  const uint32_t *plain_bits, Py_ssize_t size, const int32_t *repeat,
+                  const int32_t *original, Py_ssize_t repeats, uint8_t *codes,
+                  uint32_t *out_bits, Py_ssize_t out_words, int32_t *palette,
+                  Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
+    int status = FINE;
+    Py_ssize_t kept = 0;
+    Py_ssize_t words = (size + 31) / 32;
+    /* the chain's states take their codes: code shape[k] for chain[k] */
+    Palette map;
+    palette_start(&map, palette);
+    uint8_t named[256];
+    memset(named, 0, sizeof(named));
+    int top = 0;
+    for (Py_ssize_t k = 1; k < links && status == FINE; k++) {
+        int code = shape[k];
+        int32_t state = chain[k];
+        if ((code == 0) != (state == DEAD) || (code && named[code] && palette[code] != state))
+            status = BAD_SHAPE;
+        else if (code && !named[code]) {
+            named[code] = 1;
+            palette[code] = state;
+            palette_code(&map, state, code); /* a state named twice keeps its first code */
+            if (code > top) top = code;
+        }
+    }
+    for (int code = 1; code <= top; code++)
+        if (!named[code]) palette[code] = DEAD; /* a code no length has */
+    map.distinct = top + 1;
+    if (status == FINE) {
+        memcpy(codes, template_codes, (size_t)size);
+        memcpy(out_bits, template_bits, (size_t)words * 4);
+        if (out_words > words) memset(out_bits + words, 0, (size_t)(out_words - words) * 4);
+        if (size % 32) out_bits[words - 1] &= ((uint32_t)1 << (size % 32)) - 1;
+        for (Py_ssize_t word = 0; word < words; word++) kept += count_bits(out_bits[word]);
+    }
+    for (Py_ssize_t i = 0; i < count && status == FINE; i++) {
+        int32_t id = ids[i], state = states[i];
+        if (id < 0 || id >= size) {
+            status = BAD_ID;
+        } else if (!(plain_bits[id >> 5] >> (id & 31) & 1)) {
+            int code = state == DEAD ? 0 : palette_code(&map, state, 0);
+            if (code < 0)
+                status = TOO_MANY;
+            else
+                set_code(codes, out_bits, &kept, id, (uint8_t)code);
+        }
+    }
+    for (Py_ssize_t k = 0; k < repeats && status == FINE; k++) {
+        if (repeat[k] < 0 || repeat[k] >= size || original[k] < 0 || original[k] >= size)
+            status = BAD_ID;
+        else
+            set_code(codes, out_bits, &kept, repeat[k], codes[original[k]]);
+    }
+    *kept_out = kept;
+    *distinct_out = status == TOO_MANY ? -1 : map.distinct;
+    return status;
+}
+
 PyDoc_STRVAR(scatter_on_template_doc,
 "scatter_on_template(ids, states, chain, shape, template_codes, template_bits,\n"
 "                    plain_bits, repeats, repeated, out_codes, out_bits, out_palette)\n"
@@ -835,57 +916,12 @@ static PyObject *scatter_on_template(PyObject *module, PyObject *args) {
     uint32_t *out_bits = held[10].view.buf;
     Py_ssize_t out_words = held[10].view.len / 4;
     int32_t *palette = held[11].view.buf;
-    enum { FINE, BAD_SHAPE, BAD_ID, TOO_MANY };
-    int status = FINE;
     Py_ssize_t kept = 0, distinct = 0;
+    int status;
     Py_BEGIN_ALLOW_THREADS
-    /* the chain's states take their codes: code shape[k] for chain[k] */
-    Palette map;
-    palette_start(&map, palette);
-    uint8_t named[256];
-    memset(named, 0, sizeof(named));
-    int top = 0;
-    for (Py_ssize_t k = 1; k < links && status == FINE; k++) {
-        int code = shape[k];
-        int32_t state = chain[k];
-        if ((code == 0) != (state == DEAD) || (code && named[code] && palette[code] != state))
-            status = BAD_SHAPE;
-        else if (code && !named[code]) {
-            named[code] = 1;
-            palette[code] = state;
-            palette_code(&map, state, code); /* a state named twice keeps its first code */
-            if (code > top) top = code;
-        }
-    }
-    for (int code = 1; code <= top; code++)
-        if (!named[code]) palette[code] = DEAD; /* a code no length has */
-    map.distinct = top + 1;
-    if (status == FINE) {
-        memcpy(codes, template_codes, (size_t)size);
-        memcpy(out_bits, template_bits, (size_t)words * 4);
-        if (out_words > words) memset(out_bits + words, 0, (size_t)(out_words - words) * 4);
-        if (size % 32) out_bits[words - 1] &= ((uint32_t)1 << (size % 32)) - 1;
-        for (Py_ssize_t word = 0; word < words; word++) kept += count_bits(out_bits[word]);
-    }
-    for (Py_ssize_t i = 0; i < count && status == FINE; i++) {
-        int32_t id = ids[i], state = states[i];
-        if (id < 0 || id >= size) {
-            status = BAD_ID;
-        } else if (!(plain_bits[id >> 5] >> (id & 31) & 1)) {
-            int code = state == DEAD ? 0 : palette_code(&map, state, 0);
-            if (code < 0)
-                status = TOO_MANY;
-            else
-                set_code(codes, out_bits, &kept, id, (uint8_t)code);
-        }
-    }
-    for (Py_ssize_t k = 0; k < repeats && status == FINE; k++) {
-        if (repeat[k] < 0 || repeat[k] >= size || original[k] < 0 || original[k] >= size)
-            status = BAD_ID;
-        else
-            set_code(codes, out_bits, &kept, repeat[k], codes[original[k]]);
-    }
-    distinct = map.distinct;
+    status = template_core(ids, states, count, chain, shape, links, template_codes,
+                           template_bits, plain_bits, size, repeat, original, repeats, codes,
+                           out_bits, out_words, palette, &kept, &distinct);
     Py_END_ALLOW_THREADS
     if (status == BAD_SHAPE)
         PyErr_SetString(PyExc_ValueError,
@@ -894,7 +930,7 @@ static PyObject *scatter_on_template(PyObject *module, PyObject *args) {
     else if (status == BAD_ID)
         PyErr_Format(PyExc_ValueError, "expected token ids in [0, %zd)", size);
     else
-        result = Py_BuildValue("(nn)", kept, status == TOO_MANY ? (Py_ssize_t)-1 : distinct);
+        result = Py_BuildValue("(nn)", kept, distinct);
 done:
     release(held, COUNT);
     return result;

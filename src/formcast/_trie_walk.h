@@ -99,6 +99,21 @@ int split_first_bytes(const int32_t *table, Py_ssize_t states, int32_t state,
                       const uint8_t *plain, Py_ssize_t plains, uint8_t *by_first,
                       int32_t *looping, Py_ssize_t counts[3]);
 
+enum { FINE, BAD_SHAPE, BAD_ID, TOO_MANY }; /* template_core's outcomes */
+int scatter_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
+                 const int32_t *plain_ids, const int32_t *plain_lengths, Py_ssize_t plain,
+                 const int32_t *chain, Py_ssize_t links, int32_t *table, Py_ssize_t size,
+                 const int32_t *repeat, const int32_t *original, Py_ssize_t repeats,
+                 uint32_t *out_bits, Py_ssize_t words, uint8_t *codes, int32_t *palette,
+                 Py_ssize_t *kept_out, Py_ssize_t *distinct_out);
+int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
+                  const int32_t *chain, const uint8_t *shape, Py_ssize_t links,
+                  const uint8_t *template_codes, const uint32_t *template_bits,
+                  const uint32_t *plain_bits, Py_ssize_t size, const int32_t *repeat,
+                  const int32_t *original, Py_ssize_t repeats, uint8_t *codes,
+                  uint32_t *out_bits, Py_ssize_t out_words, int32_t *palette,
+                  Py_ssize_t *kept_out, Py_ssize_t *distinct_out);
+
 /* The Visitor type of _row_visit.c, added to the module by PyInit__trie_walk. */
 int add_visitor_type(PyObject *module);
 

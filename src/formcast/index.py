@@ -1454,38 +1454,47 @@ def _looked_up(
 
 
 # What a Visitor's visit answers (formcast/_row_visit.c): its first item
-_VISIT_SORTED, _VISIT_PAIRS, _VISIT_FIRST_BYTE, _VISIT_CHAIN = 1, 2, 3, 4
+_VISIT_SORTED, _VISIT_FIRST_BYTE, _VISIT_CHAIN, _VISIT_CODED, _VISIT_TABLE = 1, 3, 4, 5, 6
 _VISITORS: weakref.WeakKeyDictionary[Vocabulary, Any] = weakref.WeakKeyDictionary()
 
 
 def _visitor(vocabulary: Vocabulary) -> Any:
     """The :class:`formcast._trie_walk.Visitor` of ``vocabulary`` (by its identity), made
-    on first use and dropped with it: it holds the vocabulary's three tries, its plain
-    tokens' bits (by first byte too: ~1 ms to build, 1.5 MB for 49k tokens) and buffers of
-    ~8 bytes a token and a trie node."""
+    on first use and dropped with it (see :func:`_new_visitor`)."""
     found = _VISITORS.get(vocabulary)
     if found is None:
-        assert native_walk is not None
+        templates = _plain_templates(vocabulary)
         with _TEMPLATES_LOCK:
             found = _VISITORS.get(vocabulary)
             if found is None:
-                plain_trie = vocabulary.plain_trie
-                found = native_walk.Visitor(
-                    vocabulary.token_trie.flat.arrays,
-                    vocabulary.other_trie.flat.arrays,
-                    plain_trie.flat.arrays,
-                    plain_trie.flat.root_children,
-                    _PLAIN_BYTES_U8,
-                    vocabulary.plain_bits,
-                    vocabulary.plain_bits_by_first,
-                    (vocabulary.token_trie.repeats.size, vocabulary.other_trie.repeats.size),
-                    vocabulary.size,
-                    plain_trie.max_length + 1,
-                    _FIRST_BYTE_MIN,
-                    _SORTED_SHARE,
-                )
-                _VISITORS[vocabulary] = found
+                found = _VISITORS[vocabulary] = _new_visitor(vocabulary, templates.of)
     return found
+
+
+def _new_visitor(vocabulary: Vocabulary, template_of: Callable[[bytes], _Template] | None) -> Any:
+    """A Visitor of ``vocabulary``: it holds the vocabulary's three tries, its plain
+    tokens' bits (by first byte too: ~1 ms to build, 1.5 MB for 49k tokens) and buffers
+    of ~12 bytes a token and 8 a trie node; ``template_of`` gives the plain tokens'
+    template of a chain's shape (:meth:`_PlainTemplates.of`; None: a string's row is
+    finished here, by :func:`_scattered`)."""
+    assert native_walk is not None
+    plain_trie, whole, other = vocabulary.plain_trie, vocabulary.token_trie, vocabulary.other_trie
+    repeats = (whole.repeats, whole.repeated, other.repeats, other.repeated)
+    return native_walk.Visitor(
+        whole.flat.arrays,
+        other.flat.arrays,
+        plain_trie.flat.arrays,
+        plain_trie.flat.root_children,
+        _PLAIN_BYTES_U8,
+        vocabulary.plain_bits,
+        vocabulary.plain_bits_by_first,
+        tuple(np.ascontiguousarray(tokens, dtype=np.int32) for tokens in repeats),
+        vocabulary.size,
+        plain_trie.max_length + 1,
+        _FIRST_BYTE_MIN,
+        _SORTED_SHARE,
+        template_of,
+    )
 
 
 def _ints(data: bytes) -> IntArray:
@@ -1494,15 +1503,17 @@ def _ints(data: bytes) -> IntArray:
 
 def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
     """The row a Visitor's visit answered (its arrays as bytes, read in place): sorted
-    with its bits; a walk's pairs for :func:`_sorted_by_token`; an object key's row
-    (:meth:`TokenIndex._first_byte_row`); or a row inside a string, from the template of
-    its chain's shape (:func:`_templated`)."""
+    with its bits; coded one byte a token, or a table of states, with its bits; an object
+    key's row (:meth:`TokenIndex._first_byte_row`); or a row inside a string that its
+    template could not make (:func:`_scattered`)."""
     kind = found[0]
     if kind == _VISIT_SORTED:
         return _Row(_ints(found[1]), _ints(found[2]), np.frombuffer(found[3], dtype=np.uint32))
-    if kind == _VISIT_PAIRS:
-        trie = vocabulary.token_trie if found[3] == 0 else vocabulary.other_trie
-        return _sorted_by_token([_ints(found[1])], [_ints(found[2])], vocabulary.size, trie)
+    if kind == _VISIT_CODED:
+        codes = np.frombuffer(found[1], dtype=np.uint8)
+        return _Row(None, None, np.frombuffer(found[3], dtype=np.uint32), codes, _ints(found[2]))
+    if kind == _VISIT_TABLE:
+        return _Row(None, None, np.frombuffer(found[2], dtype=np.uint32), _ints(found[1]))
     if kind == _VISIT_FIRST_BYTE:
         _, ids, states, bits, by_first, palette, unread = found
         by_first_codes = np.frombuffer(by_first, dtype=np.uint8)
@@ -1518,16 +1529,9 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
         return _Row(None, None, np.frombuffer(bits, dtype=np.uint32), lookup=lookup)
     if kind != _VISIT_CHAIN:
         raise AssertionError(f"expected a visit's answer, found {found!r:.80}")
-    _, chain, shape, ids, states = found
+    _, chain, ids, states = found
     plain = (vocabulary.plain_token_ids, vocabulary.plain_token_lengths, _ints(chain))
-    found_ids, reached = _ints(ids), _ints(states)
-    trie = vocabulary.other_trie
-    if shape is not None:
-        templates = _plain_templates(vocabulary)
-        templated = _templated(found_ids, reached, plain, vocabulary.size, trie, templates, shape)
-        if templated is not None:
-            return templated
-    return _scattered(found_ids, reached, plain, vocabulary.size, trie)
+    return _scattered(_ints(ids), _ints(states), plain, vocabulary.size, vocabulary.other_trie)
 
 
 def _sorted_pairs(found: IntArray, reached: IntArray) -> tuple[IntArray, IntArray]:
