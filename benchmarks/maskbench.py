@@ -365,6 +365,8 @@ def _worker(connection: Connection, memory_mb: int, engine: str = "formcast") ->
         import peers
 
         adapter = peers.load(engine, tokenizer, vocabulary.token_bytes)
+    if adapter is None:
+        _warm_up(vocabulary)
     if not os.environ.get(_NO_FREEZE_VARIABLE):
         gc.collect()
         gc.freeze()  # what a serving process does once loaded (docs/pipelines.md)
@@ -395,6 +397,29 @@ def _worker(connection: Connection, memory_mb: int, engine: str = "formcast") ->
 
             clear_memory_cache()
         connection.send(asdict(result))
+
+
+def _warm_up(vocabulary: Any) -> None:
+    """What a serving process has done before its first request: formcast's compile path
+    imported (its modules' objects then fall under the freeze that follows, out of later
+    full collections) and a vocabulary's shared tables built (its tries, its plain
+    tokens' bits and templates), by one compile and first mask of a small schema."""
+    from formcast.compiler import clear_memory_cache
+    from formcast.compiler import compile as compile_index
+    from formcast.cursor import Cursor
+
+    index = compile_index(_WARM_UP_SCHEMA, vocabulary, mode="specification", cache=False)
+    cursor = Cursor(index)
+    for piece in ('{"a', '":"', "x", '","b":[1', ",2]}"):  # a key, a string, numbers
+        cursor.bitmask(vocabulary.size)
+        cursor.advance_bytes(piece.encode())
+    clear_memory_cache()
+
+
+_WARM_UP_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {"type": "integer"}}},
+}
 
 
 class WorkerPool:
