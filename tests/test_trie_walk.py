@@ -518,9 +518,7 @@ def _visits(index: TokenIndex, states: list[int]) -> list[int]:
     visitor = formcast.index._visitor(index.vocabulary)
     kinds = []
     for state in states:
-        found = index.automaton.visit_building(
-            lambda table, builder, state=state: visitor.visit(table, state, builder)
-        )
+        found = index.automaton.visit_building(visitor.visit, state)
         assert found is not None
         kinds.append(found[0])
         fresh._row(state)

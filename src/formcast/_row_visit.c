@@ -406,7 +406,12 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
             nodes[starts] = node;
             states[starts++] = lists[512 + i];
         }
+        /* below a declared name's initial, a token that leaves every name stands in a
+         * state looping on every plain byte: its subtree ends there, unwalked */
+        w->whole_states = lists;
+        w->whole_count = (int)looped;
         done = walk_from(v, w, TRIE_PLAIN, nodes, states, starts);
+        w->whole_count = 0;
         if (done <= 0) return done < 0 ? NULL : retry();
     }
     PyObject *bits = Py_NewRef(Py_None);
@@ -508,6 +513,7 @@ static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
     if (take(table, &held[0], 1, 4, 256, "the table") < 0) goto done;
     w.table = held[0].view.buf;
     w.states = held[0].view.len / 4 / 256;
+    w.whole_rows = 1; /* a LazyAutomaton's, under its lock (see visit_building) */
     if (start_building(&w, builder, &held[1]) < 0) goto done;
     if (state <= DEAD || state >= w.states) {
         PyErr_Format(PyExc_ValueError, "expected a live state below %zd, found %zd", w.states,

@@ -51,6 +51,7 @@
  * alike, and a row being written by another thread reads as not built yet. */
 static int children_built(const Walk *w, int32_t node, int32_t state) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
+    if (w->whole_rows) return row[0] != UNBUILT;
     int32_t first = w->child_first[node], stop = first + w->child_count[node];
     for (int32_t child = first; child < stop; child++)
         if (row[w->node_byte[child]] == UNBUILT) return 0;
@@ -128,6 +129,8 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     int32_t count = w->child_count[node];
     int32_t first = w->child_first[node];
     if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->nodes)) return WALK_BAD_NODE;
+    for (int i = 0; i < w->whole_count && count > 0; i++)
+        if (w->whole_states[i] == state) return emit_subtree(w, node, state);
     int missing = count > 0 && !children_built(w, node, state);
     if (missing && w->build) {
         /* build the row here; left pending only when the table lacks room for it */

@@ -49,6 +49,14 @@ typedef struct {
     int32_t *pending_states;
     Py_ssize_t pending_size;
     Py_ssize_t pending;
+    /* states that stay where they are on every byte of the trie walked (a plain trie's
+     * walk through states looping on every plain byte): a node reached in one of them
+     * keeps its whole subtree there, however small */
+    const int32_t *whole_states;
+    int whole_count;
+    /* rows are built whole, and none is being written (a LazyAutomaton's, under its
+     * lock): a row's first entry tells whether it is built */
+    int whole_rows;
 } Walk;
 
 enum {

@@ -628,10 +628,7 @@ class TokenIndex:
         automaton = self.automaton
         if native_walk is None or type(automaton) is not LazyAutomaton or state == DEAD:
             return None
-        visitor = _visitor(self.vocabulary)
-        found = automaton.visit_building(
-            lambda table, builder: visitor.visit(table, state, builder)
-        )
+        found = automaton.visit_building(_visitor(self.vocabulary).visit, state)
         return None if found is None else _row_of_visit(found, self.vocabulary)
 
     def _first_byte_row(self, state: int) -> _Row | None:

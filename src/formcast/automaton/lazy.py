@@ -526,9 +526,9 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
                 self._took_in()
 
     def visit_building(
-        self, visit: Callable[[IntArray, tuple[Any, ...]], tuple[Any, ...]]
+        self, visit: Callable[[IntArray, int, tuple[Any, ...]], tuple[Any, ...]], state: int
     ) -> tuple[Any, ...] | None:
-        """``visit(table, builder)`` under the row lock (``builder`` as for
+        """``visit(table, state, builder)`` under the row lock (``builder`` as for
         :meth:`walk_building`), called again with more room in the table while it answers
         ``(0,)``: a :class:`formcast._trie_walk.Visitor`'s visit, which builds the rows it
         reads and stops where a row's new states would not fit (the rows built stay
@@ -541,11 +541,13 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
             while True:
                 self._reserve(room)
                 try:
-                    result = visit(self._table, (native, self._accepting, self._sets, self._ids))
+                    found = visit(
+                        self._table, state, (native, self._accepting, self._sets, self._ids)
+                    )
                 finally:
                     self._took_in()
-                if result[0]:
-                    return result
+                if found[0]:
+                    return found
                 room = 2 * room + 1  # a row adds at most 256 states
 
     def _native_nfa(self) -> Any:
