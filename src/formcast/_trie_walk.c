@@ -30,6 +30,10 @@
  * writes a row's tokens as a bitmask; each replaces a handful of numpy calls (some twenty
  * passes over the vocabulary for a large row).
  *
+ * The module's second source, _row_visit.c, drives all of this for one state's first
+ * visit in a single call (Visitor); the functions here remain what index.py calls for
+ * the other automata, and what the tests check one at a time.
+ *
  * Two more make a row inside a string without a pass over the vocabulary: its plain
  * tokens' part depends only on the chain's shape (which lengths lead to one state, which
  * to DEAD), not on the states. plain_template() writes that part once per shape (a code a
