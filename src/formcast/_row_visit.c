@@ -514,6 +514,9 @@ static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
     w.table = held[0].view.buf;
     w.states = held[0].view.len / 4 / 256;
     w.whole_rows = 1; /* a LazyAutomaton's, under its lock (see visit_building) */
+    LoopMask loops[LOOP_SLOTS]; /* kept over the visit's walks */
+    memset(loops, 0, sizeof(loops));
+    w.loops = loops;
     if (start_building(&w, builder, &held[1]) < 0) goto done;
     if (state <= DEAD || state >= w.states) {
         PyErr_Format(PyExc_ValueError, "expected a live state below %zd, found %zd", w.states,

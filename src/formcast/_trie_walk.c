@@ -62,20 +62,6 @@ static int children_built(const Walk *w, int32_t node, int32_t state) {
     return 1;
 }
 
-/* The index of the lowest set bit of a non-zero word. */
-int lowest_bit(uint64_t bits) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctzll(bits);
-#else
-    int bit = 0;
-    while (!(bits & 1)) {
-        bits >>= 1;
-        bit++;
-    }
-    return bit;
-#endif
-}
-
 /* The number of set bits of a word. */
 static int count_bits(uint32_t bits) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -87,20 +73,33 @@ static int count_bits(uint32_t bits) {
 #endif
 }
 
-/* Whether `state` stays where it is on every byte below `node` (an entry not built yet
- * reads as leaving: the subtree is then walked, which gives the same tokens). */
-static int loops_below(const Walk *w, int32_t node, int32_t state) {
+/* The bytes on which `state` (its row built) stays where it is, as four words: read off
+ * its row the first time in a walk, then kept by state. Computed only where a large
+ * subtree asks (`compute`): a state met at a few small nodes costs less walked. An entry
+ * not built yet reads as leaving (the subtree is then walked: the same tokens), and a
+ * built one never changes, so a mask kept from a row built in part stays true. */
+static const uint64_t *loop_mask(Walk *w, int32_t state, int compute) {
+    LoopMask *slot = &w->loops[((uint32_t)state * 2654435761u) >> 26]; /* 64 slots */
+    if (slot->state == state) return slot->bytes;
+    if (!compute) return NULL;
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
-    const uint64_t *below = w->below_bytes + (Py_ssize_t)node * 4;
     for (int word = 0; word < 4; word++) {
-        uint64_t bits = below[word];
-        while (bits) {
-            int bit = lowest_bit(bits);
-            if (row[word * 64 + bit] != state) return 0;
-            bits &= bits - 1;
-        }
+        uint64_t bits = 0;
+        for (int bit = 0; bit < 64; bit++) bits |= (uint64_t)(row[word * 64 + bit] == state) << bit;
+        slot->bytes[word] = bits;
     }
-    return 1;
+    slot->state = state;
+    return slot->bytes;
+}
+
+/* Whether `state` stays where it is on every byte below `node`, as far as its loop mask
+ * tells (none kept and the subtree small: no). */
+static int loops_below(Walk *w, int32_t node, int32_t state) {
+    const uint64_t *mask = loop_mask(w, state, w->node_large[node]);
+    if (mask == NULL) return 0;
+    const uint64_t *below = w->below_bytes + (Py_ssize_t)node * 4;
+    return !((below[0] & ~mask[0]) | (below[1] & ~mask[1]) | (below[2] & ~mask[2]) |
+             (below[3] & ~mask[3]));
 }
 
 static int emit(Walk *w, int32_t token, int32_t state) {
@@ -154,7 +153,7 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
         w->pending++;
         return WALK_OK;
     }
-    if (count > 0 && w->node_large[node] && loops_below(w, node, state))
+    if (count > 0 && loops_below(w, node, state))
         return emit_subtree(w, node, state);
     int32_t token = w->node_token[node];
     if (token >= 0) {
@@ -179,8 +178,23 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     return WALK_OK;
 }
 
+static int run_with_masks(Walk *w, const int32_t *frontier_nodes,
+                          const int32_t *frontier_states, Py_ssize_t frontier);
+
 int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
-               Py_ssize_t frontier) {
+        Py_ssize_t frontier) {
+    LoopMask loops[LOOP_SLOTS];
+    if (w->loops == NULL) { /* masks for this run alone */
+        memset(loops, 0, sizeof(loops));
+        w->loops = loops;
+    }
+    int status = run_with_masks(w, frontier_nodes, frontier_states, frontier);
+    if (w->loops == loops) w->loops = NULL;
+    return status;
+}
+
+static int run_with_masks(Walk *w, const int32_t *frontier_nodes,
+                          const int32_t *frontier_states, Py_ssize_t frontier) {
     Py_ssize_t room = frontier > 1024 ? frontier : 1024, depth = 0;
     Entry *stack = malloc((size_t)room * sizeof(Entry));
     if (stack == NULL) return WALK_NO_MEMORY;

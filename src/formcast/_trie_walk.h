@@ -22,6 +22,14 @@ typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize
                           uint8_t *accepting, PyObject *sets, PyObject *ids);
 #define SUBSET_API "formcast._subset._build_state"
 
+/* A state's loop mask: the bytes on which it stays where it is (LOOP_SLOTS of them kept
+ * a walk, by state; state 0, DEAD, marks a free slot). */
+#define LOOP_SLOTS 64
+typedef struct {
+    int32_t state;
+    uint64_t bytes[4];
+} LoopMask;
+
 typedef struct {
     const int32_t *table;
     Py_ssize_t states; /* rows of the table */
@@ -57,6 +65,8 @@ typedef struct {
     /* rows are built whole, and none is being written (a LazyAutomaton's, under its
      * lock): a row's first entry tells whether it is built */
     int whole_rows;
+    /* the loop masks of states met so far (LOOP_SLOTS, zeroed before the walk) */
+    LoopMask *loops;
 } Walk;
 
 enum {
@@ -102,7 +112,6 @@ void set_walk_error(int status);
 BuildState subset_builder(void);
 int start_building(Walk *w, PyObject *builder, Held *flags);
 Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count);
-int lowest_bit(uint64_t bits);
 int split_first_bytes(const int32_t *table, Py_ssize_t states, int32_t state,
                       const uint8_t *plain, Py_ssize_t plains, uint8_t *by_first,
                       int32_t *looping, Py_ssize_t counts[3]);
