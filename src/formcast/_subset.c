@@ -380,9 +380,49 @@ static int eps_of(Nfa *self, int64_t state, int *important) {
     return 0;
 }
 
-static int compare_ids(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* Sort ids ascending in place: an insertion sort of short runs, a quicksort (median of
+ * three, the smaller side first, so the stack stays logarithmic) above them. The C
+ * library's qsort calls a comparison through a pointer for every pair, and a row's
+ * successor sets (the union of many closures) made that most of a large state's row. */
+static void sort_ids(int64_t *ids, Py_ssize_t count) {
+    Py_ssize_t lows[64], highs[64];
+    int depth = 0;
+    Py_ssize_t lo = 0, hi = count - 1;
+    for (;;) {
+        while (hi - lo >= 16) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            int64_t a = ids[lo], b = ids[mid], c = ids[hi]; /* the median of three */
+            int64_t pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+            Py_ssize_t i = lo, j = hi;
+            while (i <= j) {
+                while (ids[i] < pivot) i++;
+                while (ids[j] > pivot) j--;
+                if (i <= j) {
+                    int64_t swap = ids[i];
+                    ids[i++] = ids[j];
+                    ids[j--] = swap;
+                }
+            }
+            /* [lo, j] and [i, hi]: the larger waits on the stack */
+            if (j - lo < hi - i) {
+                if (i < hi) lows[depth] = i, highs[depth++] = hi;
+                hi = j;
+            } else {
+                if (lo < j) lows[depth] = lo, highs[depth++] = j;
+                lo = i;
+            }
+        }
+        for (Py_ssize_t k = lo + 1; k <= hi; k++) {
+            int64_t id = ids[k];
+            Py_ssize_t at = k;
+            for (; at > lo && ids[at - 1] > id; at--) ids[at] = ids[at - 1];
+            ids[at] = id;
+        }
+        if (!depth) return;
+        depth--;
+        lo = lows[depth];
+        hi = highs[depth];
+    }
 }
 
 /* The offset in self->pool of the closure of `state` (computed once). */
@@ -405,7 +445,7 @@ static int closure_of(Nfa *self, int64_t state, int64_t *offset) {
             if (added && vec_push(stack, y) < 0) return -1;
         }
     }
-    qsort(found->data, (size_t)found->size, sizeof(int64_t), compare_ids);
+    sort_ids(found->data, found->size);
     *offset = self->pool.size;
     if (vec_reserve(&self->pool, found->size + 1) < 0) return -1;
     self->pool.data[self->pool.size++] = found->size;
@@ -474,7 +514,7 @@ static int compute_runs(Nfa *self) {
             join->size += closure[0];
         }
         if (covered) {
-            qsort(join->data, (size_t)join->size, sizeof(int64_t), compare_ids);
+            sort_ids(join->data, join->size);
             Py_ssize_t unique = 0;
             for (Py_ssize_t k = 0; k < join->size; k++)
                 if (!unique || join->data[k] != join->data[unique - 1]) join->data[unique++] = join->data[k];
@@ -575,7 +615,7 @@ static const int64_t *members_of(Nfa *self, PyObject *sets, Py_ssize_t sid) {
     }
     Py_DECREF(iterator);
     if (PyErr_Occurred()) return NULL;
-    qsort(found->data, (size_t)found->size, sizeof(int64_t), compare_ids);
+    sort_ids(found->data, found->size);
     return remember_members(self, sid, found->data, found->size);
 }
 /* Keep `count` sorted members as those of state `sid`; a pointer to the kept copy (valid

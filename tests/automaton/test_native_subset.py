@@ -58,6 +58,8 @@ def _differences(python: LazyAutomaton, native: LazyAutomaton) -> list[str]:
     count = min(python.num_states, native.num_states)
     rows = np.flatnonzero((python.table[:count] != native.table[:count]).any(axis=1))
     found += [f"row {state} differs" for state in rows[:8].tolist()]
+    flags = np.flatnonzero(python.accepting[:count] != native.accepting[:count])
+    found += [f"state {state}: acceptance differs" for state in flags[:8].tolist()]
     return found
 
 
@@ -77,6 +79,28 @@ def _check_same(nfa: Nfa, monkeypatch: pytest.MonkeyPatch, limit: int = _STATES)
 def test_rows_match_the_python_construction(
     pattern: str, virtual: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _check_same(nfa_of(pattern, virtual), monkeypatch)
+
+
+# states of hundreds of members, in scrambled id order: their successor sets are sorted
+# by the C construction's own quicksort (past 16 ids) before they are interned
+WIDE_PATTERNS = [
+    "(?:" + "|".join(f"k{(i * 37) % 97:02d}[a-z]{{0,{i % 5}}}v" for i in range(97)) + ")+",
+    "(?:" + "|".join(f"[a-z]{{{i % 4}}}{chr(97 + i % 26)}{i}" for i in range(120)) + ")",
+    # after "a": the end (accepting) among a hundred words' first states
+    "a(?:" + "|".join(["", *(f"[{chr(98 + i % 20)}-z]{i}" for i in range(100))]) + ")",
+]
+
+
+@VIRTUAL
+@pytest.mark.parametrize(
+    "pattern", WIDE_PATTERNS, ids=["repeated words", "classes and words", "an end among words"]
+)
+def test_rows_of_states_of_many_members_match(
+    pattern: str, virtual: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automaton = _explored(nfa_of(pattern, virtual), True, monkeypatch, limit=50)
+    assert max(len(members) for members in automaton._sets) > 64  # past the insertion sort
     _check_same(nfa_of(pattern, virtual), monkeypatch)
 
 
