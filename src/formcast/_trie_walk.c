@@ -56,9 +56,9 @@
 static int children_built(const Walk *w, int32_t node, int32_t state) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
     if (w->whole_rows) return row[0] != UNBUILT;
-    int32_t first = w->child_first[node], stop = first + w->child_count[node];
+    int32_t first = w->trie.child_first[node], stop = first + w->trie.child_count[node];
     for (int32_t child = first; child < stop; child++)
-        if (row[w->node_byte[child]] == UNBUILT) return 0;
+        if (row[w->trie.node_byte[child]] == UNBUILT) return 0;
     return 1;
 }
 
@@ -95,9 +95,9 @@ static const uint64_t *loop_mask(Walk *w, int32_t state, int compute) {
 /* Whether `state` stays where it is on every byte below `node`, as far as its loop mask
  * tells (none kept and the subtree small: no). */
 static int loops_below(Walk *w, int32_t node, int32_t state) {
-    const uint64_t *mask = loop_mask(w, state, w->node_large[node]);
+    const uint64_t *mask = loop_mask(w, state, w->trie.node_large[node]);
     if (mask == NULL) return 0;
-    const uint64_t *below = w->below_bytes + (Py_ssize_t)node * 4;
+    const uint64_t *below = w->trie.below_bytes + (Py_ssize_t)node * 4;
     return !((below[0] & ~mask[0]) | (below[1] & ~mask[1]) | (below[2] & ~mask[2]) |
              (below[3] & ~mask[3]));
 }
@@ -111,11 +111,11 @@ static int emit(Walk *w, int32_t token, int32_t state) {
 }
 
 static int emit_subtree(Walk *w, int32_t node, int32_t state) {
-    int32_t first = w->subtree_first[node], stop = w->subtree_stop[node];
-    if (first < 0 || stop < first || stop > w->tokens) return WALK_BAD_NODE;
+    int32_t first = w->trie.subtree_first[node], stop = w->trie.subtree_stop[node];
+    if (first < 0 || stop < first || stop > w->trie.tokens) return WALK_BAD_NODE;
     if (w->filled + (stop - first) > w->out_size) return WALK_FULL;
     for (int32_t i = first; i < stop; i++) {
-        w->out_ids[w->filled] = w->token_ids[i];
+        w->out_ids[w->filled] = w->trie.token_ids[i];
         w->out_states[w->filled] = state;
         w->filled++;
     }
@@ -127,11 +127,11 @@ static int emit_subtree(Walk *w, int32_t node, int32_t state) {
  * pending, whole (nothing of it emitted). */
 static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssize_t *room) {
     int32_t node = entry.node, state = entry.state;
-    if (node < 0 || node >= w->nodes) return WALK_BAD_NODE;
+    if (node < 0 || node >= w->trie.nodes) return WALK_BAD_NODE;
     if (state <= DEAD || state >= w->states) return WALK_BAD_STATE;
-    int32_t count = w->child_count[node];
-    int32_t first = w->child_first[node];
-    if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->nodes)) return WALK_BAD_NODE;
+    int32_t count = w->trie.child_count[node];
+    int32_t first = w->trie.child_first[node];
+    if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->trie.nodes)) return WALK_BAD_NODE;
     for (int i = 0; i < w->whole_count && count > 0; i++)
         if (w->whole_states[i] == state) return emit_subtree(w, node, state);
     int missing = count > 0 && !children_built(w, node, state);
@@ -155,7 +155,7 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     }
     if (count > 0 && loops_below(w, node, state))
         return emit_subtree(w, node, state);
-    int32_t token = w->node_token[node];
+    int32_t token = w->trie.node_token[node];
     if (token >= 0) {
         int status = emit(w, token, state);
         if (status != WALK_OK) return status;
@@ -170,7 +170,7 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     }
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
     for (int32_t child = first; child < first + count; child++) {
-        int32_t next = row[w->node_byte[child]];
+        int32_t next = row[w->trie.node_byte[child]];
         if (next == DEAD) continue;
         if (next < 0 || next >= w->states) return WALK_BAD_STATE;
         (*stack)[(*depth)++] = (Entry){child, next};
@@ -262,19 +262,7 @@ int take_trie(PyObject *const *arrays, Held *held, TrieArrays *trie) {
 }
 
 /* Point the walk at a trie's arrays. */
-void use_trie(Walk *w, const TrieArrays *trie) {
-    w->node_byte = trie->node_byte;
-    w->node_token = trie->node_token;
-    w->child_first = trie->child_first;
-    w->child_count = trie->child_count;
-    w->subtree_first = trie->subtree_first;
-    w->subtree_stop = trie->subtree_stop;
-    w->node_large = trie->node_large;
-    w->below_bytes = trie->below_bytes;
-    w->nodes = trie->nodes;
-    w->token_ids = trie->token_ids;
-    w->tokens = trie->tokens;
-}
+void use_trie(Walk *w, const TrieArrays *trie) { w->trie = *trie; }
 
 /* Set the exception of a walk's failed status (WALK_ERROR: the builder's is set). */
 void set_walk_error(int status) {

@@ -22,6 +22,21 @@ typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize
                           uint8_t *accepting, PyObject *sets, PyObject *ids);
 #define SUBSET_API "formcast._subset._build_state"
 
+/* The arrays of a flattened trie (vocabulary.FlatTrie.arrays), read by the walk. */
+typedef struct {
+    const uint8_t *node_byte;
+    const int32_t *node_token;
+    const int32_t *child_first;
+    const int32_t *child_count;
+    const int32_t *subtree_first;
+    const int32_t *subtree_stop;
+    const uint8_t *node_large;
+    const uint64_t *below_bytes; /* four words a node */
+    Py_ssize_t nodes;
+    const int32_t *token_ids;
+    Py_ssize_t tokens;
+} TrieArrays;
+
 /* A state's loop mask: the bytes on which it stays where it is (LOOP_SLOTS of them kept
  * a walk, by state; state 0, DEAD, marks a free slot). */
 #define LOOP_SLOTS 64
@@ -38,17 +53,7 @@ typedef struct {
     int32_t *writable_table;
     uint8_t *accepting;
     PyObject *nfa, *sets, *ids;
-    const uint8_t *node_byte;
-    const int32_t *node_token;
-    const int32_t *child_first;
-    const int32_t *child_count;
-    const int32_t *subtree_first;
-    const int32_t *subtree_stop;
-    const uint8_t *node_large;
-    const uint64_t *below_bytes; /* four words a node */
-    Py_ssize_t nodes;
-    const int32_t *token_ids;
-    Py_ssize_t tokens;
+    TrieArrays trie; /* the trie walked */
     int32_t *out_ids;
     int32_t *out_states;
     Py_ssize_t out_size;
@@ -84,20 +89,6 @@ typedef struct {
     int held;
 } Held;
 
-/* The arrays of a flattened trie (vocabulary.FlatTrie.arrays), read by the walk. */
-typedef struct {
-    const uint8_t *node_byte;
-    const int32_t *node_token;
-    const int32_t *child_first;
-    const int32_t *child_count;
-    const int32_t *subtree_first;
-    const int32_t *subtree_stop;
-    const uint8_t *node_large;
-    const uint64_t *below_bytes; /* four words a node */
-    Py_ssize_t nodes;
-    const int32_t *token_ids;
-    Py_ssize_t tokens;
-} TrieArrays;
 
 #define TRIE_ARRAYS 9 /* the buffers of a flattened trie */
 
