@@ -588,6 +588,42 @@ def _reachable(index: TokenIndex, limit: int) -> list[int]:
     return sorted(seen)[:limit]
 
 
+def test_a_visit_inside_a_visit_gets_buffers_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A visit that starts while another holds the Visitor's buffers (another thread's,
+    once the first calls back into Python for a template) walks in buffers of its own:
+    both rows are those of index.py's ways. Here the first template the outer visits ask
+    for visits the first states of another automaton from inside the callback."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    templates = formcast.index._plain_templates(vocabulary)
+    inner = TokenIndex(LazyAutomaton(VISIT_PATTERNS[0]), vocabulary)
+    inner_states = [inner.initial_state]
+
+    def template_of(shape: bytes) -> Any:
+        if len(inner_states) == 1:  # the first call: visits nested in the outer one
+            for state in inner_states[:1] + list(range(2, 12)):
+                if state < inner.automaton.num_states:
+                    inner._row(state)
+                    inner_states.append(state)
+        return templates.of(shape)
+
+    visitor = formcast.index._new_visitor(vocabulary, template_of)
+    monkeypatch.setitem(formcast.index._VISITORS, vocabulary, visitor)
+    outer = TokenIndex(LazyAutomaton(VISIT_PATTERNS[1]), vocabulary)
+    states = _reachable(outer, 40)
+    assert len(inner_states) > 2, "no visit ran inside another"
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    for index, visited in ((outer, states), (inner, inner_states[1:])):
+        reference = TokenIndex(index.automaton, vocabulary)
+        for state in visited:
+            assert index_row(index, state) == index_row(reference, state)
+            assert index_row(index, state) == brute_force_row(reference, state)
+
+
 def test_a_visitor_refuses_bad_arguments() -> None:
     """A Visitor checks what it is given against what it reads: tries of nine arrays,
     token ids below the size, plain_root nodes of the plain trie, a live state of the
