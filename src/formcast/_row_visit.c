@@ -1,15 +1,15 @@
 /* formcast._trie_walk.Visitor: the first visit of a state, in one call.
  *
  * index.py makes a state's row (the tokens it allows, and where each leads) the first time
- * a cursor stands there. The row's walks, sorts and bit packing run in C already; what is
- * left between them (which way to take, buffers, copies, the bits) cost more than they did
- * at the median of maskbench's first visits. A Visitor holds one vocabulary's arrays for
+ * a cursor stands there. The row's walks, sorts and bit packing ran in C already; the
+ * Python between them (which way to take, buffers, copies, the bits) cost more than those
+ * calls at the median of maskbench's first visits. A Visitor holds one vocabulary's arrays for
  * its life and takes a state through the whole decision of TokenIndex._walk_vocabulary
  * for a LazyAutomaton whose rows formcast._subset builds, building the rows it reads:
  *
  * - the state's plain bytes (PLAIN_BYTES) all lead to one state, and so on down the chain
- *   of plain bytes (a string's characters): the other tokens are walked and the chain
- *   comes back with its shape, for the template of the plain tokens (index._templated);
+ *   of plain bytes (a string's characters): the other tokens are walked and written over
+ *   the plain tokens' template of the chain's shape (index._templated);
  * - else an object's key, where most plain bytes lead to states that loop on every plain
  *   byte (index._first_byte_row): the plain tokens under the other first bytes and the
  *   other tokens are walked, and the row's bits are the plain tokens' by first byte;
