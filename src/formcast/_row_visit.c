@@ -669,10 +669,12 @@ PyDoc_STRVAR(visitor_doc,
 "flattened tries of every token, the other tokens and the plain ones (FlatTrie.arrays),\n"
 "the plain trie's node of each first byte, the plain bytes, the plain tokens' bits and\n"
 "their bits by first byte, the repeated tokens of the whole trie and the tokens they\n"
-"repeat, then the other trie's (four int32 arrays), the vocabulary's size, the links of a chain of plain bytes (the longest plain\n"
-"token + 1), the fewest live plain bytes of an object key's row, and the share of the\n"
-"vocabulary past which a row is left unsorted. Holds ~8 bytes a token and a trie node\n"
-"of buffers of its own.");
+"repeat, then the other trie's (four int32 arrays), the vocabulary's size, the links of\n"
+"a chain of plain bytes (the longest plain token + 1), the fewest live plain bytes of an\n"
+"object key's row, the share of the vocabulary past which a row is coded rather than\n"
+"sorted, and template_of (shape -> (codes, bits), the plain tokens' template of a\n"
+"chain's shape; None: a string's row comes back unfinished). Holds buffers of its own,\n"
+"~12 bytes a token and 8 a trie node.");
 
 static PyTypeObject VisitorType = {
     PyVarObject_HEAD_INIT(NULL, 0)
