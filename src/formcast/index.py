@@ -1504,6 +1504,7 @@ def _new_visitor(vocabulary: Vocabulary, template_of: Callable[[bytes], _Templat
 
 
 def _ints(data: bytes) -> IntArray:
+    """The int32 array ``data`` holds, read in place (read-only: rows never change)."""
     return np.frombuffer(data, dtype=np.int32)
 
 
