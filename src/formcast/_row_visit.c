@@ -39,6 +39,42 @@ enum {
     VISIT_TABLE = 6
 };
 enum { TRIE_ALL = 0, TRIE_OTHER = 1, TRIE_PLAIN = 2, TRIES = 3 };
+
+typedef struct Scratch Scratch;
+static void scratch_free(Scratch *s);
+
+/* A visit's buffers: the walk's output and pending pairs, the chain, a table over the
+ * vocabulary. */
+struct Scratch {
+    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain, *table;
+};
+
+/* Allocate the buffers (0), or none of them (-1: MemoryError set). */
+static int scratch_alloc(Scratch *s, Py_ssize_t out_size, Py_ssize_t pending_size,
+                         Py_ssize_t links, Py_ssize_t size) {
+    s->out_ids = malloc((size_t)out_size * 4 + 4);
+    s->out_states = malloc((size_t)out_size * 4 + 4);
+    s->pending_nodes = malloc((size_t)pending_size * 4 + 4);
+    s->pending_states = malloc((size_t)pending_size * 4 + 4);
+    s->chain = malloc((size_t)links * 4);
+    s->table = malloc((size_t)size * 4);
+    if (s->out_ids && s->out_states && s->pending_nodes && s->pending_states && s->chain &&
+        s->table)
+        return 0;
+    scratch_free(s);
+    PyErr_NoMemory();
+    return -1;
+}
+
+static void scratch_free(Scratch *s) {
+    free(s->out_ids);
+    free(s->out_states);
+    free(s->pending_nodes);
+    free(s->pending_states);
+    free(s->chain);
+    free(s->table);
+    memset(s, 0, sizeof(*s));
+}
 enum {
     HELD_ROOT = 3 * TRIE_ARRAYS,
     HELD_PLAIN,
@@ -62,16 +98,10 @@ typedef struct {
     const int32_t *repeat[2], *original[2];
     Py_ssize_t repeats[2];
     PyObject *template_of; /* shape -> (codes, bits): the plain tokens' template, or None */
-    /* the walk's buffers, the chain's, a table over the vocabulary, and whether a visit
-     * holds them */
-    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain, *table;
     Py_ssize_t out_size, pending_size;
-    int busy;
+    Scratch scratch; /* the visits' buffers */
+    int busy;        /* whether a visit holds them */
 } Visitor;
-
-typedef struct {
-    int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain, *table;
-} Scratch;
 
 /* -- results ------------------------------------------------------------------------- */
 
@@ -100,21 +130,6 @@ static PyObject *retry(void) {
 
 /* -- rows of the automaton ----------------------------------------------------------- */
 
-/* Build the row of `state` if it is not: 1 built, 0 no room (or the builder gave up
- * earlier in this visit), -1 error. */
-static int ensure_row(Walk *w, int32_t state) {
-    if (w->table[(Py_ssize_t)state * 256] != UNBUILT) return 1;
-    if (!w->build) return 0;
-    int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting, w->sets,
-                         w->ids);
-    if (built < 0) return -1;
-    if (built == 2) {
-        w->build = NULL;
-        return 0;
-    }
-    return 1;
-}
-
 /* Whether every plain byte leads from `row` to one state (written to *target). */
 static int one_plain_target(const Visitor *v, const int32_t *row, int32_t *target) {
     int32_t first = row[v->plain_bytes[0]];
@@ -133,7 +148,7 @@ static int follow_chain(const Visitor *v, Walk *w, int32_t *chain) {
             chain[k] = current;
             continue;
         }
-        int built = ensure_row(w, current);
+        int built = build_row(w, current);
         if (built <= 0) return built < 0 ? -1 : 2;
         if (!one_plain_target(v, w->table + (Py_ssize_t)current * 256, &chain[k])) return 0;
     }
@@ -193,34 +208,12 @@ static int walk_root(const Visitor *v, Walk *w, int trie, int32_t state) {
     return walk_from(v, w, trie, &root, &state, 1);
 }
 
-/* The bits of sorted ids, every word written. */
-static void pack_sorted(const int32_t *ids, Py_ssize_t count, uint32_t *out, Py_ssize_t words) {
-    memset(out, 0, (size_t)words * 4);
-    for (Py_ssize_t i = 0; i < count; i++) out[ids[i] >> 5] |= (uint32_t)1 << (ids[i] & 31);
-}
-
-/* Sort the walk's pairs by token in place (no DEAD among them: the walk leaves dead
- * ends out); -1 without memory. */
-static int sort_walked(int32_t *ids, int32_t *states, Py_ssize_t count) {
-    if (count > 64) return radix_sort_pairs(ids, states, count) < 0 ? -1 : 0;
-    for (Py_ssize_t i = 1; i < count; i++) {
-        int32_t id = ids[i], state = states[i];
-        Py_ssize_t at = i;
-        for (; at > 0 && ids[at - 1] > id; at--) {
-            ids[at] = ids[at - 1];
-            states[at] = states[at - 1];
-        }
-        ids[at] = id;
-        states[at] = state;
-    }
-    return 0;
-}
-
 /* A sorted row with its bits. */
 static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t *states,
                             Py_ssize_t count) {
     PyObject *bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
-    if (bits) pack_sorted(ids, count, (uint32_t *)PyBytes_AS_STRING(bits), v->words);
+    int32_t bad; /* none: the tries' ids were checked below the size */
+    if (bits) pack_ids(ids, count, (uint32_t *)PyBytes_AS_STRING(bits), v->words, &bad);
     PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
                           bytes_of(states, count * 4), bits};
     return tuple_of(items, 4);
@@ -336,7 +329,7 @@ static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie, int32_t *tabl
     int which = trie == TRIE_ALL ? 0 : 1;
     if (v->repeats[which] > 0 || count * v->sorted_share > v->size)
         return scattered(v, w, which, table);
-    if (sort_walked(w->out_ids, w->out_states, count) < 0) return PyErr_NoMemory();
+    if (sort_pairs_in_place(w->out_ids, w->out_states, count) < 0) return PyErr_NoMemory();
     return sorted_row(v, w->out_ids, w->out_states, count);
 }
 
@@ -373,18 +366,18 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
     /* an undeclared key starts with any byte no declared name starts with: '~' or '`' */
     int32_t probe = row['~'] ? row['~'] : row['`'];
     if (probe <= DEAD) return NOT_A_KEY;
-    int built = ensure_row(w, probe);
+    int built = build_row(w, probe);
     if (built <= 0) return built < 0 ? NULL : retry();
-    const int32_t *probed = w->table + (Py_ssize_t)probe * 256;
-    for (Py_ssize_t k = 0; k < v->plain_count; k++)
-        if (probed[v->plain_bytes[k]] != probe) return NOT_A_KEY;
+    int32_t stays;
+    if (!one_plain_target(v, w->table + (Py_ssize_t)probe * 256, &stays) || stays != probe)
+        return NOT_A_KEY;
     Py_ssize_t following = 0;
     for (Py_ssize_t k = 0; k < v->plain_count; k++) following += row[v->plain_bytes[k]] != DEAD;
     if (following < v->first_byte_min) return NOT_A_KEY;
     for (Py_ssize_t k = 0; k < v->plain_count; k++) {
         int32_t target = row[v->plain_bytes[k]];
         if (target == DEAD) continue;
-        built = ensure_row(w, target);
+        built = build_row(w, target);
         if (built <= 0) return built < 0 ? NULL : retry();
     }
     uint8_t by_first[256];
@@ -407,11 +400,10 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
             states[starts++] = lists[512 + i];
         }
         /* below a declared name's initial, a token that leaves every name stands in a
-         * state looping on every plain byte: its subtree ends there, unwalked */
-        w->whole_states = lists;
-        w->whole_count = (int)looped;
+         * state looping on every plain byte: with its loop mask known from the start, its
+         * subtree ends there unwalked, however small */
+        for (Py_ssize_t k = 0; k < looped; k++) loop_mask(w, lists[k], 1);
         done = walk_from(v, w, TRIE_PLAIN, nodes, states, starts);
-        w->whole_count = 0;
         if (done <= 0) return done < 0 ? NULL : retry();
     }
     PyObject *bits = Py_NewRef(Py_None);
@@ -446,7 +438,7 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
 
 static PyObject *visit_state(const Visitor *v, Walk *w, int32_t state, const Scratch *scratch) {
     int32_t *chain = scratch->chain;
-    int built = ensure_row(w, state);
+    int built = build_row(w, state);
     if (built <= 0) return built < 0 ? NULL : retry();
     chain[0] = state;
     if (one_plain_target(v, w->table + (Py_ssize_t)state * 256, &chain[1])) {
@@ -493,22 +485,11 @@ static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
     Walk w;
     memset(&w, 0, sizeof(w));
     PyObject *result = NULL;
-    Scratch scratch = {self->out_ids,        self->out_states, self->pending_nodes,
-                       self->pending_states, self->chain,      self->table};
+    Scratch scratch = self->scratch;
     int own = self->busy; /* a visit inside a visit (another thread's): buffers of its own */
-    if (own) {
-        scratch.out_ids = malloc((size_t)self->out_size * 4);
-        scratch.out_states = malloc((size_t)self->out_size * 4);
-        scratch.pending_nodes = malloc((size_t)self->pending_size * 4);
-        scratch.pending_states = malloc((size_t)self->pending_size * 4);
-        scratch.chain = malloc((size_t)self->links * 4);
-        scratch.table = malloc((size_t)self->size * 4);
-        if (!scratch.out_ids || !scratch.out_states || !scratch.pending_nodes ||
-            !scratch.pending_states || !scratch.chain || !scratch.table) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
+    if (own && scratch_alloc(&scratch, self->out_size, self->pending_size, self->links,
+                             self->size) < 0)
+        return NULL;
     self->busy = 1;
     if (take(table, &held[0], 1, 4, 256, "the table") < 0) goto done;
     w.table = held[0].view.buf;
@@ -532,27 +513,16 @@ static PyObject *Visitor_visit(Visitor *self, PyObject *args) {
     result = visit_state(self, &w, (int32_t)state, &scratch);
 done:
     release(held, 2);
-    if (own) {
-        free(scratch.out_ids);
-        free(scratch.out_states);
-        free(scratch.pending_nodes);
-        free(scratch.pending_states);
-        free(scratch.chain);
-        free(scratch.table);
-    } else {
+    if (own)
+        scratch_free(&scratch);
+    else
         self->busy = 0;
-    }
     return result;
 }
 
 static void Visitor_dealloc(Visitor *self) {
     release(self->held, VISITOR_BUFFERS);
-    free(self->out_ids);
-    free(self->out_states);
-    free(self->pending_nodes);
-    free(self->pending_states);
-    free(self->chain);
-    free(self->table);
+    scratch_free(&self->scratch);
     Py_XDECREF(self->template_of);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -572,7 +542,7 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_TypeError, "expected template_of callable, or None");
         return -1;
     }
-    if (self->out_ids) {
+    if (self->scratch.out_ids) {
         PyErr_SetString(PyExc_TypeError, "expected a Visitor to be initialised once");
         return -1;
     }
@@ -642,18 +612,8 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
             PyErr_SetString(PyExc_ValueError, "expected plain_root nodes of the plain trie");
             return -1;
         }
-    self->out_ids = malloc((size_t)self->out_size * 4 + 4);
-    self->out_states = malloc((size_t)self->out_size * 4 + 4);
-    self->pending_nodes = malloc((size_t)self->pending_size * 4 + 4);
-    self->pending_states = malloc((size_t)self->pending_size * 4 + 4);
-    self->chain = malloc((size_t)self->links * 4);
-    self->table = malloc((size_t)self->size * 4);
-    if (!self->out_ids || !self->out_states || !self->pending_nodes || !self->pending_states ||
-        !self->chain || !self->table) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
+    return scratch_alloc(&self->scratch, self->out_size, self->pending_size, self->links,
+                         self->size);
 }
 
 static PyMethodDef visitor_methods[] = {

@@ -78,7 +78,7 @@ static int count_bits(uint32_t bits) {
  * subtree asks (`compute`): a state met at a few small nodes costs less walked. An entry
  * not built yet reads as leaving (the subtree is then walked: the same tokens), and a
  * built one never changes, so a mask kept from a row built in part stays true. */
-static const uint64_t *loop_mask(Walk *w, int32_t state, int compute) {
+const uint64_t *loop_mask(Walk *w, int32_t state, int compute) {
     LoopMask *slot = &w->loops[((uint32_t)state * 2654435761u) >> 26]; /* 64 slots */
     if (slot->state == state) return slot->bytes;
     if (!compute) return NULL;
@@ -122,6 +122,23 @@ static int emit_subtree(Walk *w, int32_t node, int32_t state) {
     return WALK_OK;
 }
 
+/* Build the row of `state` by the walk's builder, unless it is built: 1 built, 0 no room
+ * for its new states (or no builder), -1 error (the builder's exception set). With no
+ * room, the rest of the walk builds nothing: each try would compute a row only to find
+ * the room short again; the caller grows the table and walks again from what is left. */
+int build_row(Walk *w, int32_t state) {
+    if (w->table[(Py_ssize_t)state * 256] != UNBUILT) return 1;
+    if (!w->build) return 0;
+    int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting, w->sets,
+                         w->ids);
+    if (built < 0) return -1;
+    if (built == 2) {
+        w->build = NULL;
+        return 0;
+    }
+    return 1;
+}
+
 /* One reached node: its whole subtree when its state loops below it, else its own token
  * and a push of each live child; a node whose children need a row not built yet is kept
  * pending, whole (nothing of it emitted). */
@@ -132,19 +149,11 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     int32_t count = w->trie.child_count[node];
     int32_t first = w->trie.child_first[node];
     if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->trie.nodes)) return WALK_BAD_NODE;
-    for (int i = 0; i < w->whole_count && count > 0; i++)
-        if (w->whole_states[i] == state) return emit_subtree(w, node, state);
     int missing = count > 0 && !children_built(w, node, state);
-    if (missing && w->build) {
-        /* build the row here; left pending only when the table lacks room for it */
-        int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting,
-                             w->sets, w->ids);
+    if (missing && w->build) { /* built here; left pending only when the table lacks room */
+        int built = build_row(w, state);
         if (built < 0) return WALK_ERROR;
-        missing = built == 2;
-        /* No room: the rest of this round builds nothing (each try would compute a row
-         * only to find the room short again; the caller grows the table between rounds
-         * and the next round builds what is left pending). */
-        if (missing) w->build = NULL;
+        missing = !built;
     }
     if (missing) {
         if (w->pending >= w->pending_size) return WALK_FULL;
@@ -178,39 +187,29 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     return WALK_OK;
 }
 
-static int run_with_masks(Walk *w, const int32_t *frontier_nodes,
-                          const int32_t *frontier_states, Py_ssize_t frontier);
-
 int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
         Py_ssize_t frontier) {
-    LoopMask loops[LOOP_SLOTS];
-    if (w->loops == NULL) { /* masks for this run alone */
-        memset(loops, 0, sizeof(loops));
-        w->loops = loops;
+    LoopMask own[LOOP_SLOTS], *given = w->loops;
+    if (given == NULL) { /* masks for this run alone */
+        memset(own, 0, sizeof(own));
+        w->loops = own;
     }
-    int status = run_with_masks(w, frontier_nodes, frontier_states, frontier);
-    if (w->loops == loops) w->loops = NULL;
-    return status;
-}
-
-static int run_with_masks(Walk *w, const int32_t *frontier_nodes,
-                          const int32_t *frontier_states, Py_ssize_t frontier) {
     Py_ssize_t room = frontier > 1024 ? frontier : 1024, depth = 0;
     Entry *stack = malloc((size_t)room * sizeof(Entry));
-    if (stack == NULL) return WALK_NO_MEMORY;
-    for (Py_ssize_t i = 0; i < frontier; i++)
+    int status = stack == NULL ? WALK_NO_MEMORY : WALK_OK;
+    for (Py_ssize_t i = 0; i < frontier && stack; i++)
         stack[depth++] = (Entry){frontier_nodes[i], frontier_states[i]};
-    int status = WALK_OK;
     while (depth > 0 && status == WALK_OK) {
         Entry entry = stack[--depth];
         status = visit(w, entry, &stack, &depth, &room);
     }
     free(stack);
+    w->loops = given;
     return status;
 }
 
-int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize,
-                Py_ssize_t minimum, const char *name) {
+int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize, Py_ssize_t minimum,
+         const char *name) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(object, &held->view, flags) < 0) return -1;
     held->held = 1;
@@ -447,6 +446,25 @@ Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count) {
     return kept;
 }
 
+/* sort_pairs's work (see its docstring): the kept pairs' count, or -1 when the radix
+ * sort's scratch cannot be had. */
+Py_ssize_t sort_pairs_in_place(int32_t *ids, int32_t *states, Py_ssize_t count) {
+    if (count > INSERTION_SORTED) return radix_sort_pairs(ids, states, count);
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t id = ids[i], state = states[i];
+        if (state == DEAD) continue;
+        Py_ssize_t at = kept++;
+        for (; at > 0 && ids[at - 1] > id; at--) {
+            ids[at] = ids[at - 1];
+            states[at] = states[at - 1];
+        }
+        ids[at] = id;
+        states[at] = state;
+    }
+    return kept;
+}
+
 PyDoc_STRVAR(sort_pairs_doc,
 "sort_pairs(ids, states) -> kept\n"
 "\n"
@@ -467,29 +485,39 @@ static PyObject *sort_pairs(PyObject *module, PyObject *args) {
                      held[1].view.len / 4);
         goto done;
     }
-    int32_t *ids = held[0].view.buf, *states = held[1].view.buf;
-    if (count > INSERTION_SORTED) {
-        Py_ssize_t kept = radix_sort_pairs(ids, states, count);
-        if (kept < 0) PyErr_NoMemory();
-        else result = PyLong_FromSsize_t(kept);
-        goto done;
-    }
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t id = ids[i], state = states[i];
-        if (state == DEAD) continue;
-        Py_ssize_t at = kept++;
-        for (; at > 0 && ids[at - 1] > id; at--) {
-            ids[at] = ids[at - 1];
-            states[at] = states[at - 1];
-        }
-        ids[at] = id;
-        states[at] = state;
-    }
-    result = PyLong_FromSsize_t(kept);
+    Py_ssize_t kept = sort_pairs_in_place(held[0].view.buf, held[1].view.buf, count);
+    if (kept < 0) PyErr_NoMemory();
+    else result = PyLong_FromSsize_t(kept);
 done:
     release(held, 2);
     return result;
+}
+
+/* pack_bits's work (see its docstring): 0, or -1 with the first id out of range in *bad
+ * (`out` then unfinished). */
+int pack_ids(const int32_t *ids, Py_ssize_t count, uint32_t *out, Py_ssize_t words,
+             int32_t *bad) {
+    memset(out, 0, (size_t)words * 4);
+    /* the bits of one word gather in a register while the ids stay in it (a row's ids
+     * are sorted), then one store: no read-modify-write of memory per id */
+    Py_ssize_t current = -1;
+    uint32_t bits = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || (Py_ssize_t)id >= words * 32) {
+            *bad = id;
+            return -1;
+        }
+        Py_ssize_t word = id >> 5;
+        if (word != current) {
+            if (current >= 0) out[current] |= bits;
+            current = word;
+            bits = 0;
+        }
+        bits |= (uint32_t)1 << (id & 31);
+    }
+    if (current >= 0) out[current] |= bits;
+    return 0;
 }
 
 PyDoc_STRVAR(pack_bits_doc,
@@ -504,31 +532,13 @@ static PyObject *pack_bits(PyObject *module, PyObject *args) {
     Held held[2];
     PyObject *result = NULL;
     if (take_two(args, "OO:pack_bits", held, 0, "ids", "out") < 0) goto done;
-    const int32_t *ids = held[0].view.buf;
-    Py_ssize_t count = held[0].view.len / 4, words = held[1].view.len / 4;
-    uint32_t *out = held[1].view.buf;
-    memset(out, 0, (size_t)words * 4);
-    /* the bits of one word gather in a register while the ids stay in it (a row's ids
-     * are sorted), then one store: no read-modify-write of memory per id */
-    Py_ssize_t current = -1;
-    uint32_t bits = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        int32_t id = ids[i];
-        if (id < 0 || (Py_ssize_t)id >= words * 32) {
-            PyErr_Format(PyExc_ValueError, "expected ids in [0, %zd), found %d", words * 32,
-                         (int)id);
-            goto done;
-        }
-        Py_ssize_t word = id >> 5;
-        if (word != current) {
-            if (current >= 0) out[current] |= bits;
-            current = word;
-            bits = 0;
-        }
-        bits |= (uint32_t)1 << (id & 31);
-    }
-    if (current >= 0) out[current] |= bits;
-    result = Py_NewRef(Py_None);
+    Py_ssize_t words = held[1].view.len / 4;
+    int32_t bad;
+    if (pack_ids(held[0].view.buf, held[0].view.len / 4, held[1].view.buf, words, &bad) < 0)
+        PyErr_Format(PyExc_ValueError, "expected ids in [0, %zd), found %d", words * 32,
+                     (int)bad);
+    else
+        result = Py_NewRef(Py_None);
 done:
     release(held, 2);
     return result;

@@ -62,11 +62,6 @@ typedef struct {
     int32_t *pending_states;
     Py_ssize_t pending_size;
     Py_ssize_t pending;
-    /* states that stay where they are on every byte of the trie walked (a plain trie's
-     * walk through states looping on every plain byte): a node reached in one of them
-     * keeps its whole subtree there, however small */
-    const int32_t *whole_states;
-    int whole_count;
     /* rows are built whole, and none is being written (a LazyAutomaton's, under its
      * lock): a row's first entry tells whether it is built */
     int whole_rows;
@@ -99,10 +94,15 @@ int take_trie(PyObject *const *arrays, Held *held, TrieArrays *trie);
 void use_trie(Walk *w, const TrieArrays *trie);
 int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
         Py_ssize_t frontier);
+int build_row(Walk *w, int32_t state);
+const uint64_t *loop_mask(Walk *w, int32_t state, int compute);
 void set_walk_error(int status);
 BuildState subset_builder(void);
 int start_building(Walk *w, PyObject *builder, Held *flags);
 Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count);
+Py_ssize_t sort_pairs_in_place(int32_t *ids, int32_t *states, Py_ssize_t count);
+int pack_ids(const int32_t *ids, Py_ssize_t count, uint32_t *out, Py_ssize_t words,
+             int32_t *bad);
 int split_first_bytes(const int32_t *table, Py_ssize_t states, int32_t state,
                       const uint8_t *plain, Py_ssize_t plains, uint8_t *by_first,
                       int32_t *looping, Py_ssize_t counts[3]);
