@@ -1311,7 +1311,6 @@ def _templated(
     size: int,
     trie: TokenTrie,
     templates: _PlainTemplates,
-    shape: bytes | None = None,
 ) -> _Row | None:
     """:func:`_scattered` of a row with plain tokens, from the template of its chain's
     shape (C ``scatter_on_template``): a copy of the template's codes and bits, the
@@ -1319,15 +1318,14 @@ def _templated(
     written over it; O(vocabulary / 8 + walked tokens), no pass over the plain tokens.
     ``None`` where the template does not apply (other plain tokens than ``templates``'
     ones, a chain of more than 255 states, a row of more than 255 states): the caller
-    then scatters the row. ``shape``: the chain's, where known (else computed here)."""
+    then scatters the row."""
     assert native_walk is not None
     plain_ids, _, chain = plain
     if plain_ids is not templates.ids or size != templates.size:
         return None
+    shape = _chain_shape(chain)
     if shape is None:
-        shape = _chain_shape(chain)
-        if shape is None:
-            return None
+        return None
     template_codes, template_bits = templates.of(shape)
     codes = np.empty(size, dtype=np.uint8)
     bits = np.empty(template_bits.size, dtype=np.uint32)
