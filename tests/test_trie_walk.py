@@ -511,17 +511,15 @@ VISIT_TOKENS = [
 
 
 def _visits(index: TokenIndex, states: list[int]) -> list[int]:
-    """The kind of each state's visit (its first item), from a fresh index."""
+    """The kind of each state's visit (its first item)."""
     import formcast.index
 
-    fresh = TokenIndex(index.automaton, index.vocabulary)
     visitor = formcast.index._visitor(index.vocabulary)
     kinds = []
     for state in states:
         found = index.automaton.visit_building(visitor.visit, state)
         assert found is not None
         kinds.append(found[0])
-        fresh._row(state)
     return kinds
 
 
