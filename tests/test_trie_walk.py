@@ -663,7 +663,7 @@ def test_a_visitor_refuses_bad_arguments() -> None:
             native_walk.Visitor(*changed)
     visitor = native_walk.Visitor(*arguments)
     automaton = LazyAutomaton(r'"[a-z]*"')
-    builder = (automaton._native_nfa(), automaton._accepting, automaton._sets, automaton._ids)
+    builder = (automaton._native_nfa(), automaton._accepting, automaton._sets)
     if builder[0] is None:
         pytest.skip("formcast._subset was not built")
     for state in (DEAD, automaton.table.shape[0]):

@@ -460,7 +460,7 @@ PyDoc_STRVAR(visit_doc,
 "visit(table, state, builder) -> tuple\n"
 "\n"
 "The first visit of `state` (see the module's source for the ways it takes): table is\n"
-"the automaton's int32 table (writable), builder its (nfa, accepting, sets, ids), as for\n"
+"the automaton's int32 table (writable), builder its (nfa, accepting, sets), as for\n"
 "walk(). Returns one of\n"
 "  (0,): the table lacks room; grow it and call again;\n"
 "  (1, ids, states, bits): a row sorted by token, with its packed bits;\n"

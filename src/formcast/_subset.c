@@ -21,20 +21,20 @@
  * .segments(members) -> [(lo, hi, frozenset of NFA ids)]: the row of the DFA state whose
  *   members are given, as disjoint byte runs in ascending order (adjacent runs with equal
  *   successors joined); bytes in no run lead to the dead state.
- * .build_rows(states, table, accepting, sets, ids) -> next: the rows of the DFA states
+ * .build_rows(states, table, accepting, sets) -> next: the rows of the DFA states
  *   `states` (int32), in order, written into `table` (the automaton's int32 table,
- *   capacity rows of 256), each state whose row is still UNBUILT there. The members of a
- *   state come from sets[state] (the automaton's list of frozensets) the first time, then
- *   from a copy kept here; a row's successor sets are interned here by content, found in
- *   the dict `ids` (frozenset -> id) when Python registered them, or else appended to
- *   `sets` and put in `ids` as new states, with their acceptance (whether the final state
- *   is a member) written to `accepting` (a byte a table row) and their rows made UNBUILT.
+ *   capacity rows of 256), each state whose row is still UNBUILT there. The object holds
+ *   its automaton's DFA states, interned by content: those `sets` (the automaton's list,
+ *   one entry a state) gained from Python since the last call (frozensets of NFA ids)
+ *   are taken in first; a row's new successor states are appended to `sets` as None,
+ *   with their acceptance (whether the final state is a member) written to `accepting`
+ *   (a byte a table row) and their rows made UNBUILT. No Python object is made a state.
  *   Stops before a row when the table might lack room for its new states (a row adds at
  *   most 256; those not interned yet count) and returns the index of that state
  *   (len(states) when all are built).
  *   The same construction of one row is exported to formcast._trie_walk as the capsule
  *   `_build_state`, so that a walk builds the rows it reaches without leaving C.
- * .plain_chain(chain, filled, plain, table, accepting, sets, ids) -> (filled, parted):
+ * .plain_chain(chain, filled, plain, table, accepting, sets) -> (filled, parted):
  *   chain (int32) holds chain[0 .. filled) (filled >= 1); from there, chain[k] is the one
  *   state all the bytes `plain` (uint8) lead to from chain[k - 1], whose row is built as
  *   by build_rows; DEAD stays DEAD and a state leading to itself stays put. Stops where
@@ -43,6 +43,8 @@
  *   and calls again from `filled`), or at the chain's end.
  * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
  *   state) reachable from `state` by epsilon edges.
+ * .members(state) -> frozenset: the NFA members of a DFA state held here.
+ * .find(members) -> state: the DFA state held here with these members, or -1.
  *
  * Closures are memoized per NFA state for the object's life; the caller serialises calls
  * (lazy.py builds rows under the automaton's lock). Ids out of range raise ValueError. */
@@ -248,8 +250,9 @@ typedef struct {
     Seen seen;
     Vec stack, found, eps, edges, chain, join;
     Vec runs, succ, targets; /* a row's runs (see compute_runs) */
-    /* the DFA states known here (see members_of) */
-    Vec member_at, members;
+    /* the DFA states held here, ids 0 .. known - 1 (see interned_find) */
+    Py_ssize_t known;
+    Vec member_at, members, next_same;
     Map interned; /* the hash of a state's members (63 bits: keys are >= 0) -> its id */
     Py_ssize_t rows_computed; /* rows computed, kept or not (see build_state) */
 } Nfa;
@@ -575,82 +578,102 @@ static PyObject *Nfa_segments(Nfa *self, PyObject *members) {
 }
 
 /* -- the DFA states: members interned by content -------------------------------------------
- * self->member_at[sid] is the offset in self->members of the sorted members of DFA state
- * sid (members[offset] = their count, then the ids), or -1 while unknown; self->interned
- * maps a hash of members to a state id, checked by comparing members (a set whose hash
- * another holds is not interned: the dict finds it). It mirrors the automaton's dict
- * (frozenset -> id) in front of it: a state registered from Python is found in the dict
- * on its first miss here, and interned then. */
+ * This object holds the states of its automaton: self->member_at[sid] is the offset in
+ * self->members of the sorted members of DFA state sid (members[offset] = their count,
+ * then the ids); self->interned maps a hash of members to the last state interned with
+ * that hash, self->next_same[sid] to the one before (-1: none), so equal members are one
+ * state whatever the collisions. The automaton's list `sets` has one entry a state: the
+ * frozenset of members of a state registered from Python, None for one made here (no
+ * Python object a state: lazy.py asks members() for it when it needs one). A state
+ * registered from Python is taken in (sync_states) before any state is made here. */
 static uint64_t hash_members(const int64_t *ids, Py_ssize_t count) {
     uint64_t h = mix((uint64_t)count + 0x9e3779b97f4a7c15ULL);
     for (Py_ssize_t k = 0; k < count; k++) h = mix(h ^ (uint64_t)ids[k]) + (uint64_t)k;
     return h;
 }
 
-static const int64_t *remember_members(Nfa *self, Py_ssize_t sid, const int64_t *ids,
-                                       Py_ssize_t count);
-
-/* The sorted members of state `sid`, read from sets[sid] (a frozenset of ints) the first
- * time; NULL on error. */
-static const int64_t *members_of(Nfa *self, PyObject *sets, Py_ssize_t sid) {
-    if (sid < self->member_at.size && self->member_at.data[sid] >= 0)
-        return self->members.data + self->member_at.data[sid];
-    if (sid < 0 || sid >= PyList_GET_SIZE(sets)) {
-        PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %zd", sid);
-        return NULL;
+static int64_t *map_slot(Map *m, int64_t key) { /* the value of `key`, or NULL */
+    if (!m->capacity) return NULL;
+    Py_ssize_t mask = m->capacity - 1;
+    Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)key) & (uint64_t)mask);
+    while (m->keys[slot] >= 0) {
+        if (m->keys[slot] == key) return &m->values[slot];
+        slot = (slot + 1) & mask;
     }
-    PyObject *set = PyList_GET_ITEM(sets, sid);
-    Py_ssize_t count = PyObject_Length(set);
-    if (count < 0) return NULL;
-    Vec *found = &self->found;
-    found->size = 0;
-    if (vec_reserve(found, count) < 0) return NULL;
-    PyObject *iterator = PyObject_GetIter(set), *item;
-    if (!iterator) return NULL;
-    while ((item = PyIter_Next(iterator))) {
-        long long id = PyLong_AsLongLong(item);
-        Py_DECREF(item);
-        if (id == -1 && PyErr_Occurred()) break;
-        if (found->size < count) found->data[found->size++] = id;
-    }
-    Py_DECREF(iterator);
-    if (PyErr_Occurred()) return NULL;
-    sort_ids(found->data, found->size);
-    return remember_members(self, sid, found->data, found->size);
-}
-/* Keep `count` sorted members as those of state `sid`; a pointer to the kept copy (valid
- * until the next state is kept), NULL on error. */
-static const int64_t *remember_members(Nfa *self, Py_ssize_t sid, const int64_t *ids,
-                                       Py_ssize_t count) {
-    Vec *at = &self->member_at;
-    if (sid >= at->size) {
-        if (vec_reserve(at, sid + 1 - at->size) < 0) return NULL;
-        while (at->size <= sid) at->data[at->size++] = -1;
-    }
-    if (vec_reserve(&self->members, count + 1) < 0) return NULL;
-    int64_t offset = self->members.size;
-    self->members.data[self->members.size++] = count;
-    memcpy(self->members.data + self->members.size, ids, (size_t)count * sizeof(int64_t));
-    self->members.size += count;
-    at->data[sid] = offset;
-    return self->members.data + offset;
+    return NULL;
 }
 
-/* The state interned with these members, or -1. */
+/* The state with these sorted members, or -1. */
 static int64_t interned_find(const Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
     int64_t sid;
     if (!map_get(&self->interned, (int64_t)(h >> 1), &sid)) return -1;
-    const int64_t *known = self->members.data + self->member_at.data[sid];
-    if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
-        return sid;
-    return -1; /* another set with this hash: found through the dict instead */
+    for (; sid >= 0; sid = self->next_same.data[sid]) {
+        const int64_t *known = self->members.data + self->member_at.data[sid];
+        if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
+            return sid;
+    }
+    return -1;
 }
 
-/* Intern state `sid` under its members' hash, unless another set holds that hash. */
-static int interned_put(Nfa *self, int64_t sid, uint64_t h) {
-    int64_t known;
-    if (map_get(&self->interned, (int64_t)(h >> 1), &known)) return 0;
-    return map_put(&self->interned, (int64_t)(h >> 1), sid);
+/* Room to intern one more state of `count` members (0), or -1 (MemoryError). */
+static int intern_reserve(Nfa *self, Py_ssize_t count) {
+    if (vec_reserve(&self->members, count + 1) < 0 || vec_reserve(&self->member_at, 1) < 0 ||
+        vec_reserve(&self->next_same, 1) < 0)
+        return -1;
+    Map *m = &self->interned;
+    return 2 * (m->size + 1) > m->capacity ? map_grow(m) : 0;
+}
+
+/* Keep `count` sorted members, whose hash is `h`, as those of the next state (sid
+ * self->known), and intern it; intern_reserve made room, so nothing fails. */
+static void intern_next(Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
+    int64_t sid = self->known++;
+    self->member_at.data[self->member_at.size++] = self->members.size;
+    self->members.data[self->members.size++] = count;
+    memcpy(self->members.data + self->members.size, ids, (size_t)count * sizeof(int64_t));
+    self->members.size += count;
+    int64_t *head = map_slot(&self->interned, (int64_t)(h >> 1));
+    self->next_same.data[self->next_same.size++] = head ? *head : -1;
+    if (head)
+        *head = sid;
+    else
+        map_put(&self->interned, (int64_t)(h >> 1), sid); /* room was made */
+}
+
+/* Take in the states Python registered since the last call: sets[known:], each a set of
+ * NFA ids. 0, or -1 with an exception set. */
+static int sync_states(Nfa *self, PyObject *sets) {
+    Py_ssize_t count = PyList_GET_SIZE(sets);
+    Vec *found = &self->found;
+    while (self->known < count) {
+        PyObject *set = PyList_GET_ITEM(sets, self->known);
+        if (!PyAnySet_Check(set)) {
+            PyErr_Format(PyExc_TypeError,
+                         "expected the members of state %zd as a frozenset, found %.80s",
+                         self->known, Py_TYPE(set)->tp_name);
+            return -1;
+        }
+        found->size = 0;
+        if (vec_reserve(found, PySet_GET_SIZE(set)) < 0) return -1;
+        Py_ssize_t position = 0;
+        PyObject *item;
+        Py_hash_t hash;
+        while (_PySet_NextEntry(set, &position, &item, &hash)) {
+            long long id = PyLong_AsLongLong(item);
+            if (id == -1 && PyErr_Occurred()) return -1;
+            found->data[found->size++] = id;
+        }
+        sort_ids(found->data, found->size);
+        uint64_t h = hash_members(found->data, found->size);
+        if (interned_find(self, found->data, found->size, h) >= 0) {
+            PyErr_Format(PyExc_ValueError, "expected state %zd's members in no other state",
+                         self->known);
+            return -1;
+        }
+        if (intern_reserve(self, found->size) < 0) return -1;
+        intern_next(self, found->data, found->size, h);
+    }
+    return 0;
 }
 
 static int contains(const int64_t *sorted, Py_ssize_t count, int64_t id) {
@@ -666,88 +689,75 @@ static int contains(const int64_t *sorted, Py_ssize_t count, int64_t id) {
 }
 
 /* Where build_state writes: the automaton's table (capacity rows of 256 int32 entries),
- * its acceptance flags (capacity bytes), and its list of members (frozensets) and dict
- * (frozenset -> id). */
+ * its acceptance flags (capacity bytes), and its list of states. */
 typedef struct {
     int32_t *table;
     uint8_t *accepting;
     Py_ssize_t capacity;
-    PyObject *sets, *ids;
+    PyObject *sets;
 } Target;
 
-/* The id of the DFA state of these sorted members: interned here, else found in the dict
- * (a state registered from Python), else new: appended to the list and put in the dict,
- * its acceptance flag set and its row made UNBUILT (before any row leads to it). -1 on
- * error. The caller made sure the table has room for it. */
-static int64_t state_of(Nfa *self, const int64_t *succ, Py_ssize_t count, const Target *at) {
-    uint64_t h = hash_members(succ, count);
-    int64_t sid = interned_find(self, succ, count, h);
-    if (sid >= 0) return sid;
-    PyObject *set = frozenset_of(succ, count);
-    if (!set) return -1;
-    PyObject *found = PyDict_GetItemWithError(at->ids, set); /* borrowed */
-    if (found) {
-        sid = PyLong_AsLongLong(found);
-    } else if (!PyErr_Occurred()) {
-        sid = PyList_GET_SIZE(at->sets);
-        PyObject *key = PyLong_FromSsize_t((Py_ssize_t)sid);
-        if (sid >= at->capacity) {
-            PyErr_SetString(PyExc_ValueError, "expected room in the table for a new state");
-            sid = -1;
-        } else if (!key || PyList_Append(at->sets, set) < 0 ||
-                   PyDict_SetItem(at->ids, set, key) < 0) {
-            sid = -1;
-        } else {
-            int32_t *row = at->table + sid * 256;
-            for (int byte = 0; byte < 256; byte++) row[byte] = UNBUILT;
-            at->accepting[sid] = (uint8_t)contains(succ, count, self->final);
-        }
-        Py_XDECREF(key);
-    } else {
-        sid = -1;
-    }
-    Py_DECREF(set);
-    if (sid < 0 || sid > INT32_MAX) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "expected state ids within int32");
+/* A new DFA state of these sorted members (whose hash is `h`), interned nowhere yet: None
+ * is appended to the list for it, its acceptance flag set and its row made UNBUILT
+ * (before any row leads to it). Its id, or -1 on error. The caller made sure the table
+ * has room for it. */
+static int64_t new_state(Nfa *self, const int64_t *succ, Py_ssize_t count, uint64_t h,
+                         const Target *at) {
+    int64_t sid = self->known;
+    if (sid >= at->capacity || sid >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "expected room in the table for a new state");
         return -1;
     }
-    if (!remember_members(self, sid, succ, count) || interned_put(self, sid, h) < 0) return -1;
+    if (intern_reserve(self, count) < 0 || PyList_Append(at->sets, Py_None) < 0) return -1;
+    intern_next(self, succ, count, h);
+    int32_t *row = at->table + sid * 256;
+    for (int byte = 0; byte < 256; byte++) row[byte] = UNBUILT;
+    at->accepting[sid] = (uint8_t)contains(succ, count, self->final);
     return sid;
 }
 
 /* Build the row of DFA state `sid` into the table: 1 when built, 0 when it was built
  * already, 2 when the table may lack room for the states it adds (those of its runs not
- * interned yet, at most 256: nothing is registered then), -1 on error (an exception set). The new states' rows are UNBUILT before the
- * row's entries are written, each once, from UNBUILT to its final value. */
+ * interned yet, at most 256: nothing is registered then), -1 on error (an exception
+ * set). The new states' rows are UNBUILT before the row's entries are written, each
+ * once, from UNBUILT to its final value. */
 static int build_state(Nfa *self, int32_t sid, const Target *at) {
-    if (sid < 0 || sid >= at->capacity || sid >= PyList_GET_SIZE(at->sets)) {
+    if (self->known < PyList_GET_SIZE(at->sets) && sync_states(self, at->sets) < 0) return -1;
+    if (sid < 0 || sid >= at->capacity || sid >= self->known) {
         PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %d", sid);
         return -1;
     }
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
     if (target[0] != UNBUILT) return 0;
-    const int64_t *members = members_of(self, at->sets, sid);
-    if (!members) return -1;
+    const int64_t *members = self->members.data + self->member_at.data[sid];
     Py_ssize_t size = members[0];
     self->edges.size = 0;
     for (Py_ssize_t k = 0; k < size; k++) /* nothing is kept before the runs: */
         if (byte_edges_of(self, members[1 + k]) < 0) return -1; /* `members` holds */
     if (compute_runs(self) < 0) return -1;
     self->rows_computed++;
-    /* room for the states the row may add: those not interned here (some may be in the
-     * dict, registered from Python: counted anyway) */
-    Py_ssize_t unknown = 0;
-    for (Py_ssize_t r = 0; r < self->runs.size; r += 4) {
-        const int64_t *run = self->runs.data + r, *succ = self->succ.data + run[2];
-        unknown += interned_find(self, succ, run[3], hash_members(succ, run[3])) < 0;
+    /* each run's state, where it is interned already; room for the others */
+    int64_t found[256];
+    uint64_t hashes[256];
+    Py_ssize_t runs = self->runs.size / 4, unknown = 0;
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        const int64_t *run = self->runs.data + 4 * r, *succ = self->succ.data + run[2];
+        hashes[r] = hash_members(succ, run[3]);
+        found[r] = interned_find(self, succ, run[3], hashes[r]);
+        unknown += found[r] < 0;
     }
-    if (PyList_GET_SIZE(at->sets) + unknown > at->capacity) return 2;
+    if (self->known + unknown > at->capacity) return 2;
     int32_t row[256];
     memset(row, 0, sizeof(row));
-    for (Py_ssize_t r = 0; r < self->runs.size; r += 4) {
-        const int64_t *run = self->runs.data + r;
-        int64_t state = state_of(self, self->succ.data + run[2], run[3], at);
-        if (state < 0) return -1;
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        const int64_t *run = self->runs.data + 4 * r;
+        int64_t state = found[r];
+        if (state < 0) {
+            const int64_t *succ = self->succ.data + run[2];
+            state = interned_find(self, succ, run[3], hashes[r]); /* an earlier run's? */
+            if (state < 0) state = new_state(self, succ, run[3], hashes[r], at);
+            if (state < 0) return -1;
+        }
         for (int64_t byte = run[0]; byte <= run[1]; byte++) row[byte] = (int32_t)state;
     }
     memcpy(target, row, sizeof(row));
@@ -771,12 +781,12 @@ static int hold_buffers(PyObject *const *objects, int count, const Py_ssize_t *i
     return count;
 }
 
-/* build_rows(states, table, accepting, sets, ids) -> next: see the module's docstring. */
+/* build_rows(states, table, accepting, sets) -> next: see the module's docstring. */
 static PyObject *Nfa_build_rows(Nfa *self, PyObject *args) {
     PyObject *objects[3];
     Target at;
-    if (!PyArg_ParseTuple(args, "OOOO!O!:build_rows", &objects[0], &objects[1], &objects[2],
-                          &PyList_Type, &at.sets, &PyDict_Type, &at.ids))
+    if (!PyArg_ParseTuple(args, "OOOO!:build_rows", &objects[0], &objects[1], &objects[2],
+                          &PyList_Type, &at.sets))
         return NULL;
     Py_buffer views[3];
     const Py_ssize_t itemsizes[3] = {4, 4, 1};
@@ -806,15 +816,14 @@ done:
     return result;
 }
 
-/* plain_chain(chain, filled, plain, table, accepting, sets, ids) -> (filled, parted):
- * see the module's docstring. */
+/* plain_chain(chain, filled, plain, table, accepting, sets) -> (filled, parted): see
+ * the module's docstring. */
 static PyObject *Nfa_plain_chain(Nfa *self, PyObject *args) {
     PyObject *objects[4];
     Py_ssize_t filled;
     Target at;
-    if (!PyArg_ParseTuple(args, "OnOOOO!O!:plain_chain", &objects[0], &filled, &objects[1],
-                          &objects[2], &objects[3], &PyList_Type, &at.sets, &PyDict_Type,
-                          &at.ids))
+    if (!PyArg_ParseTuple(args, "OnOOOO!:plain_chain", &objects[0], &filled, &objects[1],
+                          &objects[2], &objects[3], &PyList_Type, &at.sets))
         return NULL;
     Py_buffer views[4];
     const Py_ssize_t itemsizes[4] = {4, 1, 4, 1};
@@ -862,12 +871,12 @@ done:
 static PyTypeObject NfaType;
 
 static int build_state_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_t capacity,
-                           uint8_t *accepting, PyObject *sets, PyObject *ids) {
-    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets) || !PyDict_Check(ids)) {
-        PyErr_SetString(PyExc_TypeError, "expected an Nfa, a list of states and a dict");
+                           uint8_t *accepting, PyObject *sets) {
+    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets)) {
+        PyErr_SetString(PyExc_TypeError, "expected an Nfa and a list of states");
         return -1;
     }
-    Target at = {table, accepting, capacity, sets, ids};
+    Target at = {table, accepting, capacity, sets};
     return build_state((Nfa *)nfa, sid, &at);
 }
 
@@ -877,6 +886,42 @@ static PyObject *Nfa_closure(Nfa *self, PyObject *arg) {
     int64_t offset;
     if (closure_of(self, state, &offset) < 0) return NULL;
     return frozenset_of(self->pool.data + offset + 1, self->pool.data[offset]);
+}
+
+static PyObject *Nfa_members_of(Nfa *self, PyObject *arg) {
+    Py_ssize_t sid = PyLong_AsSsize_t(arg);
+    if (sid == -1 && PyErr_Occurred()) return NULL;
+    if (sid < 0 || sid >= self->known) {
+        PyErr_Format(PyExc_ValueError, "expected a state held here, below %zd, found %zd",
+                     self->known, sid);
+        return NULL;
+    }
+    const int64_t *members = self->members.data + self->member_at.data[sid];
+    return frozenset_of(members + 1, members[0]);
+}
+
+static PyObject *Nfa_find(Nfa *self, PyObject *arg) {
+    PyObject *items = PySequence_Fast(arg, "expected NFA state ids");
+    if (!items) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    Vec *found = &self->found;
+    found->size = 0;
+    if (vec_reserve(found, count) < 0) goto fail;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        long long id = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(items, k));
+        if (id == -1 && PyErr_Occurred()) goto fail;
+        found->data[found->size++] = id;
+    }
+    Py_DECREF(items);
+    sort_ids(found->data, found->size);
+    Py_ssize_t unique = 0;
+    for (Py_ssize_t k = 0; k < found->size; k++)
+        if (!unique || found->data[k] != found->data[unique - 1]) found->data[unique++] = found->data[k];
+    return PyLong_FromLongLong(
+        interned_find(self, found->data, unique, hash_members(found->data, unique)));
+fail:
+    Py_DECREF(items);
+    return NULL;
 }
 
 static void Nfa_dealloc(Nfa *self) {
@@ -896,6 +941,7 @@ static void Nfa_dealloc(Nfa *self) {
     vec_free(&self->targets);
     vec_free(&self->member_at);
     vec_free(&self->members);
+    vec_free(&self->next_same);
     map_free(&self->interned);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -979,11 +1025,15 @@ static PyMethodDef Nfa_methods[] = {
     {"segments", (PyCFunction)Nfa_segments, METH_O,
      "segments(members) -> [(lo, hi, frozenset)]: the row of the DFA state of `members`."},
     {"build_rows", (PyCFunction)Nfa_build_rows, METH_VARARGS,
-     "build_rows(states, table, accepting, sets, ids) -> next: the rows of the states not"
-     " built yet, in order, into the table; see the module."},
+     "build_rows(states, table, accepting, sets) -> next: the rows of the states not built"
+     " yet, in order, into the table; see the module."},
     {"plain_chain", (PyCFunction)Nfa_plain_chain, METH_VARARGS,
-     "plain_chain(chain, filled, plain, table, accepting, sets, ids) -> (filled, parted): the"
+     "plain_chain(chain, filled, plain, table, accepting, sets) -> (filled, parted): the"
      " states the plain bytes lead to, one after another; see the module."},
+    {"members", (PyCFunction)Nfa_members_of, METH_O,
+     "members(state) -> frozenset: the NFA members of a DFA state held here."},
+    {"find", (PyCFunction)Nfa_find, METH_O,
+     "find(members) -> state: the DFA state held here with these NFA members, or -1."},
     {"closure", (PyCFunction)Nfa_closure, METH_O,
      "closure(state) -> frozenset: the important states epsilon-reachable from `state`."},
     {NULL, NULL, 0, NULL},

@@ -31,8 +31,7 @@ class Nfa:
         states: npt.NDArray[np.int32],
         table: npt.NDArray[np.int32],
         accepting: npt.NDArray[np.bool_],
-        sets: list[frozenset[int]],
-        ids: dict[frozenset[int], int],
+        sets: list[frozenset[int] | None],
         /,
     ) -> int: ...
     def plain_chain(
@@ -42,8 +41,9 @@ class Nfa:
         plain: npt.NDArray[np.uint8],
         table: npt.NDArray[np.int32],
         accepting: npt.NDArray[np.bool_],
-        sets: list[frozenset[int]],
-        ids: dict[frozenset[int], int],
+        sets: list[frozenset[int] | None],
         /,
     ) -> tuple[int, int]: ...
     def closure(self, state: int, /) -> frozenset[int]: ...
+    def members(self, state: int, /) -> frozenset[int]: ...
+    def find(self, members: Iterable[int], /) -> int: ...

@@ -129,8 +129,7 @@ static int emit_subtree(Walk *w, int32_t node, int32_t state) {
 int build_row(Walk *w, int32_t state) {
     if (w->table[(Py_ssize_t)state * 256] != UNBUILT) return 1;
     if (!w->build) return 0;
-    int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting, w->sets,
-                         w->ids);
+    int built = w->build(w->nfa, state, w->writable_table, w->states, w->accepting, w->sets);
     if (built < 0) return -1;
     if (built == 2) {
         w->build = NULL;
@@ -299,9 +298,9 @@ PyDoc_STRVAR(walk_doc,
 "out_ids/out_states from index `filled` on; each (node, state) whose row is not built\n"
 "yet to the pending buffers. Returns the new filled count and the pending count.\n"
 "\n"
-"builder: None, or the tuple (nfa, accepting, sets, ids) of a LazyAutomaton whose rows\n"
-"formcast._subset builds (its Nfa, its acceptance flags, its list of members and its\n"
-"dict of ids): the walk then builds the rows it reaches in the table (writable) itself,\n"
+"builder: None, or the tuple (nfa, accepting, sets) of a LazyAutomaton whose rows\n"
+"formcast._subset builds (its Nfa, its acceptance flags and its list of states): the\n"
+"walk then builds the rows it reaches in the table (writable) itself,\n"
 "holding the GIL, and leaves a (node, state) pending only when the table lacks room for\n"
 "the states its row would add. Without it the walk releases the GIL.");
 
@@ -312,11 +311,11 @@ BuildState subset_builder(void) {
     return found;
 }
 
-/* Set up a walk that builds rows: `builder` is (nfa, accepting, sets, ids), the table
+/* Set up a walk that builds rows: `builder` is (nfa, accepting, sets), the table
  * already taken writable; the acceptance flags are held in `flags`. */
 int start_building(Walk *w, PyObject *builder, Held *flags) {
-    if (!PyTuple_Check(builder) || PyTuple_GET_SIZE(builder) != 4) {
-        PyErr_SetString(PyExc_TypeError, "expected builder as (nfa, accepting, sets, ids)");
+    if (!PyTuple_Check(builder) || PyTuple_GET_SIZE(builder) != 3) {
+        PyErr_SetString(PyExc_TypeError, "expected builder as (nfa, accepting, sets)");
         return -1;
     }
     w->build = subset_builder();
@@ -326,7 +325,6 @@ int start_building(Walk *w, PyObject *builder, Held *flags) {
     w->accepting = flags->view.buf;
     w->nfa = PyTuple_GET_ITEM(builder, 0);
     w->sets = PyTuple_GET_ITEM(builder, 2);
-    w->ids = PyTuple_GET_ITEM(builder, 3);
     return 0;
 }
 

@@ -19,7 +19,7 @@ typedef struct {
  * signature there): build the row of a DFA state into the table, registering the states
  * it adds. Returns 1 built, 0 built already, 2 no room for its new states, -1 error. */
 typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
-                          uint8_t *accepting, PyObject *sets, PyObject *ids);
+                          uint8_t *accepting, PyObject *sets);
 #define SUBSET_API "formcast._subset._build_state"
 
 /* The arrays of a flattened trie (vocabulary.FlatTrie.arrays), read by the walk. */
@@ -52,7 +52,7 @@ typedef struct {
     BuildState build;
     int32_t *writable_table;
     uint8_t *accepting;
-    PyObject *nfa, *sets, *ids;
+    PyObject *nfa, *sets;
     TrieArrays trie; /* the trie walked */
     int32_t *out_ids;
     int32_t *out_states;

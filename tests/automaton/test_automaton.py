@@ -591,8 +591,8 @@ def test_step_is_vectorized_and_matches_walk() -> None:
 
 def _same_state(a: LazyAutomaton, b: LazyAutomaton, state: int) -> int:
     """The id in ``b`` of the NFA-state set that ``state`` stands for in ``a``."""
-    members = a._sets[state]
-    found = b._ids.get(members)
+    members = a._members(state)
+    found = b._state_id(members)
     if found is None:
         found = b._add_state(members)
     return found
@@ -658,7 +658,7 @@ def test_concurrent_steps_agree_with_a_sequential_run() -> None:
 
 
 def _key(automaton: LazyAutomaton, state: int) -> frozenset[int]:
-    return automaton._sets[state]
+    return automaton._members(state)
 
 
 # -------------------------------------------------------------------- large repeats

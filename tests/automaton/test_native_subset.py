@@ -7,6 +7,7 @@ out of bounds."""
 
 from __future__ import annotations
 
+import pickle
 from array import array
 from typing import Any
 
@@ -52,7 +53,8 @@ def _differences(python: LazyAutomaton, native: LazyAutomaton) -> list[str]:
     found = []
     if python.num_states != native.num_states:
         found.append(f"{python.num_states} states against {native.num_states}")
-    for state, (mine, theirs) in enumerate(zip(python._sets, native._sets, strict=False)):
+    for state in range(min(python.num_states, native.num_states)):
+        mine, theirs = python._members(state), native._members(state)
         if mine != theirs:
             found.append(f"state {state}: {sorted(mine)[:8]} against {sorted(theirs)[:8]}")
     count = min(python.num_states, native.num_states)
@@ -68,7 +70,7 @@ def _check_same(nfa: Nfa, monkeypatch: pytest.MonkeyPatch, limit: int = _STATES)
     native = _explored(nfa, True, monkeypatch, limit)
     assert _differences(python, native) == [], nfa.pattern[:120]
     # and closure by closure, for every member of every state reached
-    members = sorted({m for state in python._sets for m in state})
+    members = sorted({m for state in range(python.num_states) for m in python._members(state)})
     members += [nfa.start, nfa.final]
     for member in members:
         assert native._native.closure(member) == python._closure(member), (nfa.pattern, member)
@@ -100,7 +102,8 @@ def test_rows_of_states_of_many_members_match(
     pattern: str, virtual: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     automaton = _explored(nfa_of(pattern, virtual), True, monkeypatch, limit=50)
-    assert max(len(members) for members in automaton._sets) > 64  # past the insertion sort
+    sizes = [len(automaton._members(state)) for state in range(automaton.num_states)]
+    assert max(sizes) > 64  # past the insertion sort
     _check_same(nfa_of(pattern, virtual), monkeypatch)
 
 
@@ -222,9 +225,9 @@ def test_pickled_automata_build_rows_natively(monkeypatch: pytest.MonkeyPatch) -
 def _rows_by_members(automaton: LazyAutomaton) -> dict[frozenset[int], tuple[frozenset[int], ...]]:
     """Each built row as the members of its 256 targets, by the members of its state
     (what does not depend on the order states were numbered in)."""
-    sets, table = automaton._sets, automaton.table
+    sets, table = automaton._members, automaton.table
     return {
-        sets[state]: tuple(sets[target] for target in table[state].tolist())
+        sets(state): tuple(sets(target) for target in table[state].tolist())
         for state in range(automaton.num_states)
         if table[state, 0] >= 0
     }
@@ -254,7 +257,7 @@ def _walked_rows(vocabulary: Any, texts: list[bytes]) -> dict[bytes, tuple[Any, 
             state = index.automaton.walk(text[:end])
             if state:
                 ids, states = index.row(state)
-                members = [index.automaton._sets[s] for s in states.tolist()]
+                members = [index.automaton._members(s) for s in states.tolist()]
                 rows[text[:end]] = (ids.tolist(), members)
     return rows
 
@@ -282,20 +285,20 @@ def test_build_rows_refuses_bad_arguments() -> None:
     native = automaton._native
     assert native is not None
     table, accepting = automaton._table, automaton._accepting
-    sets, ids = automaton._sets, automaton._ids
+    sets = automaton._sets
     with pytest.raises(ValueError, match="DFA state id"):
-        native.build_rows(np.array([len(sets) + 3], np.int32), table, accepting, sets, ids)
+        native.build_rows(np.array([len(sets) + 3], np.int32), table, accepting, sets)
     with pytest.raises(ValueError, match="int32"):
-        native.build_rows(np.array([1], np.int64), table, accepting, sets, ids)
+        native.build_rows(np.array([1], np.int64), table, accepting, sets)
     with pytest.raises(ValueError, match="acceptance flag"):
-        native.build_rows(np.array([1], np.int32), table, accepting[:1], sets, ids)
+        native.build_rows(np.array([1], np.int32), table, accepting[:1], sets)
     with pytest.raises(TypeError):
-        native.build_rows(np.array([1], np.int32), table, accepting, tuple(sets), ids)
+        native.build_rows(np.array([1], np.int32), table, accepting, tuple(sets))
     # a table without room for a row's new states: nothing is built, the index returned
     unbuilt = [s for s in range(automaton.num_states) if table[s, 0] == -1]
     assert unbuilt
     small = table[: len(sets)].copy()
-    assert native.build_rows(np.array(unbuilt, np.int32), small, accepting, sets, ids) == 0
+    assert native.build_rows(np.array(unbuilt, np.int32), small, accepting, sets) == 0
 
 
 @pytest.mark.parametrize(
@@ -327,7 +330,7 @@ def test_plain_chains_built_in_c_match_the_python_rows(
                 state = automaton.walk(prefix)
                 chain = index._plain_chain(state, 80) if state else None
                 found.append(
-                    None if chain is None else [automaton._sets[s] for s in chain.tolist()]
+                    None if chain is None else [automaton._members(s) for s in chain.tolist()]
                 )
             assert (automaton._native is not None) == native
             if not native:
@@ -343,14 +346,67 @@ def test_plain_chain_refuses_bad_arguments() -> None:
     state = automaton.walk(b'"')
     native = automaton._native_nfa()
     table, accepting = automaton._table, automaton._accepting
-    sets, ids = automaton._sets, automaton._ids
+    sets = automaton._sets
     chain = np.zeros(8, dtype=np.int32)
     chain[0] = state
     plain = np.frombuffer(b"abc", dtype=np.uint8)
     with pytest.raises(ValueError, match="chain begun"):
-        native.plain_chain(chain, 0, plain, table, accepting, sets, ids)
+        native.plain_chain(chain, 0, plain, table, accepting, sets)
     with pytest.raises(ValueError, match="int32 chain"):
-        native.plain_chain(chain.astype(np.int64), 1, plain, table, accepting, sets, ids)
+        native.plain_chain(chain.astype(np.int64), 1, plain, table, accepting, sets)
     chain[0] = len(sets) + 7
     with pytest.raises(ValueError, match="DFA state id"):
-        native.plain_chain(chain, 1, plain, table, accepting, sets, ids)
+        native.plain_chain(chain, 1, plain, table, accepting, sets)
+
+
+# -------------------------------------------------------------------- states held in C
+
+
+def test_states_made_in_c_are_held_there_and_read_back_as_members() -> None:
+    """A state the C construction makes has no Python object: None in ``_sets``, its
+    members held by the Nfa, read back by ``_members`` and found by ``_state_id``; a
+    pickled automaton carries them as frozensets and walks the same."""
+    automaton = LazyAutomaton(r'\{"a":"[a-z]{0,6}","b":[0-9]{1,3}\}')
+    end = automaton.walk(b'{"a":"xyz","b":12}')
+    assert automaton.is_accepting(end)
+    made_in_c = [sid for sid in range(automaton.num_states) if automaton._sets[sid] is None]
+    assert len(made_in_c) > 10
+    for sid in made_in_c:
+        members = automaton._members(sid)
+        assert isinstance(members, frozenset) and members
+        assert automaton._state_id(members) == sid
+        assert automaton._native.find(sorted(members, reverse=True)) == sid
+    assert automaton._state_id(frozenset({10**9})) is None
+    copy = pickle.loads(pickle.dumps(automaton))
+    assert all(copy._members(s) == automaton._members(s) for s in range(automaton.num_states))
+    assert copy.walk(b'{"a":"xyz","b":12}') == end
+
+
+def test_states_registered_from_python_are_taken_in_before_c_makes_any() -> None:
+    """A state Python registers between two C calls (as node_states does) keeps its id:
+    the C construction takes it in first, and a row leading to those members leads to
+    that id rather than to a second state with the same members."""
+    pattern = r'\{"k":[0-9]{2,4}\}'
+    reference = LazyAutomaton(pattern)
+    reference.walk(b'{"k":123}')
+    later = reference.walk(b'{"k":12')
+    members = reference._members(later)
+    automaton = LazyAutomaton(pattern)
+    automaton.walk(b'{"k":1')  # rows made in C, up to just before those members
+    assert automaton._state_id(members) is None
+    with automaton._lock:
+        registered = automaton._add_state(members)
+    assert automaton.walk(b'{"k":12') == registered
+    states = [automaton._members(s) for s in range(automaton.num_states)]
+    assert len(set(states)) == len(states)  # no two states with the same members
+
+
+def test_c_construction_refuses_a_state_list_it_cannot_read() -> None:
+    automaton = LazyAutomaton(r'"[a-z]{0,4}"')
+    automaton.walk(b'"a')
+    native, table, accepting = automaton._native, automaton._table, automaton._accepting
+    sets = [*automaton._sets, "not members"]
+    with pytest.raises(TypeError, match="expected the members of state"):
+        native.build_rows(np.array([1], np.int32), table, accepting, sets)
+    with pytest.raises(ValueError, match="held here"):
+        native.members(automaton.num_states + 5)

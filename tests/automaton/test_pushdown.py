@@ -536,7 +536,7 @@ def test_machines_share_the_block_distances_and_answer_as_alone(pattern: str) ->
         for machine in machines.automata:
             alone = LazyAutomaton.of_nfa(machine._nfa)
             for state in range(1, min(machine.num_states, 40)):
-                members = machine._sets[state]
+                members = machine._members(state)
                 expected = alone._distances.min_bytes(members, costs, None, completions)
                 assert machine.min_bytes_to_accept(state, costs, call_costs=completions) == (
                     expected

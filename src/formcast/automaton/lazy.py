@@ -11,7 +11,9 @@ takes its row from the template's, shifted (see :meth:`LazyAutomaton._copy_segme
 The same construction runs in C where the optional extension ``formcast._subset`` was
 built at install time (:meth:`LazyAutomaton._native_nfa`): the edges of virtual states
 resolved down the nesting of blocks, closures memoized per NFA state, the successors of
-a row interned and written into the table in one call. The Python construction stays
+a row interned and written into the table in one call. The states it makes are held
+there, not as Python frozensets (None in ``_sets`` until :meth:`LazyAutomaton._members`
+asks for one). The Python construction stays
 as its reference (the tests compare the two state by state) and as the path of an
 install without a C compiler.
 
@@ -71,7 +73,7 @@ _ROOM = 64
 _Result = TypeVar("_Result")
 
 
-class LazyAutomaton(TableAutomaton[frozenset[int]]):
+class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
     """A deterministic automaton over bytes whose states are determinized on demand.
 
     Contract:
@@ -134,7 +136,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         count = len(self._sets)
         return {
             "nfa": self._nfa,
-            "sets": self._sets,
+            "sets": [self._members(sid) for sid in range(count)],
             "table": self._table[:count].copy(),
             "built": self._table[:count, 0] != UNBUILT,
         }
@@ -156,7 +158,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         lock, so the table and the states agree. Cost: linear in the states."""
         with self._lock:
             count = len(self._sets)
-            members = [sorted(members) for members in self._sets]
+            members = [sorted(self._members(sid)) for sid in range(count)]
             table = self._table[:count].copy()
         return {
             "set_offsets": np.cumsum([0, *map(len, members)], dtype=np.int64),
@@ -196,7 +198,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         self._nfa = nfa
         self.pattern = nfa.pattern
         self.initial = 1
-        self._sets = sets
+        self._sets = [*sets]  # a C-built state will be None (see _members)
         if table is not None and built is not None:
             self._table = np.where(built[:, None], table, UNBUILT).astype(np.int32)
             self._rows_ahead = bool(built[1:].any())
@@ -242,7 +244,9 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         self._virtual: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
         # (block template, template state) -> its edges relative to a copy
         self._relative: dict[tuple[tuple[int, ...], int], _Relative] = {}
-        self._ids: dict[frozenset[int], int] = {s: i for i, s in enumerate(self._sets)}
+        self._ids: dict[frozenset[int] | None, int] = {
+            members: sid for sid, members in enumerate(self._sets) if members is not None
+        }
         self._distances = DistanceTables(nfa, tree, edges.scopes)
         self._native: Any = None  # the C construction's NFA (see _native_nfa)
         self._lock = threading.Lock()
@@ -427,6 +431,24 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
     def _add_state(self, members: frozenset[int]) -> int:
         return self._register(members, self._final in members)
 
+    def _members(self, sid: int) -> frozenset[int]:
+        """The NFA members of state ``sid``. A state the C construction made is None in
+        ``_sets``: its members are held there (no Python object a state, ~1 us less a new
+        state), and made into a frozenset here the first time they are asked for."""
+        members = self._sets[sid]
+        if members is None:
+            members = self._sets[sid] = self._native.members(sid)
+        return members
+
+    def _state_id(self, members: frozenset[int]) -> int | None:
+        """The state of these members, if there is one: registered from Python (in
+        ``_ids``) or made by the C construction (held there)."""
+        found = self._ids.get(members)
+        if found is None and self._native is not None:
+            sid: int = self._native.find(members)
+            return sid if sid >= 0 else None
+        return found
+
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock).
 
@@ -436,7 +458,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         if native is not None:  # the same row, in C (see _native_nfa)
             self._build_natively(native, [sid])
             return
-        members = self._sets[sid]
+        members = self._members(sid)
         segments = self._single_segments(members) if len(members) == 1 else None
         if segments is None:
             segments = self._copy_segments(members)
@@ -446,10 +468,9 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
                 moves_of(member) if (found := moves.get(member)) is None else found
                 for member in members
             )
-        ids = self._ids
         row = np.zeros(256, dtype=np.int32)
         for lo, hi, successors in segments:
-            target = ids.get(successors)
+            target = self._state_id(successors)
             if target is None:
                 target = self._add_state(successors)
             row[lo : hi + 1] = target
@@ -466,16 +487,15 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
 
     def _build_natively(self, native: Any, states: list[int]) -> None:
         """The rows of ``states`` by the C construction's ``build_rows``, straight into the
-        table: it registers the new states in ``_sets``, ``_ids`` and the acceptance flags
-        itself, so no Python runs per state or per row. Between its calls the table grows,
+        table: it registers the new states itself (in ``_sets`` as None: their members are
+        held there, see :meth:`_members`) with their acceptance flags, so no Python runs,
+        and no Python object is made, per state or per row. Between its calls the table grows,
         so that a row's new states (at most 256) always fit."""
         wanted = np.asarray(states, dtype=np.int32)
         done, room = 0, _ROOM
         while done < wanted.size:
             self._reserve(room)
-            made = native.build_rows(
-                wanted[done:], self._table, self._accepting, self._sets, self._ids
-            )
+            made = native.build_rows(wanted[done:], self._table, self._accepting, self._sets)
             self._took_in()
             done += made
             room = _ROOM if made else 2 * room + 1  # a row adds at most 256 states
@@ -501,7 +521,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
                 self._reserve(room)
                 before = filled
                 filled, parted = native.plain_chain(
-                    chain, filled, plain, self._table, self._accepting, self._sets, self._ids
+                    chain, filled, plain, self._table, self._accepting, self._sets
                 )
                 self._took_in()
                 if parted:
@@ -511,7 +531,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
 
     def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
         """``run(table, builder)`` under the row lock, with room in the table for
-        :data:`_ROOM` new states: ``builder`` is ``(nfa, accepting, sets, ids)``, what
+        :data:`_ROOM` new states: ``builder`` is ``(nfa, accepting, sets)``, what
         :func:`formcast._trie_walk.walk` needs to build the rows it reaches by the C
         construction, without a return to Python per row (None where that module is not
         built: the walk then leaves them pending)."""
@@ -521,7 +541,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         with self._lock:
             self._reserve(_ROOM)
             try:
-                return run(self._table, (native, self._accepting, self._sets, self._ids))
+                return run(self._table, (native, self._accepting, self._sets))
             finally:
                 self._took_in()
 
@@ -541,9 +561,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
             while True:
                 self._reserve(room)
                 try:
-                    found = visit(
-                        self._table, state, (native, self._accepting, self._sets, self._ids)
-                    )
+                    found = visit(self._table, state, (native, self._accepting, self._sets))
                 finally:
                     self._took_in()
                 if found[0]:
@@ -555,7 +573,9 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         first row built, or None where that module was not built (or is switched off, as
         the tests do by setting :data:`native_subset` to None). It reads this automaton's
         edge index without copying it, and memoizes closures per NFA state as the Python
-        construction does. Cost: O(blocks + extras) once per edge index, O(1) after."""
+        construction does. It takes in the states registered so far on its first row (a
+        loaded automaton's: O(their members) once). Cost: O(blocks + extras) once per
+        edge index, O(1) after."""
         if self._native is None and native_subset is not None:
             self._native = native_subset.Nfa(*native_arguments(self._edges, self._final))
         return self._native
@@ -689,7 +709,8 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
             found[0] = NO_NODE
             return found
         if int(states.max()) >= known.shape[1]:
-            added = self._standings(self._sets[known.shape[1] :], nodes)
+            members = [self._members(sid) for sid in range(known.shape[1], len(self._sets))]
+            added = self._standings(members, nodes)
             self._single_node = known = np.concatenate([known, added], axis=1)
         return known[:, states]
 
@@ -728,14 +749,13 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         unique, inverse = np.unique(members, return_inverse=True)
         nodes = self.deterministic_nodes()
         alone = nodes.is_deterministic(unique) if nodes is not None else np.zeros(unique.size, bool)
-        ids = self._ids
         found = []
         with self._lock:
             for member, deterministic in zip(unique.tolist(), alone.tolist(), strict=True):
                 # a virtual member (a copy's) is found by its closure: shifted from its
                 # template state's
                 closure = frozenset((member,)) if deterministic else self._closure(member)
-                sid = ids.get(closure)
+                sid = self._state_id(closure)
                 found.append(self._add_state(closure) if sid is None else sid)
         return np.asarray(found, dtype=np.int32)[inverse.reshape(-1)].reshape(members.shape)
 
@@ -778,7 +798,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int]]):
         callee costs; a call marker (:mod:`formcast.automaton.markers`) then weighs its
         callee's cost, and its digits nothing.
         """
-        members = self._sets[self._check(state)]
+        members = self._members(self._check(state))
         return self._distances.min_bytes(members, usable, costs, call_costs)
 
     def __repr__(self) -> str:
