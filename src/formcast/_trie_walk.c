@@ -62,15 +62,22 @@ static int children_built(const Walk *w, int32_t node, int32_t state) {
     return 1;
 }
 
-/* The number of set bits of a word. */
-static int count_bits(uint32_t bits) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_popcount(bits);
-#else
-    int count = 0;
-    for (; bits; bits &= bits - 1) count++;
-    return count;
+/* The set bits of `count` words. Where GCC builds for x86-64 Linux, a second version
+ * uses the popcnt instruction, chosen at load time on processors that have it: without
+ * it, each word was a call into libgcc (~12% of a string's first visit). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+__attribute__((target_clones("popcnt", "default")))
 #endif
+static Py_ssize_t count_word_bits(const uint32_t *words, Py_ssize_t count) {
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t word = 0; word < count; word++) {
+#if defined(__GNUC__) || defined(__clang__)
+        kept += __builtin_popcount(words[word]);
+#else
+        for (uint32_t bits = words[word]; bits; bits &= bits - 1) kept++;
+#endif
+    }
+    return kept;
 }
 
 /* The bytes on which `state` (its row built) stays where it is, as four words: read off
@@ -600,7 +607,6 @@ static int palette_code(Palette *p, int32_t state, int known) {
  * their count. */
 static Py_ssize_t bits_of_codes(const uint8_t *codes, Py_ssize_t size, uint32_t *out_bits,
                                 Py_ssize_t words) {
-    Py_ssize_t kept = 0;
     memset(out_bits, 0, (size_t)words * 4);
     for (Py_ssize_t first = 0; first < size; first += 32) {
         Py_ssize_t stop = first + 32 < size ? first + 32 : size;
@@ -608,9 +614,8 @@ static Py_ssize_t bits_of_codes(const uint8_t *codes, Py_ssize_t size, uint32_t 
         for (Py_ssize_t token = first; token < stop; token++)
             bits |= (uint32_t)(codes[token] != 0) << (token - first);
         out_bits[first / 32] = bits;
-        kept += count_bits(bits);
     }
-    return kept;
+    return count_word_bits(out_bits, words);
 }
 
 /* The core of scatter_pairs (see its docstring), without the GIL: 1 for an id or a
@@ -651,8 +656,8 @@ int scatter_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
             for (Py_ssize_t token = first; token < stop; token++)
                 bits |= (uint32_t)(table[token] != DEAD) << (token - first);
             out_bits[first / 32] = bits;
-            kept += count_bits(bits);
         }
+        kept = count_word_bits(out_bits, words);
         /* the codes, through a map of the states met */
         Palette map;
         palette_start(&map, palette);
@@ -848,7 +853,7 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
         memcpy(out_bits, template_bits, (size_t)words * 4);
         if (out_words > words) memset(out_bits + words, 0, (size_t)(out_words - words) * 4);
         if (size % 32) out_bits[words - 1] &= ((uint32_t)1 << (size % 32)) - 1;
-        for (Py_ssize_t word = 0; word < words; word++) kept += count_bits(out_bits[word]);
+        kept = count_word_bits(out_bits, words);
     }
     for (Py_ssize_t i = 0; i < count && status == FINE; i++) {
         int32_t id = ids[i], state = states[i];
