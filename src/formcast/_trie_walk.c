@@ -188,6 +188,14 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
         int32_t next = row[w->trie.node_byte[child]];
         if (next == DEAD) continue;
         if (next < 0 || next >= w->states) return WALK_BAD_STATE;
+        if (w->trie.child_count[child] <= 0) { /* a leaf: its token, without a push */
+            int32_t leaf_token = w->trie.node_token[child];
+            if (leaf_token >= 0) {
+                int status = emit(w, leaf_token, next);
+                if (status != WALK_OK) return status;
+            }
+            continue;
+        }
         (*stack)[(*depth)++] = (Entry){child, next};
     }
     return WALK_OK;
