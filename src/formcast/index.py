@@ -503,7 +503,7 @@ class TokenIndex:
             return cached
         found = self._row(state)
         words = (width + 31) // 32
-        accepting = self.is_accepting(state)
+        accepting = self.automaton.is_accepting(state)
         eos = self._eos_ids
         if found.bits is not None and found.bits.size == words and not (accepting and eos.size):
             packed = found.bits  # read-only from here: the row's bits are never written
@@ -593,12 +593,12 @@ class TokenIndex:
         in either trie a prefix whose state loops on every byte below it keeps its whole
         subtree there without a walk (:meth:`_walk_trie`). Inside a trie-built choice,
         prefixes follow the choice's trie without DFA rows (:meth:`_joint_step`)."""
-        vocabulary = self.vocabulary
-        joint = self._joint_automaton()
-        if joint is None:
+        if self._visits:
             visited = self._visited(state)
             if visited is not None:
                 return visited
+        vocabulary = self.vocabulary
+        joint = self._joint_automaton()
         chain = None
         if joint is None or joint.single_nodes(np.full(1, state, np.int32))[0, 0] == NO_NODE:
             chain = self._plain_chain(state, vocabulary.plain_trie.max_length)
@@ -638,7 +638,21 @@ class TokenIndex:
         if native_walk is None or type(automaton) is not LazyAutomaton or state == DEAD:
             return None
         found = automaton.visit_building(_visitor(self.vocabulary).visit, state)
-        return None if found is None else _row_of_visit(found, self.vocabulary)
+        if found is None:
+            return None
+        if found[0] == _VISIT_SORTED:  # most first visits: a few tokens, read in place
+            return _Row(_ints(found[1]), _ints(found[2]), np.frombuffer(found[3], np.uint32))
+        return _row_of_visit(found, self.vocabulary)
+
+    @cached_property
+    def _visits(self) -> bool:
+        """Whether :meth:`_visited` makes this index's rows: a :class:`LazyAutomaton`
+        without a trie-built choice worth walking directly (the same for every state)."""
+        return (
+            native_walk is not None
+            and type(self.automaton) is LazyAutomaton
+            and self._joint_automaton() is None
+        )
 
     def _first_byte_row(self, state: int) -> _Row | None:
         """The row of a state whose plain bytes part ways but lead on, most of them, to

@@ -553,7 +553,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
         ``(0,)``: a :class:`formcast._trie_walk.Visitor`'s visit, which builds the rows it
         reads and stops where a row's new states would not fit (the rows built stay
         built). None where the C construction is not built."""
-        native = self._native_nfa()
+        native = self._native if self._native is not None else self._native_nfa()
         if native is None:
             return None
         room = _ROOM
