@@ -250,6 +250,7 @@ typedef struct {
     Seen seen;
     Vec stack, found, eps, edges, chain, join;
     Vec runs, succ, targets; /* a row's runs (see compute_runs) */
+    Vec order, active, covering, before; /* compute_runs' sweep */
     /* the DFA states held here, ids 0 .. known - 1 (see interned_find) */
     Py_ssize_t known;
     Vec member_at, members, next_same;
@@ -481,13 +482,24 @@ static PyObject *frozenset_of(const int64_t *ids, Py_ssize_t count) {
 /* The row of the DFA state whose members' byte edges are in self->edges, as runs: each
  * run four entries of self->runs (lo, hi, start, size), its successors (sorted, distinct)
  * at self->succ[start .. start + size); runs ascending and disjoint, adjacent runs with
- * equal successors joined; bytes in no run lead to the dead state. */
+ * equal successors joined; bytes in no run lead to the dead state.
+ *
+ * The bytes are cut where some edge starts or stops; a sweep over the edges sorted by
+ * their first byte keeps those covering the current piece, and a piece covered by the
+ * same closures as the one before (most pieces of a state with many members) extends its
+ * run without joining them again. */
 static int compute_runs(Nfa *self) {
     Py_ssize_t edges = self->edges.size / 3;
     Vec *runs = &self->runs, *succ = &self->succ, *targets = &self->targets;
-    runs->size = succ->size = targets->size = 0;
+    Vec *order = &self->order, *active = &self->active, *covering = &self->covering;
+    Vec *before = &self->before, *join = &self->join;
+    runs->size = succ->size = targets->size = order->size = active->size = 0;
+    covering->size = before->size = 0;
     /* the closure of each edge's target, as an offset in the pool (which may move) */
-    if (vec_reserve(targets, edges) < 0) return -1;
+    if (vec_reserve(targets, edges) < 0 || vec_reserve(order, edges) < 0 ||
+        vec_reserve(active, edges) < 0 || vec_reserve(covering, edges) < 0 ||
+        vec_reserve(before, edges) < 0)
+        return -1;
     unsigned char starts[257] = {0};
     for (Py_ssize_t e = 0; e < edges; e++) {
         const int64_t *edge = self->edges.data + 3 * e;
@@ -498,43 +510,68 @@ static int compute_runs(Nfa *self) {
         starts[edge[0]] = 1;
         starts[edge[1] + 1] = 1;
         if (closure_of(self, edge[2], &targets->data[e]) < 0) return -1;
+        order->data[order->size++] = edge[0] << 40 | e; /* by first byte */
     }
-    Vec *join = &self->join;
-    Py_ssize_t previous = -1; /* the offset in runs of the last run */
+    sort_ids(order->data, order->size);
+    Py_ssize_t next_edge = 0, previous = -1; /* the offset in runs of the last run */
+    int previous_end = -2;                      /* the last byte of the last piece covered */
     for (int a = 0; a < 256;) {
         int b = a + 1;
         while (b < 256 && !starts[b]) b++;
-        /* the bytes [a, b) are read alike by every edge */
-        join->size = 0;
-        int covered = 0;
-        for (Py_ssize_t e = 0; e < edges; e++) {
-            const int64_t *edge = self->edges.data + 3 * e;
-            if (edge[0] > a || edge[1] < a) continue;
-            covered = 1;
-            const int64_t *closure = self->pool.data + targets->data[e];
-            if (vec_reserve(join, closure[0]) < 0) return -1;
-            memcpy(join->data + join->size, closure + 1, (size_t)closure[0] * sizeof(int64_t));
-            join->size += closure[0];
+        /* the bytes [a, b) are read alike by every edge: those covering a cover them */
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t k = 0; k < active->size; k++) { /* drop the edges ended before a */
+            int64_t e = active->data[k];
+            if (self->edges.data[3 * e + 1] >= a) active->data[kept++] = e;
         }
-        if (covered) {
-            sort_ids(join->data, join->size);
-            Py_ssize_t unique = 0;
-            for (Py_ssize_t k = 0; k < join->size; k++)
-                if (!unique || join->data[k] != join->data[unique - 1]) join->data[unique++] = join->data[k];
+        active->size = kept;
+        while (next_edge < edges && (order->data[next_edge] >> 40) == a)
+            active->data[active->size++] = order->data[next_edge++] & (((int64_t)1 << 40) - 1);
+        if (active->size) {
+            covering->size = 0; /* the distinct closures covering the piece, by offset */
+            for (Py_ssize_t k = 0; k < active->size; k++)
+                covering->data[covering->size++] = targets->data[active->data[k]];
+            sort_ids(covering->data, covering->size);
+            Py_ssize_t distinct = 0;
+            for (Py_ssize_t k = 0; k < covering->size; k++)
+                if (!distinct || covering->data[k] != covering->data[distinct - 1])
+                    covering->data[distinct++] = covering->data[k];
+            covering->size = distinct;
             int64_t *last = previous >= 0 ? runs->data + previous : NULL;
-            if (last && last[1] == a - 1 && last[3] == unique &&
-                !memcmp(succ->data + last[2], join->data, (size_t)unique * sizeof(int64_t))) {
-                last[1] = b - 1; /* the same successors: one run */
+            if (last && previous_end == a - 1 && last[1] == a - 1 && before->size == distinct &&
+                !memcmp(before->data, covering->data, (size_t)distinct * sizeof(int64_t))) {
+                last[1] = b - 1; /* the same closures: the same successors */
             } else {
-                if (vec_reserve(runs, 4) < 0 || vec_reserve(succ, unique) < 0) return -1;
-                previous = runs->size;
-                runs->data[runs->size++] = a;
-                runs->data[runs->size++] = b - 1;
-                runs->data[runs->size++] = succ->size;
-                runs->data[runs->size++] = unique;
-                memcpy(succ->data + succ->size, join->data, (size_t)unique * sizeof(int64_t));
-                succ->size += unique;
+                join->size = 0;
+                for (Py_ssize_t k = 0; k < distinct; k++) {
+                    const int64_t *closure = self->pool.data + covering->data[k];
+                    if (vec_reserve(join, closure[0]) < 0) return -1;
+                    memcpy(join->data + join->size, closure + 1,
+                           (size_t)closure[0] * sizeof(int64_t));
+                    join->size += closure[0];
+                }
+                sort_ids(join->data, join->size);
+                Py_ssize_t unique = 0;
+                for (Py_ssize_t k = 0; k < join->size; k++)
+                    if (!unique || join->data[k] != join->data[unique - 1])
+                        join->data[unique++] = join->data[k];
+                if (last && last[1] == a - 1 && last[3] == unique &&
+                    !memcmp(succ->data + last[2], join->data, (size_t)unique * sizeof(int64_t))) {
+                    last[1] = b - 1; /* the same successors: one run */
+                } else {
+                    if (vec_reserve(runs, 4) < 0 || vec_reserve(succ, unique) < 0) return -1;
+                    previous = runs->size;
+                    runs->data[runs->size++] = a;
+                    runs->data[runs->size++] = b - 1;
+                    runs->data[runs->size++] = succ->size;
+                    runs->data[runs->size++] = unique;
+                    memcpy(succ->data + succ->size, join->data, (size_t)unique * sizeof(int64_t));
+                    succ->size += unique;
+                }
             }
+            memcpy(before->data, covering->data, (size_t)distinct * sizeof(int64_t));
+            before->size = distinct;
+            previous_end = b - 1;
         }
         a = b;
     }
@@ -939,6 +976,10 @@ static void Nfa_dealloc(Nfa *self) {
     vec_free(&self->runs);
     vec_free(&self->succ);
     vec_free(&self->targets);
+    vec_free(&self->order);
+    vec_free(&self->active);
+    vec_free(&self->covering);
+    vec_free(&self->before);
     vec_free(&self->member_at);
     vec_free(&self->members);
     vec_free(&self->next_same);
