@@ -13,9 +13,8 @@ built at install time (:meth:`LazyAutomaton._native_nfa`): the edges of virtual 
 resolved down the nesting of blocks, closures memoized per NFA state, the successors of
 a row interned and written into the table in one call. The states it makes are held
 there, not as Python frozensets (None in ``_sets`` until :meth:`LazyAutomaton._members`
-asks for one). The Python construction stays
-as its reference (the tests compare the two state by state) and as the path of an
-install without a C compiler.
+asks for one). The Python construction stays as its reference (the tests compare the
+two state by state) and as the path of an install without a C compiler.
 
 Cost: a row ~5-15 us in C, ~20-100 us in Python (a few hundred us for states with
 hundreds of NFA members); :meth:`LazyAutomaton.step` over 49k (state, byte) pairs whose
@@ -489,8 +488,8 @@ class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
         """The rows of ``states`` by the C construction's ``build_rows``, straight into the
         table: it registers the new states itself (in ``_sets`` as None: their members are
         held there, see :meth:`_members`) with their acceptance flags, so no Python runs,
-        and no Python object is made, per state or per row. Between its calls the table grows,
-        so that a row's new states (at most 256) always fit."""
+        and no Python object is made, per state or per row. Between its calls the table
+        grows, so that a row's new states (at most 256) always fit."""
         wanted = np.asarray(states, dtype=np.int32)
         done, room = 0, _ROOM
         while done < wanted.size:
