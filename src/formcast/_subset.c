@@ -692,14 +692,16 @@ static int sync_states(Nfa *self, PyObject *sets) {
         }
         found->size = 0;
         if (vec_reserve(found, PySet_GET_SIZE(set)) < 0) return -1;
-        Py_ssize_t position = 0;
-        PyObject *item;
-        Py_hash_t hash;
-        while (_PySet_NextEntry(set, &position, &item, &hash)) {
+        PyObject *iterator = PyObject_GetIter(set), *item;
+        if (!iterator) return -1;
+        while (found->size < PySet_GET_SIZE(set) && (item = PyIter_Next(iterator))) {
             long long id = PyLong_AsLongLong(item);
-            if (id == -1 && PyErr_Occurred()) return -1;
+            Py_DECREF(item);
+            if (id == -1 && PyErr_Occurred()) break;
             found->data[found->size++] = id;
         }
+        Py_DECREF(iterator);
+        if (PyErr_Occurred()) return -1;
         sort_ids(found->data, found->size);
         uint64_t h = hash_members(found->data, found->size);
         if (interned_find(self, found->data, found->size, h) >= 0) {
