@@ -141,18 +141,21 @@ static int map_grow(Map *m) {
     return 0;
 }
 
-static int map_get(const Map *m, int64_t key, int64_t *value) {
-    if (!m->capacity) return 0;
+static int64_t *map_slot(Map *m, int64_t key) { /* the value of `key`, or NULL */
+    if (!m->capacity) return NULL;
     Py_ssize_t mask = m->capacity - 1;
     Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)key) & (uint64_t)mask);
     while (m->keys[slot] >= 0) {
-        if (m->keys[slot] == key) {
-            *value = m->values[slot];
-            return 1;
-        }
+        if (m->keys[slot] == key) return &m->values[slot];
         slot = (slot + 1) & mask;
     }
-    return 0;
+    return NULL;
+}
+
+static int map_get(Map *m, int64_t key, int64_t *value) {
+    const int64_t *found = map_slot(m, key);
+    if (found) *value = *found;
+    return found != NULL;
 }
 
 static int map_put(Map *m, int64_t key, int64_t value) { /* key not present */
@@ -429,6 +432,15 @@ static void sort_ids(int64_t *ids, Py_ssize_t count) {
     }
 }
 
+/* Sort ids ascending in place and drop the repeats; their number left. */
+static Py_ssize_t sort_unique(int64_t *ids, Py_ssize_t count) {
+    sort_ids(ids, count);
+    Py_ssize_t unique = 0;
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (!unique || ids[k] != ids[unique - 1]) ids[unique++] = ids[k];
+    return unique;
+}
+
 /* The offset in self->pool of the closure of `state` (computed once). */
 static int closure_of(Nfa *self, int64_t state, int64_t *offset) {
     if (map_get(&self->closures, state, offset)) return 0;
@@ -514,7 +526,6 @@ static int compute_runs(Nfa *self) {
     }
     sort_ids(order->data, order->size);
     Py_ssize_t next_edge = 0, previous = -1; /* the offset in runs of the last run */
-    int previous_end = -2;                      /* the last byte of the last piece covered */
     for (int a = 0; a < 256;) {
         int b = a + 1;
         while (b < 256 && !starts[b]) b++;
@@ -531,14 +542,10 @@ static int compute_runs(Nfa *self) {
             covering->size = 0; /* the distinct closures covering the piece, by offset */
             for (Py_ssize_t k = 0; k < active->size; k++)
                 covering->data[covering->size++] = targets->data[active->data[k]];
-            sort_ids(covering->data, covering->size);
-            Py_ssize_t distinct = 0;
-            for (Py_ssize_t k = 0; k < covering->size; k++)
-                if (!distinct || covering->data[k] != covering->data[distinct - 1])
-                    covering->data[distinct++] = covering->data[k];
-            covering->size = distinct;
+            Py_ssize_t distinct = covering->size = sort_unique(covering->data, covering->size);
             int64_t *last = previous >= 0 ? runs->data + previous : NULL;
-            if (last && previous_end == a - 1 && last[1] == a - 1 && before->size == distinct &&
+            /* the last run ends where the last piece covered does */
+            if (last && last[1] == a - 1 && before->size == distinct &&
                 !memcmp(before->data, covering->data, (size_t)distinct * sizeof(int64_t))) {
                 last[1] = b - 1; /* the same closures: the same successors */
             } else {
@@ -550,11 +557,7 @@ static int compute_runs(Nfa *self) {
                            (size_t)closure[0] * sizeof(int64_t));
                     join->size += closure[0];
                 }
-                sort_ids(join->data, join->size);
-                Py_ssize_t unique = 0;
-                for (Py_ssize_t k = 0; k < join->size; k++)
-                    if (!unique || join->data[k] != join->data[unique - 1])
-                        join->data[unique++] = join->data[k];
+                Py_ssize_t unique = sort_unique(join->data, join->size);
                 if (last && last[1] == a - 1 && last[3] == unique &&
                     !memcmp(succ->data + last[2], join->data, (size_t)unique * sizeof(int64_t))) {
                     last[1] = b - 1; /* the same successors: one run */
@@ -571,7 +574,6 @@ static int compute_runs(Nfa *self) {
             }
             memcpy(before->data, covering->data, (size_t)distinct * sizeof(int64_t));
             before->size = distinct;
-            previous_end = b - 1;
         }
         a = b;
     }
@@ -629,19 +631,8 @@ static uint64_t hash_members(const int64_t *ids, Py_ssize_t count) {
     return h;
 }
 
-static int64_t *map_slot(Map *m, int64_t key) { /* the value of `key`, or NULL */
-    if (!m->capacity) return NULL;
-    Py_ssize_t mask = m->capacity - 1;
-    Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)key) & (uint64_t)mask);
-    while (m->keys[slot] >= 0) {
-        if (m->keys[slot] == key) return &m->values[slot];
-        slot = (slot + 1) & mask;
-    }
-    return NULL;
-}
-
 /* The state with these sorted members, or -1. */
-static int64_t interned_find(const Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
+static int64_t interned_find(Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
     int64_t sid;
     if (!map_get(&self->interned, (int64_t)(h >> 1), &sid)) return -1;
     for (; sid >= 0; sid = self->next_same.data[sid]) {
@@ -677,6 +668,24 @@ static void intern_next(Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_
         map_put(&self->interned, (int64_t)(h >> 1), sid); /* room was made */
 }
 
+/* The NFA ids `iterable` yields, sorted and without repeats, into self->found. 0, or -1
+ * with an exception set. */
+static int read_ids(Nfa *self, PyObject *iterable) {
+    Vec *found = &self->found;
+    found->size = 0;
+    PyObject *iterator = PyObject_GetIter(iterable), *item;
+    if (!iterator) return -1;
+    while ((item = PyIter_Next(iterator))) {
+        long long id = PyLong_AsLongLong(item);
+        Py_DECREF(item);
+        if ((id == -1 && PyErr_Occurred()) || vec_push(found, id) < 0) break;
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) return -1;
+    found->size = sort_unique(found->data, found->size);
+    return 0;
+}
+
 /* Take in the states Python registered since the last call: sets[known:], each a set of
  * NFA ids. 0, or -1 with an exception set. */
 static int sync_states(Nfa *self, PyObject *sets) {
@@ -690,19 +699,7 @@ static int sync_states(Nfa *self, PyObject *sets) {
                          self->known, Py_TYPE(set)->tp_name);
             return -1;
         }
-        found->size = 0;
-        if (vec_reserve(found, PySet_GET_SIZE(set)) < 0) return -1;
-        PyObject *iterator = PyObject_GetIter(set), *item;
-        if (!iterator) return -1;
-        while (found->size < PySet_GET_SIZE(set) && (item = PyIter_Next(iterator))) {
-            long long id = PyLong_AsLongLong(item);
-            Py_DECREF(item);
-            if (id == -1 && PyErr_Occurred()) break;
-            found->data[found->size++] = id;
-        }
-        Py_DECREF(iterator);
-        if (PyErr_Occurred()) return -1;
-        sort_ids(found->data, found->size);
+        if (read_ids(self, set) < 0) return -1;
         uint64_t h = hash_members(found->data, found->size);
         if (interned_find(self, found->data, found->size, h) >= 0) {
             PyErr_Format(PyExc_ValueError, "expected state %zd's members in no other state",
@@ -940,27 +937,10 @@ static PyObject *Nfa_members_of(Nfa *self, PyObject *arg) {
 }
 
 static PyObject *Nfa_find(Nfa *self, PyObject *arg) {
-    PyObject *items = PySequence_Fast(arg, "expected NFA state ids");
-    if (!items) return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
-    Vec *found = &self->found;
-    found->size = 0;
-    if (vec_reserve(found, count) < 0) goto fail;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        long long id = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(items, k));
-        if (id == -1 && PyErr_Occurred()) goto fail;
-        found->data[found->size++] = id;
-    }
-    Py_DECREF(items);
-    sort_ids(found->data, found->size);
-    Py_ssize_t unique = 0;
-    for (Py_ssize_t k = 0; k < found->size; k++)
-        if (!unique || found->data[k] != found->data[unique - 1]) found->data[unique++] = found->data[k];
+    if (read_ids(self, arg) < 0) return NULL;
+    const Vec *found = &self->found;
     return PyLong_FromLongLong(
-        interned_find(self, found->data, unique, hash_members(found->data, unique)));
-fail:
-    Py_DECREF(items);
-    return NULL;
+        interned_find(self, found->data, found->size, hash_members(found->data, found->size)));
 }
 
 static void Nfa_dealloc(Nfa *self) {
