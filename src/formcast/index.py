@@ -638,11 +638,7 @@ class TokenIndex:
         if native_walk is None or type(automaton) is not LazyAutomaton or state == DEAD:
             return None
         found = automaton.visit_building(_visitor(self.vocabulary).visit, state)
-        if found is None:
-            return None
-        if found[0] == _VISIT_SORTED:  # most first visits: a few tokens, read in place
-            return _Row(_ints(found[1]), _ints(found[2]), np.frombuffer(found[3], np.uint32))
-        return _row_of_visit(found, self.vocabulary)
+        return None if found is None else _row_of_visit(found, self.vocabulary)
 
     @cached_property
     def _visits(self) -> bool:
