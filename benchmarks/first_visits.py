@@ -1,0 +1,163 @@
+"""Where a lazy automaton's first visits spend their time, and two single-visit costs.
+
+``split`` (the default): over every ``--every``-th maskbench schema whose automaton is a
+``LazyAutomaton``, each valid instance is walked token by token three times and the
+masks' total time printed for each walk:
+
+* ``cold``: a fresh compile, as a new user pays it (first visits build DFA rows);
+* ``rows built``: a fresh ``TokenIndex`` over the same automaton, whose DFA rows the cold
+  walk built (first visits walk the vocabulary only);
+* ``cached``: the same index again (every mask a cached copy).
+
+``cold - rows built`` is the DFA rows' share, ``rows built - cached`` the token walks'
+and the Python around them.
+
+``string``: one free string's first visit, its DFA rows built (the Visitor's C call and
+the automaton's lock around it), in us.
+
+``small``: ``TokenIndex.packed_mask`` over 2,500 fresh states of a counted number (small
+rows, their DFA rows built), in us a state, beside the visit alone (the C call under
+the automaton's lock): the difference is the Python around a first visit.
+
+    OMP_NUM_THREADS=1 python benchmarks/first_visits.py [split|string|small] [--every N]
+
+Compare two commits by running it with ``PYTHONPATH=<worktree>/src`` (that worktree's C
+modules built in place) and without.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("FORMCAST_DISK_CACHE", "0")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import maskbench
+
+from formcast import index as index_module
+from formcast.automaton.lazy import LazyAutomaton
+from formcast.compiler import clear_memory_cache
+from formcast.compiler import compile as compile_index
+from formcast.cursor import Cursor
+from formcast.index import TokenIndex
+from formcast.vocabulary import Vocabulary
+
+_STRING = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
+
+
+def _walk_ms(index: TokenIndex, instances: list[list[int]], size: int) -> float:
+    """The masks' total time, in ms, for every instance walked token by token."""
+    buffer = Cursor(index).bitmask(size)
+    words = buffer.reshape(-1)
+    total = 0.0
+    for tokens in instances:
+        cursor = Cursor(index)
+        for token in tokens:
+            started = time.perf_counter()
+            cursor.bitmask(size, out=buffer)
+            total += time.perf_counter() - started
+            if not (int(words[token // 32]) >> (token % 32)) & 1:
+                break
+            cursor.advance(token)
+    return total * 1e3
+
+
+def split(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
+    totals = {"cold": 0.0, "rows built": 0.0, "cached": 0.0}
+    masks = 0
+    for path in maskbench.schema_files(every):
+        document = json.loads(path.read_text())
+        schema = document["schema"]
+        try:
+            index = compile_index(schema, vocabulary, mode="specification")
+        except Exception:  # refused or unsupported: no masks to time
+            continue
+        if type(index.automaton) is not LazyAutomaton:
+            continue
+        instances = [
+            tokenizer.encode(maskbench.serialize(test["data"], schema), add_special_tokens=False)
+            for test in document.get("tests", [])
+            if test["valid"]
+        ]
+        totals["cold"] += _walk_ms(index, instances, vocabulary.size)
+        totals["rows built"] += _walk_ms(
+            TokenIndex(index.automaton, vocabulary), instances, vocabulary.size
+        )
+        totals["cached"] += _walk_ms(index, instances, vocabulary.size)
+        masks += sum(len(tokens) for tokens in instances)
+        clear_memory_cache()
+    print(f"every {every}th lazy schema, ~{masks:,} tokens walked; masks' total time, ms:")
+    for name, total in totals.items():
+        print(f"  {name:<11}{total:9.1f}")
+
+
+def _per_call_us(states: list[int], call: Callable[[int], object]) -> float:
+    started = time.perf_counter_ns()
+    for state in states:
+        call(state)
+    return (time.perf_counter_ns() - started) / len(states) / 1e3
+
+
+def string(vocabulary: Vocabulary) -> None:
+    automaton = LazyAutomaton(r'\{"a":"' + _STRING + r'*"\}')
+    state = automaton.walk(b'{"a":"')
+    visit = index_module._visitor(vocabulary).visit
+    TokenIndex(automaton, vocabulary).packed_mask(state, vocabulary.size)  # rows built
+    best = min(
+        _per_call_us([state] * 3_000, lambda s: automaton.visit_building(visit, s))
+        for _ in range(5)
+    )
+    print(f"a free string's first visit, its DFA rows built: {best:.2f} us (best of 5)")
+
+
+def small(vocabulary: Vocabulary) -> None:
+    automaton = LazyAutomaton(r'\{"a":[0-9]{1,3000}\}')
+    states = [automaton.walk(b'{"a":' + b"1" * k) for k in range(1, 2_500)]
+    visit = index_module._visitor(vocabulary).visit
+    for state in states:
+        automaton.visit_building(visit, state)  # the DFA rows the visits read
+    width = vocabulary.size
+
+    def fresh_index_round() -> float:  # every state a first visit of this index
+        index = TokenIndex(automaton, vocabulary)
+        return _per_call_us(states, lambda s: index.packed_mask(s, width))
+
+    masks = min(fresh_index_round() for _ in range(5))
+    called = min(
+        _per_call_us(states, lambda s: automaton.visit_building(visit, s)) for _ in range(5)
+    )
+    print(f"packed_mask of a fresh small row: {masks:.2f} us, the visit alone {called:.2f} us")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", nargs="?", default="split", choices=("split", "string", "small"))
+    parser.add_argument("--every", type=int, default=4, help="take every Nth schema (split)")
+    args = parser.parse_args()
+    from transformers import AutoTokenizer
+
+    from formcast.models import default_model_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(default_model_dir())
+    vocabulary = Vocabulary.from_tokenizer(tokenizer)
+    vocabulary.byte_matrix  # noqa: B018 (built before the timings)
+    gc.collect()
+    gc.freeze()
+    if args.what == "split":
+        split(tokenizer, vocabulary, args.every)
+    elif args.what == "string":
+        string(vocabulary)
+    else:
+        small(vocabulary)
+
+
+if __name__ == "__main__":
+    main()
