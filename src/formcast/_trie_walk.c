@@ -314,7 +314,9 @@ PyDoc_STRVAR(walk_doc,
 "yet to the pending buffers. Returns the new filled count and the pending count.\n"
 "\n"
 "builder: None, or the tuple (nfa, accepting, sets) of a LazyAutomaton whose rows\n"
-"formcast._subset builds (its Nfa, its acceptance flags and its list of states): the\n"
+"formcast._subset builds (its Nfa, its acceptance flags and its list of states), or\n"
+"(stacks, accepting, sets, capsule) of a PushdownAutomaton whose rows formcast._pushdown\n"
+"builds through the capsule (its _build_state): the\n"
 "walk then builds the rows it reaches in the table (writable) itself,\n"
 "holding the GIL, and leaves a (node, state) pending only when the table lacks room for\n"
 "the states its row would add. Without it the walk releases the GIL.");
@@ -326,14 +328,22 @@ BuildState subset_builder(void) {
     return found;
 }
 
-/* Set up a walk that builds rows: `builder` is (nfa, accepting, sets), the table
- * already taken writable; the acceptance flags are held in `flags`. */
+/* Set up a walk that builds rows: `builder` is (nfa, accepting, sets), or (builder object,
+ * accepting, sets, capsule) where another construction (formcast._pushdown's) builds the
+ * rows through the capsule's function; the table already taken writable; the acceptance
+ * flags are held in `flags`. */
 int start_building(Walk *w, PyObject *builder, Held *flags) {
-    if (!PyTuple_Check(builder) || PyTuple_GET_SIZE(builder) != 3) {
-        PyErr_SetString(PyExc_TypeError, "expected builder as (nfa, accepting, sets)");
+    Py_ssize_t size = PyTuple_Check(builder) ? PyTuple_GET_SIZE(builder) : 0;
+    if (size != 3 && size != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "expected builder as (nfa, accepting, sets[, capsule])");
         return -1;
     }
-    w->build = subset_builder();
+    if (size == 4) {
+        w->build = (BuildState)PyCapsule_GetPointer(PyTuple_GET_ITEM(builder, 3), PUSHDOWN_API);
+    } else {
+        w->build = subset_builder();
+    }
     if (!w->build) return -1;
     if (take(PyTuple_GET_ITEM(builder, 1), flags, 1, 1, w->states, "accepting") < 0) return -1;
     w->writable_table = (int32_t *)w->table;

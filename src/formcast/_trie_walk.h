@@ -21,6 +21,7 @@ typedef struct {
 typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
                           uint8_t *accepting, PyObject *sets);
 #define SUBSET_API "formcast._subset._build_state"
+#define PUSHDOWN_API "formcast._pushdown._build_state" /* the same, for sets of stacks */
 
 /* The arrays of a flattened trie (vocabulary.FlatTrie.arrays), read by the walk. */
 typedef struct {

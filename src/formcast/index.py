@@ -635,19 +635,21 @@ class TokenIndex:
         time: ~10 us less of Python around the walk at the median of maskbench's first
         visits (see :func:`_row_of_visit`)."""
         automaton = self.automaton
-        if native_walk is None or type(automaton) is not LazyAutomaton or state == DEAD:
+        if state == DEAD or not self._visits:
             return None
+        assert isinstance(automaton, (LazyAutomaton, PushdownAutomaton))
         found = automaton.visit_building(_visitor(self.vocabulary).visit, state)
         return None if found is None else _row_of_visit(found, self.vocabulary)
 
     @cached_property
     def _visits(self) -> bool:
         """Whether :meth:`_visited` makes this index's rows: a :class:`LazyAutomaton`
-        without a trie-built choice worth walking directly (the same for every state)."""
-        return (
-            native_walk is not None
-            and type(self.automaton) is LazyAutomaton
-            and self._joint_automaton() is None
+        without a trie-built choice worth walking directly, or a
+        :class:`PushdownAutomaton` whose rows are built in C (the same for every state)."""
+        automaton = self.automaton
+        return native_walk is not None and (
+            (type(automaton) is LazyAutomaton and self._joint_automaton() is None)
+            or (type(automaton) is PushdownAutomaton and automaton.rows_in_c)
         )
 
     def _first_byte_row(self, state: int) -> _Row | None:
@@ -957,7 +959,9 @@ def _walk_natively(
         # once, and a round that stops there costs more than building does. Where rows were
         # built ahead (a grammar's, at compile), the first round reads built rows alone (no
         # lock, the GIL released). Other automata's rows are built here between rounds.
-        builds_rows = isinstance(automaton, LazyAutomaton) and native_rows is not None
+        builds_rows = (isinstance(automaton, LazyAutomaton) and native_rows is not None) or (
+            isinstance(automaton, PushdownAutomaton) and automaton.rows_in_c
+        )
         building = builds_rows and not automaton.rows_built_ahead
         while True:
             walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)

@@ -65,9 +65,11 @@ writes the same as plain arrays for the disk cache.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +77,7 @@ import numpy.typing as npt
 from formcast.automaton.definitions import RecursionPlan, plan_recursion
 from formcast.automaton.distances import UNREACHABLE
 from formcast.automaton.machines import MAIN, Machines
+from formcast.automaton.markers import CALL_BYTE, DIGIT_BYTES, marker_width
 from formcast.automaton.parse import show_pattern
 from formcast.automaton.table import (
     DEAD,
@@ -86,9 +89,19 @@ from formcast.automaton.table import (
 from formcast.errors import SchemaError
 from formcast.limits import DEFAULT_LIMITS, Limits
 
+native_pushdown: ModuleType | None
+try:  # the rows of sets of stacks in C, built at install time where a C compiler is found
+    from formcast import _pushdown as native_pushdown
+except ImportError:  # pragma: no cover (the Python rows below do the same work)
+    native_pushdown = None
+
 __all__ = ["PushdownAutomaton"]
 
+_Result = TypeVar("_Result")
+_ROOM = 64  # free table rows a C build starts with (a row adds at most 256 states)
+
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int32]
 
 BOTTOM = 0
 """The frame id below every stack's last frame (the empty stack)."""
@@ -97,7 +110,7 @@ BOTTOM = 0
 _Layout = tuple[npt.NDArray[np.intp], list[tuple[int, ...]], npt.NDArray[np.intp]]
 
 
-class PushdownAutomaton(TableAutomaton[frozenset[int]]):
+class PushdownAutomaton(TableAutomaton[frozenset[int] | None]):
     """A deterministic automaton over bytes whose states are sets of pushdown stacks.
 
     Contract (the same as :class:`~formcast.automaton.lazy.LazyAutomaton`'s):
@@ -141,10 +154,23 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         frames: list[tuple[int, int, int]],
         closures: dict[int, frozenset[int]],
     ) -> None:
-        """Set what a built or a loaded automaton holds besides its states."""
+        """Set what a built or a loaded automaton holds besides its states: the frames,
+        closures and row memos in Python, or in a :class:`formcast._pushdown.Stacks`
+        (``_native``) where that module is built (closures are then recomputed on
+        demand)."""
         self.pattern = pattern
         self._max_stacks = max_stacks
         self._machines = machines
+        self._native: Any = None
+        if native_pushdown is not None:
+            initials = [machines.initial(k) for k in range(len(machines.names))]
+            too_many = functools.partial(_too_many_stacks, pattern, max_stacks)
+            markers = (CALL_BYTE, DIGIT_BYTES, marker_width(len(machines.names) - 1))
+            self._native = native_pushdown.Stacks(
+                machines.info, initials, max_stacks, too_many, [*machines.automata], markers
+            )
+            self._native.take_frames(frames[1:])
+            frames, closures = [], {}
         # frame id -> (machine, machine state, frame below); BOTTOM is no frame
         self._frames = frames
         self._frame_ids = {frame: k for k, frame in enumerate(frames) if k != BOTTOM}
@@ -169,15 +195,21 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
 
     # -- pickling: everything built travels, the lock and the table's mapping do not ----
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"], state["_flat"]
-        state.pop("_mapping", None)  # the table travels as an array; a copy maps anew
+        with self._lock:
+            state = self.__dict__.copy()
+            del state["_lock"], state["_flat"], state["_native"]
+            state.pop("_mapping", None)  # the table travels as an array; a copy maps anew
+            state["_sets"] = [self._members(sid) for sid in range(len(self._sets))]
+            state["_frames"] = self._all_frames()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._take(
+            self.pattern, self._max_stacks, self._machines, state["_frames"], state["_closures"]
+        )
+        self._ids = {stacks: sid for sid, stacks in enumerate(self._sets)}
         self._flat = self._table.reshape(-1)
-        self._lock = threading.Lock()
 
     # -- plain data (the disk cache) ----------------------------------------------------
     def to_arrays(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
@@ -185,13 +217,14 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         (:meth:`Machines.to_arrays <formcast.automaton.machines.Machines.to_arrays>`),
         the frames, closures and states (sets of stacks) interned so far, and the rows
         built so far. Taken under the row lock, so all of them agree. The distance memo
-        is left out (rebuilt on demand). Cost: linear in the NFA, frames and states."""
+        is left out (rebuilt on demand), and so are the closures the C rows hold. Cost:
+        linear in the NFA, frames and states."""
         with self._lock:
             machines_meta, machine_arrays = self._machines.to_arrays()
-            frames = np.array(self._frames, dtype=np.int64).reshape(-1, 3)
+            frames = np.array(self._all_frames(), dtype=np.int64).reshape(-1, 3)
             closed = sorted(self._closures)
             closures = [sorted(self._closures[frame]) for frame in closed]
-            stacks = [sorted(stacks) for stacks in self._sets]
+            stacks = [sorted(self._members(sid)) for sid in range(len(self._sets))]
             count = len(self._sets)
             table = self._table[:count].copy()
             accepting = self._accepting[:count].copy()
@@ -253,7 +286,8 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         automaton._take(
             pattern, max_stacks, machines, frame_list, dict(zip(closed, closures, strict=True))
         )
-        automaton._sets = sets
+        stored: list[frozenset[int] | None] = [*sets]
+        automaton._sets = stored
         automaton._ids = {stacks: sid for sid, stacks in enumerate(sets)}
         automaton._table = table.astype(np.int32)
         automaton._accepting = accepting.astype(np.bool_)
@@ -263,6 +297,9 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
 
     # -- frames and closures ------------------------------------------------------------
     def _frame(self, machine: int, state: int, below: int) -> int:
+        if self._native is not None:
+            frame: int = self._native.frame(machine, state, below)
+            return frame
         key = (machine, state, below)
         found = self._frame_ids.get(key)
         if found is None:
@@ -276,6 +313,9 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         """The stacks ``frame`` (a stack's top) stands for once every call and return
         that reads nothing is made: those whose top reads a byte, and lone frames that
         may end (memoised per frame)."""
+        if self._native is not None:
+            closure: frozenset[int] = self._native.closure(frame)
+            return closure
         cached = self._closures.get(frame)
         if cached is not None:
             return cached
@@ -312,20 +352,110 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         found = self._ids.get(stacks)
         if found is not None:
             return found
+        native = self._native
+        if native is not None:
+            sid: int = native.find(stacks)
+            if sid >= 0:
+                return sid
         if len(stacks) > self._max_stacks:
-            raise SchemaError(
-                f"expected a grammar whose states track at most {self._max_stacks} parses "
-                f"at once (Limits.max_pushdown_stacks), found a state with {len(stacks)} in "
-                f"{show_pattern(self.pattern)}: the grammar is too ambiguous; make its "
-                "alternatives start differently, or raise the limit"
-            )
+            raise _too_many_stacks(self.pattern, self._max_stacks, len(stacks))
+        if native is not None:
+            return self._register(stacks, native.accepts(stacks))
         return self._register(stacks, not self._lone_ends.isdisjoint(stacks))
+
+    def _members(self, sid: int) -> frozenset[int]:
+        """The stacks of state ``sid``. A state the C rows made is None in ``_sets``: its
+        stacks are held there, and made into a frozenset here the first time they are
+        asked for."""
+        stacks = self._sets[sid]
+        if stacks is None:
+            stacks = self._sets[sid] = self._native.members(sid)
+        return stacks
+
+    def _frame_of(self, frame: int) -> tuple[int, int, int]:
+        """``(machine, machine state, frame below)`` of ``frame``."""
+        if self._native is not None:
+            found: tuple[int, int, int] = self._native.frame_of(frame)
+            return found
+        return self._frames[frame]
+
+    def _all_frames(self) -> list[tuple[int, int, int]]:
+        """Every frame, in id order, BOTTOM first."""
+        if self._native is not None:
+            frames: list[tuple[int, int, int]] = self._native.frames()
+            return frames
+        return list(self._frames)
+
+    def _build_rows(self, states: list[int]) -> None:
+        """The rows of ``states`` not built yet (caller holds the lock): by the C rows
+        where that module is built, else one by one (:meth:`_build_row`)."""
+        if self._native is None:
+            super()._build_rows(states)
+            return
+        wanted = np.asarray(states, dtype=np.int32)
+        done, room = 0, _ROOM
+        while done < wanted.size:
+            self._reserve(room)
+            made = self._native.build_rows(wanted[done:], self._table, self._accepting, self._sets)
+            self._took_in()
+            done += made
+            room = _ROOM if made else 2 * room + 1  # a row adds at most 256 states
+
+    def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
+        """``run(table, builder)`` under the row lock, with room in the table for
+        :data:`_ROOM` new states: ``builder`` is ``(stacks, accepting, sets, capsule)``,
+        what :func:`formcast._trie_walk.walk` needs to build the rows it reaches by the C
+        rows (None where that module is not built: the walk leaves them pending)."""
+        native = self._native
+        if native is None:
+            return super().walk_building(run)
+        with self._lock:
+            self._reserve(_ROOM)
+            try:
+                return run(self._table, self._builder())
+            finally:
+                self._took_in()
+
+    def visit_building(
+        self, visit: Callable[[IntArray, int, tuple[Any, ...]], tuple[Any, ...]], state: int
+    ) -> tuple[Any, ...] | None:
+        """``visit(table, state, builder)`` under the row lock (``builder`` as for
+        :meth:`walk_building`), called again with more room in the table while it answers
+        ``(0,)``, as :meth:`LazyAutomaton.visit_building
+        <formcast.automaton.lazy.LazyAutomaton.visit_building>`. None where the C rows
+        are not built."""
+        if self._native is None:
+            return None
+        room = _ROOM
+        with self._lock:
+            while True:
+                self._reserve(room)
+                try:
+                    found = visit(self._table, state, self._builder())
+                finally:
+                    self._took_in()
+                if found[0]:
+                    return found
+                room = 2 * room + 1  # a row adds at most 256 states
+
+    @property
+    def rows_in_c(self) -> bool:
+        """Whether rows are built by :mod:`formcast._pushdown` (and walks build them as
+        they go: :meth:`walk_building`, :meth:`visit_building`)."""
+        return self._native is not None
+
+    def _builder(self) -> tuple[Any, ...]:
+        assert native_pushdown is not None
+        return (self._native, self._accepting, self._sets, native_pushdown._build_state)
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top
         steps in its machine; bytes on which the tops step alike (:meth:`_layout`) share
         one successor, the union of each stack's stepped closure."""
-        stacks = self._sets[sid]
+        if self._native is not None:
+            self._build_rows([sid])
+            return
+        stacks = self._members(sid)
         if len(stacks) == 1:  # the usual state: one parse
             self._table[sid] = self._single_stack_row(next(iter(stacks)))
         else:
@@ -443,10 +573,10 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         """The stacks of ``state``, each from its top frame down, a frame as (machine
         name, machine state) (diagnostics and tests)."""
         out = []
-        for frame in sorted(self._sets[self._check(state)]):
+        for frame in sorted(self._members(self._check(state))):
             stack = []
             while frame != BOTTOM:
-                machine, inner, frame = self._frames[frame]
+                machine, inner, frame = self._frame_of(frame)
                 stack.append((self._machines.names[machine], inner))
             out.append(stack)
         return out
@@ -460,7 +590,7 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         Cost: the first call per ``usable`` runs the completion fixpoint; then each
         frame's distance is searched once (memoised per frame), so a deep stack costs its
         new frames only."""
-        stacks = self._sets[self._check(state)]
+        stacks = self._members(self._check(state))
         if not stacks:
             return UNREACHABLE
         key = None if usable is None else np.asarray(usable, dtype=np.bool_).tobytes()
@@ -472,10 +602,10 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
         path = []
         while frame not in memo:
             path.append(frame)
-            frame = self._frames[frame][2]
+            frame = self._frame_of(frame)[2]
         total = memo[frame]
         for below in reversed(path):
-            machine, state, _ = self._frames[below]
+            machine, state, _ = self._frame_of(below)
             own = self._machines.distance(machine, state, usable)
             total = min(total + own, UNREACHABLE)
             memo[below] = total
@@ -486,6 +616,16 @@ class PushdownAutomaton(TableAutomaton[frozenset[int]]):
             f"PushdownAutomaton(pattern={show_pattern(self.pattern)}, "
             f"machines={len(self._machines.names)}, num_states={self.num_states})"
         )
+
+
+def _too_many_stacks(pattern: str, limit: int, count: int) -> SchemaError:
+    """The error of a state of ``count`` stacks, past ``limit``."""
+    return SchemaError(
+        f"expected a grammar whose states track at most {limit} parses at once "
+        f"(Limits.max_pushdown_stacks), found a state with {count} in "
+        f"{show_pattern(pattern)}: the grammar is too ambiguous; make its alternatives "
+        "start differently, or raise the limit"
+    )
 
 
 def _distinct_columns(steps: npt.NDArray[np.int32]) -> tuple[list[tuple[int, ...]], list[int]]:

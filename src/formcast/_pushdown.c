@@ -1,0 +1,1055 @@
+/* formcast._pushdown: the rows of a pushdown automaton's sets of stacks, in C.
+ *
+ * formcast.automaton.pushdown builds the row of a state (a set of stacks of frames
+ * (machine, machine state, frame below)) the first time a walk reaches it: every stack's
+ * top steps in its machine's row, and each distinct column of targets (one a stack) leads
+ * to the union of the stepped stacks' closures (the calls and returns made without
+ * reading a byte). In Python that costs ~40 us for a state of one stack, ~150 us for one
+ * of several, and a first visit to an object key in a recursive schema builds dozens.
+ * This module does the same work, with the same meaning and the same state numbering, in
+ * C, and exports it to formcast._trie_walk as the capsule `_build_state` (the signature
+ * of formcast._subset's), so that a walk builds the rows it reaches without leaving C.
+ *
+ * It is optional: pushdown.py keeps its Python rows where this module was not built, and
+ * the tests compare both (tests/automaton/test_native_pushdown.py).
+ *
+ * Stacks(info_of, initials, max_stacks, too_many, automata, (call_byte, digits, width))
+ *   What a machine state reads, calls and ends (formcast.automaton.machines.FrameInfo)
+ *   is read once per machine state and kept here: from the rows of its machine's
+ *   automaton (automata: the machines' LazyAutomaton objects), built by
+ *   formcast._subset's construction under that automaton's lock, the calls read after
+ *   the call byte through `width` digit bytes (`digits`, a digit's value its index);
+ *   or, where that construction is not there, from info_of(machine, state) -> (row,
+ *   reads, accepting, calls, ends_only) (row an int32 buffer of 256 targets, calls
+ *   (callee, return state) pairs). initials: each machine's initial state.
+ *   too_many(count) -> exception: raised when a state would hold more than max_stacks
+ *   stacks.
+ * .frame(machine, state, below) -> frame: the frame's id, interned (frame 0 is BOTTOM).
+ * .frame_of(frame) -> (machine, state, below); .frames() -> [(machine, state, below)]
+ *   of every frame, in id order; .take_frames(frames): append frames read back (each
+ *   new, in the order given, after those held).
+ * .closure(frame) -> frozenset: the stacks the frame stands for once every call and
+ *   return that reads nothing is made (memoised per frame).
+ * .accepts(members) -> bool: whether a state of these stacks may end (one of them is a
+ *   lone frame whose machine may end).
+ * .members(state) -> frozenset; .find(members) -> state or -1: the states held here.
+ * .build_rows(states, table, accepting, sets) -> next: as formcast._subset.Nfa's: the
+ *   rows of `states` (int32) into `table`, new states appended to `sets` as None with
+ *   their acceptance flags; states Python registered in `sets` (frozensets of frames)
+ *   are taken in first; stops before a row whose new states might not fit.
+ *
+ * The caller serialises calls (pushdown.py builds rows under the automaton's lock). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_int_tables.h"
+
+#define PUSHDOWN_API "formcast._pushdown._build_state"
+#define UNBUILT (-1)
+#define DEAD 0
+#define BOTTOM 0
+
+/* A machine state's info, INFO_FIELDS int64 each in Stacks.infos. */
+enum { INFO_FLAGS, INFO_ROW, INFO_CALLS, INFO_CALL_COUNT, INFO_FIELDS };
+enum { READS = 1, ACCEPTING = 2, ENDS_ONLY = 4 };
+
+/* A frame, FRAME_FIELDS int64 each in Stacks.frames. */
+enum {
+    FRAME_MACHINE,
+    FRAME_STATE,
+    FRAME_BELOW,
+    FRAME_NEXT_SAME, /* the frame before it with the same hash, or -1 */
+    FRAME_CLOSURE,   /* offset of its closure in Stacks.pool, or -1 */
+    FRAME_INFO,      /* its machine state's info number */
+    FRAME_FIELDS
+};
+
+typedef struct {
+    int32_t *data;
+    Py_ssize_t size, capacity;
+} Rows;
+
+static int rows_reserve(Rows *r, Py_ssize_t extra) {
+    if (r->size + extra <= r->capacity) return 0;
+    Py_ssize_t capacity = r->capacity ? r->capacity : 64 * 256;
+    while (capacity < r->size + extra) capacity *= 2;
+    int32_t *data = PyMem_Realloc(r->data, (size_t)capacity * sizeof(int32_t));
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    r->data = data;
+    r->capacity = capacity;
+    return 0;
+}
+
+/* formcast._subset's construction of a DFA row (its capsule _build_state). */
+typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
+                          uint8_t *accepting, PyObject *sets);
+#define SUBSET_API "formcast._subset._build_state"
+#define MACHINE_ROOM 512 /* free rows a machine's table is given when a row lacks room */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *info_of, *too_many;
+    /* the machines' LazyAutomaton objects, whose rows are built here by formcast._subset
+     * (NULL where that module is not there: info_of answers then) */
+    PyObject *automata;
+    BuildState subset;
+    int call_byte, width;
+    uint8_t digits[16], is_marker[256];
+    int digit_count;
+    Py_ssize_t max_stacks;
+    Vec initials;
+    Map info_index; /* (machine << 32 | state) -> info number */
+    Vec infos;
+    Rows rows;      /* 256 targets an info, marker bytes DEAD */
+    Vec calls;      /* (callee, return state) pairs */
+    Vec frames;
+    Map frame_heads; /* a frame hash -> the last frame with it */
+    Vec pool;        /* closures: a count, then sorted frames */
+    /* the states: members (a count, then sorted frames) interned by hash, as in _subset */
+    Vec member_at, members, next_same;
+    Map interned;
+    Py_ssize_t known;
+    /* scratch */
+    Vec stack, kept, found, row_members, successors, frontier, following;
+    Rows columns;
+    Seen seen;
+    Py_ssize_t rows_computed;
+} Stacks;
+
+/* -- machine states ----------------------------------------------------------------------- */
+
+static int read_int(PyObject *object, int64_t *value) {
+    long long read = PyLong_AsLongLong(object);
+    if (read == -1 && PyErr_Occurred()) return -1;
+    *value = read;
+    return 0;
+}
+
+/* Keep a machine state's info as the next info number: its row (marker bytes DEAD),
+ * flags and `count` calls, the last pairs of self->calls from `first` on. */
+static int store_info(Stacks *self, const int32_t *row, int64_t flags, Py_ssize_t first,
+                      Py_ssize_t count) {
+    if (rows_reserve(&self->rows, 256) < 0 || vec_reserve(&self->infos, INFO_FIELDS) < 0)
+        return -1;
+    memcpy(self->rows.data + self->rows.size, row, 256 * sizeof(int32_t));
+    int64_t *info = self->infos.data + self->infos.size;
+    info[INFO_FLAGS] = flags;
+    info[INFO_ROW] = self->rows.size;
+    info[INFO_CALLS] = first;
+    info[INFO_CALL_COUNT] = count;
+    self->infos.size += INFO_FIELDS;
+    self->rows.size += 256;
+    return 0;
+}
+
+/* Keep what info_of answered, (row, reads, accepting, calls, ends_only). */
+static int keep_answer(Stacks *self, PyObject *answer) {
+    if (!PyTuple_Check(answer) || PyTuple_GET_SIZE(answer) != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "expected info_of to answer (row, reads, accepting, calls, ends_only)");
+        return -1;
+    }
+    int64_t flags = 0;
+    const int bits[3] = {READS, ACCEPTING, ENDS_ONLY}, at[3] = {1, 2, 4};
+    for (int k = 0; k < 3; k++) {
+        int truth = PyObject_IsTrue(PyTuple_GET_ITEM(answer, at[k]));
+        if (truth < 0) return -1;
+        if (truth) flags |= bits[k];
+    }
+    PyObject *calls = PySequence_Fast(PyTuple_GET_ITEM(answer, 3), "expected calls as pairs");
+    if (!calls) return -1;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(calls), first = self->calls.size;
+    for (Py_ssize_t k = 0; k < count && !PyErr_Occurred(); k++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(calls, k);
+        int64_t callee, returned;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "expected each call as (callee, return state)");
+            break;
+        }
+        if (read_int(PyTuple_GET_ITEM(pair, 0), &callee) < 0 ||
+            read_int(PyTuple_GET_ITEM(pair, 1), &returned) < 0)
+            break;
+        if (callee < 0 || callee >= self->initials.size || returned <= DEAD) {
+            PyErr_Format(PyExc_ValueError, "expected a call of a known machine, found %lld",
+                         (long long)callee);
+            break;
+        }
+        if (vec_push(&self->calls, callee) < 0 || vec_push(&self->calls, returned) < 0) break;
+    }
+    Py_DECREF(calls);
+    Py_buffer view;
+    if (!PyErr_Occurred() &&
+        PyObject_GetBuffer(PyTuple_GET_ITEM(answer, 0), &view, PyBUF_C_CONTIGUOUS) == 0) {
+        if (view.itemsize != 4 || view.len != 256 * 4)
+            PyErr_SetString(PyExc_ValueError, "expected a machine row of 256 int32 targets");
+        else
+            store_info(self, view.buf, flags, first, count);
+        PyBuffer_Release(&view);
+    }
+    if (PyErr_Occurred()) {
+        self->calls.size = first;
+        return -1;
+    }
+    return 0;
+}
+
+/* The row of `state` in `machine`'s automaton, built by formcast._subset's construction
+ * under that automaton's lock if it is not built: copied to `out`, with its acceptance
+ * in *accepting. 1 done; 0 where that construction is not there for it (the caller asks
+ * info_of); -1 on error. */
+static int machine_row(Stacks *self, int64_t machine, int64_t state, int32_t *out,
+                       int *accepting) {
+    if (!self->subset) return 0;
+    PyObject *automaton = PyList_GET_ITEM(self->automata, machine);
+    PyObject *nfa = PyObject_CallMethod(automaton, "_native_nfa", NULL);
+    if (!nfa || nfa == Py_None) {
+        Py_XDECREF(nfa);
+        return nfa ? 0 : -1;
+    }
+    PyObject *lock = PyObject_GetAttrString(automaton, "_lock"), *held = NULL;
+    if (lock) held = PyObject_CallMethod(lock, "acquire", NULL);
+    int status = held ? 2 : -1;
+    while (status == 2) {
+        PyObject *table = PyObject_GetAttrString(automaton, "_table");
+        PyObject *flags = PyObject_GetAttrString(automaton, "_accepting");
+        PyObject *sets = PyObject_GetAttrString(automaton, "_sets");
+        Py_buffer views[2];
+        int took = 0;
+        status = -1;
+        if (table && flags && sets && PyList_Check(sets) &&
+            PyObject_GetBuffer(table, &views[0], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0 &&
+            ++took &&
+            PyObject_GetBuffer(flags, &views[1], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0 &&
+            ++took) {
+            Py_ssize_t capacity = views[0].len / (4 * 256);
+            if (views[0].itemsize != 4 || views[1].itemsize != 1 || views[1].len < capacity ||
+                state >= capacity || state >= PyList_GET_SIZE(sets)) {
+                PyErr_SetString(PyExc_ValueError, "expected a machine state in its table");
+            } else {
+                int32_t *row = (int32_t *)views[0].buf + state * 256;
+                status = row[0] != UNBUILT
+                             ? 1
+                             : self->subset(nfa, (int32_t)state, views[0].buf, capacity,
+                                            views[1].buf, sets);
+                if (status == 0 || status == 1) {
+                    memcpy(out, row, 256 * sizeof(int32_t));
+                    *accepting = ((uint8_t *)views[1].buf)[state] != 0;
+                }
+            }
+        }
+        for (int k = 0; k < took; k++) PyBuffer_Release(&views[k]);
+        Py_XDECREF(table);
+        Py_XDECREF(flags);
+        Py_XDECREF(sets);
+        if (status == 2) { /* more room in its table, then again */
+            PyObject *grown = PyObject_CallMethod(automaton, "_reserve", "i", MACHINE_ROOM);
+            if (!grown) status = -1;
+            Py_XDECREF(grown);
+        }
+    }
+    if (status >= 0) {
+        PyObject *noted = PyObject_CallMethod(automaton, "_took_in", NULL);
+        if (!noted) status = -1;
+        Py_XDECREF(noted);
+    }
+    if (held) {
+        PyObject *error_type, *error_value, *error_trace;
+        PyErr_Fetch(&error_type, &error_value, &error_trace);
+        PyObject *released = PyObject_CallMethod(lock, "release", NULL);
+        Py_XDECREF(released);
+        if (error_type) PyErr_Restore(error_type, error_value, error_trace);
+        else if (!released) status = -1;
+    }
+    Py_XDECREF(held);
+    Py_XDECREF(lock);
+    Py_DECREF(nfa);
+    return status < 0 ? -1 : 1;
+}
+
+/* The info of (machine, state) from its machine's rows, as FrameInfo reads them
+ * (formcast.automaton.machines): the calls after the call byte, one digit at a time;
+ * ends_only where it accepts and no byte (marker or not) leads on. 1 kept, 0 where the
+ * rows cannot be built here, -1 on error. */
+static int native_info(Stacks *self, int64_t machine, int64_t state) {
+    int32_t row[256], digit_row[256];
+    int accepting, dummy, built = machine_row(self, machine, state, row, &accepting);
+    if (built <= 0) return built;
+    int any = 0;
+    for (int byte = 0; byte < 256; byte++) any |= row[byte] != DEAD;
+    /* the frontier of (machine state, number so far) pairs (own vectors: this runs
+     * inside closures and rows, which hold the others) */
+    Vec *frontier = &self->frontier, *following = &self->following;
+    frontier->size = following->size = 0;
+    if (row[self->call_byte] != DEAD &&
+        (vec_push(frontier, row[self->call_byte]) < 0 || vec_push(frontier, 0) < 0))
+        return -1;
+    for (int level = 0; level < self->width && frontier->size; level++) {
+        following->size = 0;
+        for (Py_ssize_t k = 0; k < frontier->size; k += 2) {
+            built = machine_row(self, machine, frontier->data[k], digit_row, &dummy);
+            if (built <= 0) return built;
+            for (int value = 0; value < self->digit_count; value++) {
+                int32_t target = digit_row[self->digits[value]];
+                if (target == DEAD) continue;
+                int64_t number = frontier->data[k + 1] * self->digit_count + value;
+                if (vec_push(following, target) < 0 || vec_push(following, number) < 0)
+                    return -1;
+            }
+        }
+        Vec swap = *frontier;
+        *frontier = *following;
+        *following = swap;
+    }
+    Py_ssize_t first = self->calls.size, count = frontier->size / 2;
+    for (Py_ssize_t k = 0; k < frontier->size; k += 2)
+        if (vec_push(&self->calls, frontier->data[k + 1] + 1) < 0 ||
+            vec_push(&self->calls, frontier->data[k]) < 0)
+            return -1;
+    int reads = 0;
+    for (int byte = 0; byte < 256; byte++) {
+        if (self->is_marker[byte]) row[byte] = DEAD;
+        reads |= row[byte] != DEAD;
+    }
+    int64_t flags = (reads ? READS : 0) | (accepting ? ACCEPTING : 0) |
+                    (accepting && !any ? ENDS_ONLY : 0);
+    return store_info(self, row, flags, first, count) < 0 ? -1 : 1;
+}
+
+/* The info number of (machine, state), asked of info_of the first time. */
+static int info_number(Stacks *self, int64_t machine, int64_t state, int64_t *number) {
+    if (machine < 0 || machine >= self->initials.size || state <= DEAD || state > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "expected a state of a known machine, found (%lld, %lld)",
+                     (long long)machine, (long long)state);
+        return -1;
+    }
+    int64_t key = (machine << 32) | state;
+    if (map_get(&self->info_index, key, number)) return 0;
+    int kept = native_info(self, machine, state);
+    if (kept == 0) { /* no C construction for its rows: asked of Python */
+        PyObject *answer = PyObject_CallFunction(self->info_of, "LL", (long long)machine,
+                                                 (long long)state);
+        if (!answer) return -1;
+        kept = keep_answer(self, answer);
+        Py_DECREF(answer);
+    }
+    if (kept < 0) return -1;
+    *number = self->infos.size / INFO_FIELDS - 1;
+    return map_put(&self->info_index, key, *number);
+}
+
+static inline const int64_t *info_at(const Stacks *self, int64_t number) {
+    return self->infos.data + number * INFO_FIELDS;
+}
+
+/* -- frames --------------------------------------------------------------------------- */
+
+static inline uint64_t hash_frame(int64_t machine, int64_t state, int64_t below) {
+    return mix(mix(mix((uint64_t)machine) ^ (uint64_t)state) ^ (uint64_t)below) >> 1;
+}
+
+static inline const int64_t *frame_at(const Stacks *self, int64_t frame) {
+    return self->frames.data + frame * FRAME_FIELDS;
+}
+
+static int64_t frame_count(const Stacks *self) { return self->frames.size / FRAME_FIELDS; }
+
+/* The frame (machine, state, below), or -1. */
+static int64_t frame_find(Stacks *self, int64_t machine, int64_t state, int64_t below) {
+    int64_t frame;
+    if (!map_get(&self->frame_heads, (int64_t)hash_frame(machine, state, below), &frame))
+        return -1;
+    for (; frame >= 0; frame = frame_at(self, frame)[FRAME_NEXT_SAME]) {
+        const int64_t *f = frame_at(self, frame);
+        if (f[FRAME_MACHINE] == machine && f[FRAME_STATE] == state && f[FRAME_BELOW] == below)
+            return frame;
+    }
+    return -1;
+}
+
+/* The id of frame (machine, state, below), made if new; -1 on error. */
+static int64_t frame_of(Stacks *self, int64_t machine, int64_t state, int64_t below) {
+    int64_t found = frame_find(self, machine, state, below);
+    if (found >= 0) return found;
+    if (below < 0 || below >= frame_count(self)) {
+        PyErr_Format(PyExc_ValueError, "expected a frame below among %lld, found %lld",
+                     (long long)frame_count(self), (long long)below);
+        return -1;
+    }
+    int64_t info;
+    if (info_number(self, machine, state, &info) < 0) return -1; /* may run Python */
+    if (vec_reserve(&self->frames, FRAME_FIELDS) < 0) return -1;
+    int64_t frame = frame_count(self), key = (int64_t)hash_frame(machine, state, below);
+    int64_t *head = map_slot(&self->frame_heads, key);
+    int64_t *f = self->frames.data + self->frames.size;
+    f[FRAME_MACHINE] = machine;
+    f[FRAME_STATE] = state;
+    f[FRAME_BELOW] = below;
+    f[FRAME_NEXT_SAME] = head ? *head : -1;
+    f[FRAME_CLOSURE] = -1;
+    f[FRAME_INFO] = info;
+    self->frames.size += FRAME_FIELDS;
+    if (head) {
+        *head = frame;
+        return frame;
+    }
+    return map_put(&self->frame_heads, key, frame) < 0 ? -1 : frame;
+}
+
+/* Whether a stack topped by `frame` may end there: a lone frame whose machine may end. */
+static int lone_end(const Stacks *self, int64_t frame) {
+    const int64_t *f = frame_at(self, frame);
+    return f[FRAME_BELOW] == BOTTOM && (info_at(self, f[FRAME_INFO])[INFO_FLAGS] & ACCEPTING);
+}
+
+/* -- closures ------------------------------------------------------------------------- */
+
+/* Push the frames a stack topped by `current` becomes without reading a byte (a return,
+ * then each call) onto the search, those not seen yet. */
+static int push_following(Stacks *self, int64_t current) {
+    const int64_t *f = frame_at(self, current);
+    int64_t machine = f[FRAME_MACHINE], below = f[FRAME_BELOW];
+    const int64_t *info = info_at(self, f[FRAME_INFO]);
+    int64_t first = info[INFO_CALLS], count = info[INFO_CALL_COUNT];
+    if ((info[INFO_FLAGS] & ACCEPTING) && below != BOTTOM) { /* a return */
+        int added = seen_insert(&self->seen, below);
+        if (added < 0 || (added && vec_push(&self->stack, below) < 0)) return -1;
+    }
+    for (int64_t k = 0; k < count; k++) {
+        int64_t callee = self->calls.data[first + 2 * k];
+        int64_t returned = self->calls.data[first + 2 * k + 1];
+        int64_t back;
+        if (info_number(self, machine, returned, &back) < 0) return -1;
+        int64_t caller = below; /* a tail call: nothing is left to do on return */
+        if (!(info_at(self, back)[INFO_FLAGS] & ENDS_ONLY)) {
+            caller = frame_of(self, machine, returned, below);
+            if (caller < 0) return -1;
+        }
+        int64_t called = frame_of(self, callee, self->initials.data[callee], caller);
+        if (called < 0) return -1;
+        int added = seen_insert(&self->seen, called);
+        if (added < 0 || (added && vec_push(&self->stack, called) < 0)) return -1;
+    }
+    return 0;
+}
+
+/* The offset in self->pool of the closure of `frame` (computed once): the frames reached
+ * by calls and returns whose top reads a byte, and lone frames that may end. */
+static int closure_at(Stacks *self, int64_t frame, int64_t *offset) {
+    int64_t known = frame_at(self, frame)[FRAME_CLOSURE];
+    if (known >= 0) {
+        *offset = known;
+        return 0;
+    }
+    Vec *kept = &self->kept, *stack = &self->stack;
+    kept->size = stack->size = 0;
+    seen_clear(&self->seen);
+    if (seen_insert(&self->seen, frame) < 0 || vec_push(stack, frame) < 0) return -1;
+    while (stack->size) {
+        int64_t current = stack->data[--stack->size];
+        int64_t done = frame_at(self, current)[FRAME_CLOSURE];
+        if (done >= 0 && current != frame) { /* its closure is known: take it whole */
+            const int64_t *members = self->pool.data + done;
+            if (vec_reserve(kept, members[0]) < 0) return -1;
+            memcpy(kept->data + kept->size, members + 1, (size_t)members[0] * sizeof(int64_t));
+            kept->size += members[0];
+            continue;
+        }
+        const int64_t *f = frame_at(self, current);
+        int64_t flags = info_at(self, f[FRAME_INFO])[INFO_FLAGS];
+        if ((flags & READS) || ((flags & ACCEPTING) && f[FRAME_BELOW] == BOTTOM))
+            if (vec_push(kept, current) < 0) return -1;
+        if (push_following(self, current) < 0) return -1;
+    }
+    Py_ssize_t count = sort_unique(kept->data, kept->size);
+    if (vec_reserve(&self->pool, count + 1) < 0) return -1;
+    *offset = self->pool.size;
+    self->pool.data[self->pool.size++] = count;
+    memcpy(self->pool.data + self->pool.size, kept->data, (size_t)count * sizeof(int64_t));
+    self->pool.size += count;
+    self->frames.data[frame * FRAME_FIELDS + FRAME_CLOSURE] = *offset;
+    return 0;
+}
+
+/* -- states --------------------------------------------------------------------------- */
+
+static int64_t state_find(Stacks *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
+    int64_t sid;
+    if (!map_get(&self->interned, (int64_t)(h >> 1), &sid)) return -1;
+    for (; sid >= 0; sid = self->next_same.data[sid]) {
+        const int64_t *known = self->members.data + self->member_at.data[sid];
+        if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
+            return sid;
+    }
+    return -1;
+}
+
+/* Intern the sorted frames `ids` (hash `h`) as the next state; -1 on error. */
+static int state_add(Stacks *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
+    if (vec_reserve(&self->members, count + 1) < 0 || vec_reserve(&self->member_at, 1) < 0 ||
+        vec_reserve(&self->next_same, 1) < 0)
+        return -1;
+    int64_t sid = self->known;
+    int64_t *head = map_slot(&self->interned, (int64_t)(h >> 1));
+    if (!head && map_put(&self->interned, (int64_t)(h >> 1), sid) < 0) return -1;
+    self->next_same.data[self->next_same.size++] = head ? *head : -1;
+    if (head) *head = sid;
+    self->member_at.data[self->member_at.size++] = self->members.size;
+    self->members.data[self->members.size++] = count;
+    memcpy(self->members.data + self->members.size, ids, (size_t)count * sizeof(int64_t));
+    self->members.size += count;
+    self->known++;
+    return 0;
+}
+
+/* The frames `iterable` yields, sorted and without repeats, into self->found, each a
+ * frame held here. 0, or -1 with an exception set. */
+static int read_frames(Stacks *self, PyObject *iterable) {
+    Vec *found = &self->found;
+    found->size = 0;
+    PyObject *iterator = PyObject_GetIter(iterable), *item;
+    if (!iterator) return -1;
+    while ((item = PyIter_Next(iterator))) {
+        int64_t frame;
+        int failed = read_int(item, &frame) < 0;
+        Py_DECREF(item);
+        if (!failed && (frame <= BOTTOM || frame >= frame_count(self))) {
+            PyErr_Format(PyExc_ValueError, "expected frames in [1, %lld), found %lld",
+                         (long long)frame_count(self), (long long)frame);
+            failed = 1;
+        }
+        if (failed || vec_push(found, frame) < 0) break;
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) return -1;
+    found->size = sort_unique(found->data, found->size);
+    return 0;
+}
+
+/* Take in the states Python registered since the last call (sets[known:], frozensets of
+ * frames). 0, or -1 with an exception set. */
+static int sync_states(Stacks *self, PyObject *sets) {
+    while (self->known < PyList_GET_SIZE(sets)) {
+        PyObject *set = PyList_GET_ITEM(sets, self->known);
+        if (!PyAnySet_Check(set)) {
+            PyErr_Format(PyExc_TypeError,
+                         "expected the stacks of state %zd as a frozenset, found %.80s",
+                         self->known, Py_TYPE(set)->tp_name);
+            return -1;
+        }
+        if (read_frames(self, set) < 0) return -1;
+        const Vec *found = &self->found;
+        uint64_t h = hash_members(found->data, found->size);
+        if (state_find(self, found->data, found->size, h) >= 0) {
+            PyErr_Format(PyExc_ValueError, "expected state %zd's stacks in no other state",
+                         self->known);
+            return -1;
+        }
+        if (state_add(self, found->data, found->size, h) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Where build_state writes (as in _subset). */
+typedef struct {
+    int32_t *table;
+    uint8_t *accepting;
+    Py_ssize_t capacity;
+    PyObject *sets;
+} Target;
+
+/* The union of the closures of the stacks of `members` stepped to the column `targets`
+ * (one a member; DEAD: it dies), sorted, into self->found. */
+static int step_column(Stacks *self, const int64_t *members, Py_ssize_t count,
+                       const int32_t *targets) {
+    self->found.size = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (targets[k] == DEAD) continue;
+        const int64_t *f = frame_at(self, members[k]);
+        int64_t machine = f[FRAME_MACHINE], below = f[FRAME_BELOW], offset;
+        int64_t stepped = frame_of(self, machine, targets[k], below);
+        if (stepped < 0 || closure_at(self, stepped, &offset) < 0) return -1;
+        const int64_t *closure = self->pool.data + offset;
+        if (vec_reserve(&self->found, closure[0]) < 0) return -1;
+        memcpy(self->found.data + self->found.size, closure + 1,
+               (size_t)closure[0] * sizeof(int64_t));
+        self->found.size += closure[0];
+    }
+    if (count > 1) self->found.size = sort_unique(self->found.data, self->found.size);
+    return 0;
+}
+
+/* Part the bytes by their column, the targets of the members' tops on a byte (one a
+ * member): the distinct columns go to self->columns in order of first appearance,
+ * `count` int32 each, and column_of[byte] is a byte's column, -1 where every stack dies.
+ * Returns the number of distinct columns, or -1. */
+static int part_bytes(Stacks *self, const int64_t *members, Py_ssize_t count,
+                      int16_t *column_of) {
+    if (rows_reserve(&self->columns, 257 * count) < 0) return -1;
+    const int32_t **tops = PyMem_Malloc((size_t)count * sizeof(int32_t *));
+    if (!tops) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int64_t info = frame_at(self, members[k])[FRAME_INFO];
+        tops[k] = self->rows.data + info_at(self, info)[INFO_ROW];
+    }
+    int32_t *columns = self->columns.data;
+    int16_t slots[512]; /* distinct columns by hash (at most 256 of them) */
+    memset(slots, 0xff, sizeof(slots));
+    int distinct = 0;
+    for (int byte = 0; byte < 256; byte++) {
+        int32_t *column = columns + (Py_ssize_t)distinct * count; /* a candidate */
+        int live = 0;
+        uint64_t h = 0x9e3779b97f4a7c15ULL;
+        for (Py_ssize_t k = 0; k < count; k++) {
+            column[k] = tops[k][byte];
+            live |= column[k] != DEAD;
+            h = mix(h ^ (uint64_t)(uint32_t)column[k]) + (uint64_t)k;
+        }
+        if (!live) {
+            column_of[byte] = -1;
+            continue;
+        }
+        int slot = (int)(h & 511);
+        while (slots[slot] >= 0 &&
+               memcmp(columns + (Py_ssize_t)slots[slot] * count, column,
+                      (size_t)count * sizeof(int32_t)))
+            slot = (slot + 1) & 511;
+        if (slots[slot] < 0) slots[slot] = (int16_t)distinct++;
+        column_of[byte] = slots[slot];
+    }
+    PyMem_Free(tops);
+    return distinct;
+}
+
+/* The exception too_many(count) makes, set; -1. */
+static int refuse_stacks(Stacks *self, Py_ssize_t count) {
+    PyObject *error = PyObject_CallFunction(self->too_many, "n", count);
+    if (error) {
+        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+        Py_DECREF(error);
+    }
+    return -1;
+}
+
+/* A new state of the sorted frames `members` (hash `h`): None appended to the list for
+ * it, its acceptance flag set and its row made UNBUILT, before any row leads to it. */
+static int64_t new_state(Stacks *self, const int64_t *members, Py_ssize_t count, uint64_t h,
+                         const Target *at) {
+    int64_t sid = self->known;
+    if (sid >= at->capacity || sid >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "expected room in the table for a new state");
+        return -1;
+    }
+    if (PyList_Append(at->sets, Py_None) < 0 || state_add(self, members, count, h) < 0)
+        return -1;
+    int32_t *row = at->table + sid * 256;
+    for (int byte = 0; byte < 256; byte++) row[byte] = UNBUILT;
+    uint8_t accepts = 0;
+    for (Py_ssize_t k = 0; k < count && !accepts; k++)
+        accepts = (uint8_t)lone_end(self, members[k]);
+    at->accepting[sid] = accepts;
+    return sid;
+}
+
+/* Build the row of state `sid` into the table: 1 when built, 0 when built already, 2 when
+ * the table may lack room for the states it adds (nothing registered then), -1 on error.
+ * New states are numbered in the order of the bytes that first reach them, as in
+ * pushdown.py. */
+static int build_state(Stacks *self, int32_t sid, const Target *at) {
+    if (self->known < PyList_GET_SIZE(at->sets) && sync_states(self, at->sets) < 0) return -1;
+    if (sid <= DEAD || sid >= at->capacity || sid >= self->known) {
+        PyErr_Format(PyExc_ValueError, "expected a live state id, found %d", sid);
+        return -1;
+    }
+    int32_t *target = at->table + (Py_ssize_t)sid * 256;
+    if (target[0] != UNBUILT) return 0;
+    /* the members, aside: interning moves self->members */
+    const int64_t *held = self->members.data + self->member_at.data[sid];
+    Py_ssize_t count = held[0];
+    Vec *own = &self->row_members;
+    own->size = 0;
+    if (vec_reserve(own, count) < 0) return -1;
+    memcpy(own->data, held + 1, (size_t)count * sizeof(int64_t));
+    int16_t column_of[256];
+    int columns = part_bytes(self, own->data, count, column_of);
+    if (columns < 0) return -1;
+    self->rows_computed++;
+    /* each column's successor (a count, then frames, in self->successors), found where
+     * it is interned already */
+    int64_t offsets[256], found[256];
+    uint64_t hashes[256];
+    Vec *successors = &self->successors;
+    successors->size = 0;
+    Py_ssize_t unknown = 0;
+    for (int c = 0; c < columns; c++) {
+        /* the closures may run Python (info_of), which does not touch this object */
+        const int32_t *targets = self->columns.data + (Py_ssize_t)c * count;
+        if (step_column(self, own->data, count, targets) < 0) return -1;
+        const Vec *next = &self->found;
+        if (next->size > self->max_stacks) return refuse_stacks(self, next->size);
+        if (vec_reserve(successors, next->size + 1) < 0) return -1;
+        offsets[c] = successors->size;
+        successors->data[successors->size++] = next->size;
+        memcpy(successors->data + successors->size, next->data,
+               (size_t)next->size * sizeof(int64_t));
+        successors->size += next->size;
+        hashes[c] = hash_members(next->data, next->size);
+        found[c] = state_find(self, next->data, next->size, hashes[c]);
+        unknown += found[c] < 0;
+    }
+    if (self->known + unknown > at->capacity) return 2;
+    for (int c = 0; c < columns; c++) {
+        if (found[c] >= 0) continue;
+        const int64_t *members = successors->data + offsets[c];
+        found[c] = state_find(self, members + 1, members[0], hashes[c]); /* an earlier's? */
+        if (found[c] < 0) found[c] = new_state(self, members + 1, members[0], hashes[c], at);
+        if (found[c] < 0) return -1;
+    }
+    int32_t row[256];
+    for (int byte = 0; byte < 256; byte++)
+        row[byte] = column_of[byte] < 0 ? DEAD : (int32_t)found[column_of[byte]];
+    memcpy(target, row, sizeof(row));
+    return 1;
+}
+
+/* -- the type ------------------------------------------------------------------------- */
+
+static PyTypeObject StacksType;
+
+/* The capsule PUSHDOWN_API: build_state for formcast._trie_walk's walks (the signature of
+ * formcast._subset's; `stacks` must be a Stacks). */
+static int build_state_api(PyObject *stacks, int32_t sid, int32_t *table, Py_ssize_t capacity,
+                           uint8_t *accepting, PyObject *sets) {
+    if (!PyObject_TypeCheck(stacks, &StacksType) || !PyList_Check(sets)) {
+        PyErr_SetString(PyExc_TypeError, "expected Stacks and a list of states");
+        return -1;
+    }
+    Target at = {table, accepting, capacity, sets};
+    return build_state((Stacks *)stacks, sid, &at);
+}
+
+static int read_frame_id(Stacks *self, PyObject *arg, int64_t *frame) {
+    if (read_int(arg, frame) < 0) return -1;
+    if (*frame < 0 || *frame >= frame_count(self)) {
+        PyErr_Format(PyExc_ValueError, "expected a frame below %lld, found %lld",
+                     (long long)frame_count(self), (long long)*frame);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *frozenset_of(const int64_t *ids, Py_ssize_t count) {
+    PyObject *set = PyFrozenSet_New(NULL);
+    for (Py_ssize_t k = 0; set && k < count; k++) {
+        PyObject *id = PyLong_FromLongLong(ids[k]);
+        if (!id || PySet_Add(set, id) < 0) Py_CLEAR(set);
+        Py_XDECREF(id);
+    }
+    return set;
+}
+
+static PyObject *Stacks_frame(Stacks *self, PyObject *args) {
+    long long machine, state, below;
+    if (!PyArg_ParseTuple(args, "LLL:frame", &machine, &state, &below)) return NULL;
+    int64_t frame = frame_of(self, machine, state, below);
+    return frame < 0 ? NULL : PyLong_FromLongLong(frame);
+}
+
+static PyObject *frame_tuple(const Stacks *self, int64_t frame) {
+    const int64_t *f = frame_at(self, frame);
+    return Py_BuildValue("(LLL)", (long long)f[FRAME_MACHINE], (long long)f[FRAME_STATE],
+                         (long long)f[FRAME_BELOW]);
+}
+
+static PyObject *Stacks_frame_of(Stacks *self, PyObject *arg) {
+    int64_t frame;
+    return read_frame_id(self, arg, &frame) < 0 ? NULL : frame_tuple(self, frame);
+}
+
+static PyObject *Stacks_frames(Stacks *self, PyObject *unused) {
+    (void)unused;
+    PyObject *list = PyList_New(frame_count(self));
+    for (int64_t frame = 0; list && frame < frame_count(self); frame++) {
+        PyObject *item = frame_tuple(self, frame);
+        if (!item) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, frame, item);
+    }
+    return list;
+}
+
+static PyObject *Stacks_take_frames(Stacks *self, PyObject *arg) {
+    PyObject *frames = PySequence_Fast(arg, "expected a sequence of frames");
+    if (!frames) return NULL;
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(frames); k++) {
+        long long machine, state, below;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(frames, k), "LLL:frame", &machine,
+                              &state, &below))
+            break;
+        int64_t expected = frame_count(self);
+        if (frame_find(self, machine, state, below) >= 0) {
+            PyErr_Format(PyExc_ValueError, "expected new frames, found frame %lld again",
+                         (long long)expected);
+            break;
+        }
+        if (frame_of(self, machine, state, below) < 0) break;
+    }
+    Py_DECREF(frames);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Stacks_closure(Stacks *self, PyObject *arg) {
+    int64_t frame, offset;
+    if (read_frame_id(self, arg, &frame) < 0) return NULL;
+    if (frame == BOTTOM) {
+        PyErr_SetString(PyExc_ValueError, "expected a frame, found the empty stack");
+        return NULL;
+    }
+    if (closure_at(self, frame, &offset) < 0) return NULL;
+    return frozenset_of(self->pool.data + offset + 1, self->pool.data[offset]);
+}
+
+static PyObject *Stacks_accepts(Stacks *self, PyObject *arg) {
+    if (read_frames(self, arg) < 0) return NULL;
+    for (Py_ssize_t k = 0; k < self->found.size; k++)
+        if (lone_end(self, self->found.data[k])) Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+static PyObject *Stacks_members(Stacks *self, PyObject *arg) {
+    Py_ssize_t sid = PyLong_AsSsize_t(arg);
+    if (sid == -1 && PyErr_Occurred()) return NULL;
+    if (sid < 0 || sid >= self->known) {
+        PyErr_Format(PyExc_ValueError, "expected a state held here, below %zd, found %zd",
+                     self->known, sid);
+        return NULL;
+    }
+    const int64_t *members = self->members.data + self->member_at.data[sid];
+    return frozenset_of(members + 1, members[0]);
+}
+
+static PyObject *Stacks_find(Stacks *self, PyObject *arg) {
+    if (read_frames(self, arg) < 0) return NULL;
+    const Vec *found = &self->found;
+    return PyLong_FromLongLong(
+        state_find(self, found->data, found->size, hash_members(found->data, found->size)));
+}
+
+/* build_rows(states, table, accepting, sets) -> next: see the module's docstring. */
+static PyObject *Stacks_build_rows(Stacks *self, PyObject *args) {
+    PyObject *objects[3];
+    Target at;
+    if (!PyArg_ParseTuple(args, "OOOO!:build_rows", &objects[0], &objects[1], &objects[2],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    Py_buffer views[3];
+    const Py_ssize_t itemsizes[3] = {4, 4, 1};
+    const int writable[3] = {0, 1, 1};
+    int held = 0;
+    PyObject *result = NULL;
+    for (; held < 3; held++) {
+        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
+        if (views[held].itemsize != itemsizes[held]) {
+            PyBuffer_Release(&views[held]);
+            PyErr_SetString(PyExc_ValueError,
+                            "expected int32 states and table, and one byte a flag");
+            goto done;
+        }
+    }
+    const int32_t *states = views[0].buf;
+    Py_ssize_t count = views[0].len / 4;
+    at.table = views[1].buf;
+    at.capacity = views[1].len / (4 * 256);
+    at.accepting = views[2].buf;
+    if (views[2].len < at.capacity) {
+        PyErr_SetString(PyExc_ValueError, "expected an acceptance flag for every table row");
+        goto done;
+    }
+    Py_ssize_t next = 0;
+    for (; next < count; next++) {
+        int status = build_state(self, states[next], &at);
+        if (status < 0) goto done;
+        if (status == 2) break;
+    }
+    result = PyLong_FromSsize_t(next);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return result;
+}
+
+static int Stacks_init(Stacks *self, PyObject *args, PyObject *kwargs) {
+    PyObject *info_of, *initials, *too_many, *automata;
+    Py_ssize_t max_stacks;
+    int call_byte, width;
+    Py_buffer digits;
+    if (kwargs && PyDict_Size(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "Stacks() takes positional arguments only");
+        return -1;
+    }
+    if (self->info_of) {
+        PyErr_SetString(PyExc_TypeError, "Stacks() is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOnOO!(iy*i):Stacks", &info_of, &initials, &max_stacks,
+                          &too_many, &PyList_Type, &automata, &call_byte, &digits, &width))
+        return -1;
+    int fits = digits.len > 0 && digits.len <= 16 && call_byte >= 0 && call_byte < 256 &&
+               width > 0;
+    if (fits) {
+        memcpy(self->digits, digits.buf, (size_t)digits.len);
+        self->digit_count = (int)digits.len;
+    }
+    PyBuffer_Release(&digits);
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError,
+                        "expected markers as (call byte, 1 to 16 digit bytes, width >= 1)");
+        return -1;
+    }
+    self->call_byte = call_byte;
+    self->width = width;
+    self->is_marker[call_byte] = 1;
+    for (int k = 0; k < self->digit_count; k++) self->is_marker[self->digits[k]] = 1;
+    if (!PyCallable_Check(info_of) || !PyCallable_Check(too_many)) {
+        PyErr_SetString(PyExc_TypeError, "expected info_of and too_many callable");
+        return -1;
+    }
+    PyObject *fast = PySequence_Fast(initials, "expected the machines' initial states");
+    if (!fast) return -1;
+    if (PySequence_Fast_GET_SIZE(fast) != PyList_GET_SIZE(automata)) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "expected one initial state an automaton");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(fast); k++) {
+        int64_t initial;
+        if (read_int(PySequence_Fast_GET_ITEM(fast, k), &initial) < 0 ||
+            vec_push(&self->initials, initial) < 0)
+            break;
+    }
+    Py_DECREF(fast);
+    if (PyErr_Occurred()) return -1;
+    /* frame 0: BOTTOM, the empty stack, under every stack's last frame */
+    if (vec_reserve(&self->frames, FRAME_FIELDS) < 0) return -1;
+    const int64_t bottom[FRAME_FIELDS] = {-1, -1, -1, -1, -1, -1};
+    memcpy(self->frames.data, bottom, sizeof(bottom));
+    self->frames.size = FRAME_FIELDS;
+    self->max_stacks = max_stacks;
+    /* formcast._subset builds the machines' rows here where it is there */
+    self->subset = (BuildState)PyCapsule_Import(SUBSET_API, 0);
+    if (!self->subset) PyErr_Clear();
+    Py_INCREF(info_of);
+    Py_INCREF(too_many);
+    Py_INCREF(automata);
+    self->info_of = info_of;
+    self->too_many = too_many;
+    self->automata = automata;
+    return 0;
+}
+
+static void Stacks_dealloc(Stacks *self) {
+    Py_CLEAR(self->info_of);
+    Py_CLEAR(self->too_many);
+    Py_CLEAR(self->automata);
+    Vec *vecs[] = {&self->initials, &self->infos, &self->calls, &self->frames, &self->pool,
+                   &self->member_at, &self->members, &self->next_same, &self->stack,
+                   &self->kept, &self->found, &self->row_members, &self->successors,
+                   &self->frontier, &self->following};
+    for (size_t k = 0; k < sizeof(vecs) / sizeof(vecs[0]); k++) vec_free(vecs[k]);
+    map_free(&self->info_index);
+    map_free(&self->frame_heads);
+    map_free(&self->interned);
+    PyMem_Free(self->rows.data);
+    PyMem_Free(self->columns.data);
+    PyMem_Free(self->seen.keys);
+    PyMem_Free(self->seen.stamps);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Stacks_frame_count(Stacks *self, void *unused) {
+    (void)unused;
+    return PyLong_FromLongLong(frame_count(self));
+}
+
+static PyObject *Stacks_rows_computed(Stacks *self, void *unused) {
+    (void)unused;
+    return PyLong_FromSsize_t(self->rows_computed);
+}
+
+static PyGetSetDef Stacks_getset[] = {
+    {"frame_count", (getter)Stacks_frame_count, NULL, "Frames held, BOTTOM included.", NULL},
+    {"rows_computed", (getter)Stacks_rows_computed, NULL,
+     "Rows computed so far, those dropped for want of room in the table included.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef Stacks_methods[] = {
+    {"frame", (PyCFunction)Stacks_frame, METH_VARARGS,
+     "frame(machine, state, below) -> frame: the frame's id, made if new."},
+    {"frame_of", (PyCFunction)Stacks_frame_of, METH_O,
+     "frame_of(frame) -> (machine, state, below)."},
+    {"frames", (PyCFunction)Stacks_frames, METH_NOARGS,
+     "frames() -> [(machine, state, below)]: every frame, in id order."},
+    {"take_frames", (PyCFunction)Stacks_take_frames, METH_O,
+     "take_frames(frames): append frames read back, each new, in order."},
+    {"closure", (PyCFunction)Stacks_closure, METH_O,
+     "closure(frame) -> frozenset: the stacks the frame stands for (see the module)."},
+    {"accepts", (PyCFunction)Stacks_accepts, METH_O,
+     "accepts(members) -> bool: whether a state of these stacks may end."},
+    {"members", (PyCFunction)Stacks_members, METH_O,
+     "members(state) -> frozenset: the stacks of a state held here."},
+    {"find", (PyCFunction)Stacks_find, METH_O,
+     "find(members) -> state: the state held here with these stacks, or -1."},
+    {"build_rows", (PyCFunction)Stacks_build_rows, METH_VARARGS,
+     "build_rows(states, table, accepting, sets) -> next: the rows of the states not built"
+     " yet, in order, into the table; see the module."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StacksType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "formcast._pushdown.Stacks",
+    .tp_basicsize = sizeof(Stacks),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A pushdown automaton's frames and sets of stacks, and their rows (see the"
+              " module).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Stacks_init,
+    .tp_dealloc = (destructor)Stacks_dealloc,
+    .tp_methods = Stacks_methods,
+    .tp_getset = Stacks_getset,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "formcast._pushdown",
+    "The rows of a pushdown automaton's sets of stacks, in C (see"
+    " formcast.automaton.pushdown).",
+    -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__pushdown(void) {
+    if (PyType_Ready(&StacksType) < 0) return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (!module) return NULL;
+    Py_INCREF(&StacksType);
+    if (PyModule_AddObject(module, "Stacks", (PyObject *)&StacksType) < 0) {
+        Py_DECREF(&StacksType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    PyObject *api = PyCapsule_New((void *)build_state_api, PUSHDOWN_API, NULL);
+    if (!api || PyModule_AddObject(module, "_build_state", api) < 0) {
+        Py_XDECREF(api);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
