@@ -428,7 +428,8 @@ def test_a_row_from_a_plain_template_is_the_scattered_row(
     chosen = rng.permutation(size).astype(np.int32)
     plain_ids = np.sort(chosen[:14_000])
     lengths = rng.integers(1, links, size=plain_ids.size).astype(np.int32)
-    templates = _PlainTemplates(plain_ids, lengths, size)
+    token_bytes = np.zeros((plain_ids.size, links), dtype=np.uint8)  # not read here
+    templates = _PlainTemplates(plain_ids, lengths, size, token_bytes)
     chain = _chain_of(kind, links, rng)
     others = np.sort(chosen[14_000:17_000])
     count = {"none": 0, "few": 40, "chain states": 3_000, "many": 3_000, "plain too": 400}

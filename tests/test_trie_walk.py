@@ -496,6 +496,9 @@ VISIT_PATTERNS = [
     r'\["(?:[^"\\]|\\n){0,40}"(?:,"[a-z ]{1,5}")*\]',
     # neither: numbers, words, a choice (the whole trie)
     r"(?:-?[0-9]+(?:\.[0-9]{1,4})?|true|false|null|abc|abd|[0-9a-f]{8})",
+    # strings leaving out a few plain bytes, bounded and free (exclusions_visit's way),
+    # and one leaving out other bytes after its first character (the whole trie)
+    r'\["[^,"\\]{1,30}"(?:,"[^,:"\\]*")*\]|"[^,"\\][^;"\\]{0,9}"',
 ]
 # printable ASCII and words, three of them repeated (their rows take the original's state)
 VISIT_TOKENS = [
@@ -544,8 +547,11 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
     assert bool(vocabulary.token_trie.repeats.size) == repeated
     templates = formcast.index._plain_templates(vocabulary)
     template_of = templates.of if templated else None
+    by_byte_of = templates.by_byte if templated else None
     monkeypatch.setitem(
-        formcast.index._VISITORS, vocabulary, formcast.index._new_visitor(vocabulary, template_of)
+        formcast.index._VISITORS,
+        vocabulary,
+        formcast.index._new_visitor(vocabulary, template_of, by_byte_of),
     )
     automaton = LazyAutomaton(pattern)
     visited = TokenIndex(automaton, vocabulary)
@@ -574,6 +580,8 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
     if way in (1, 2):  # strings: from a template, or left to index.py without one
         assert (formcast.index._VISIT_CHAIN in kinds) != templated
         assert bool(templates._kept) or not templated
+    if way == 4:  # the plain tokens by the bytes they hold: asked only by that way
+        assert (templates._by_byte is not None) == templated
 
 
 def _reachable(index: TokenIndex, limit: int) -> list[int]:

@@ -98,6 +98,11 @@ typedef struct {
     const int32_t *repeat[2], *original[2];
     Py_ssize_t repeats[2];
     PyObject *template_of; /* shape -> (codes, bits): the plain tokens' template, or None */
+    /* () -> the plain tokens containing each byte (256 x words), asked the first time a
+     * chain with exclusions is met (exclusions_visit); None: that way is not taken */
+    PyObject *by_byte_of;
+    Held by_byte_held;
+    const uint32_t *by_byte;
     Py_ssize_t out_size, pending_size;
     Scratch scratch; /* the visits' buffers */
     int busy;        /* whether a visit holds them */
@@ -279,10 +284,30 @@ static PyObject *scattered(const Visitor *v, Walk *w, int which, int32_t *table)
     return tuple_of(items, 3);
 }
 
+/* Drop from a coded row (codes, bits, *kept) the plain tokens holding any of the
+ * `count` bytes `excluded`. */
+static void drop_excluded(const Visitor *v, uint8_t *codes, uint32_t *bits, Py_ssize_t *kept,
+                          const uint8_t *excluded, int count) {
+    for (int e = 0; e < count; e++) {
+        const uint32_t *holding = v->by_byte + (Py_ssize_t)excluded[e] * v->words;
+        for (Py_ssize_t word = 0; word < v->words; word++) {
+            uint32_t dropped = bits[word] & holding[word];
+            if (!dropped) continue;
+            bits[word] &= ~dropped;
+            for (; dropped; dropped &= dropped - 1) {
+                codes[word * 32 + __builtin_ctz(dropped)] = 0;
+                (*kept)--;
+            }
+        }
+    }
+}
+
 /* index._templated: the plain tokens' template of the chain's shape, the walked tokens
- * and the repeats written over it. Py_None where it does not apply (more than 255
- * states): the caller then leaves the row to index.py. */
-static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape) {
+ * and the repeats written over it, less the plain tokens holding one of the `count`
+ * bytes `excluded` (exclusions_visit). Py_None where it does not apply (more than 255
+ * states): the caller then leaves the row to index.py, or walks the whole trie. */
+static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
+                             const uint8_t *excluded, int count) {
     PyObject *template = PyObject_CallOneArg(v->template_of, shape);
     if (template == NULL) return NULL;
     Held held[2];
@@ -310,6 +335,9 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
     } else if (status != FINE) {
         PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
     } else {
+        if (count)
+            drop_excluded(v, (uint8_t *)PyBytes_AS_STRING(codes),
+                          (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count);
         result = coded_row(v, codes, bits, palette, distinct, kept, w->out_ids, w->out_states);
         codes = bits = NULL; /* coded_row took them */
     }
@@ -344,7 +372,7 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
     PyObject *shape = chain_shape(v, chain);
     if (shape == NULL) return NULL;
     if (shape != Py_None && v->template_of != Py_None) {
-        PyObject *row = on_template(v, w, chain, shape);
+        PyObject *row = on_template(v, w, chain, shape, NULL, 0);
         if (row != Py_None) {
             Py_DECREF(shape);
             return row;
@@ -356,6 +384,100 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
                           bytes_of(w->out_ids, w->filled * 4),
                           bytes_of(w->out_states, w->filled * 4)};
     return tuple_of(items, 4);
+}
+
+/* -- strings whose characters leave out a few plain bytes ------------------------------ */
+
+#define NOT_EXCLUDED ((PyObject *)2) /* exclusions_visit: the way does not apply */
+/* Live plain bytes a state needs for exclusions_visit: with fewer, its walk meets few
+ * plain tokens, and a template pass over the vocabulary would cost more. */
+#define EXCLUSIONS_MIN_LIVE 48
+
+/* The plain bytes `row` sends to DEAD (into `excluded`, their count returned) where every
+ * other plain byte leads to one state (*target, DEAD when none does); -1 where the live
+ * ones part ways. */
+static int plain_exclusions(const Visitor *v, const int32_t *row, int32_t *target,
+                            uint8_t *excluded) {
+    int32_t live = DEAD;
+    int count = 0;
+    for (Py_ssize_t k = 0; k < v->plain_count; k++) {
+        int32_t next = row[v->plain_bytes[k]];
+        if (next == DEAD)
+            excluded[count++] = v->plain_bytes[k];
+        else if (live == DEAD)
+            live = next;
+        else if (next != live)
+            return -1;
+    }
+    *target = live;
+    return count;
+}
+
+/* follow_chain where every live state of the chain sends the same `count` plain bytes
+ * `excluded` to DEAD and the others to one state (a state sending every plain byte to
+ * DEAD ends it). 1 whole, 0 parted or excluding others, 2 no room, -1 error. */
+static int follow_excluded(const Visitor *v, Walk *w, int32_t *chain, const uint8_t *excluded,
+                           int count) {
+    uint8_t own[256];
+    for (Py_ssize_t k = 2; k < v->links; k++) {
+        int32_t current = chain[k - 1];
+        if (current == DEAD || current == chain[k - 2]) {
+            chain[k] = current;
+            continue;
+        }
+        int built = build_row(w, current);
+        if (built <= 0) return built < 0 ? -1 : 2;
+        int mine = plain_exclusions(v, w->table + (Py_ssize_t)current * 256, &chain[k], own);
+        if (mine < 0) return 0;
+        if (chain[k] != DEAD && (mine != count || memcmp(own, excluded, (size_t)count)))
+            return 0;
+    }
+    return 1;
+}
+
+/* The plain tokens by the bytes they hold, asked of by_byte_of the first time. 0, or -1
+ * with an exception set. */
+static int hold_by_byte(Visitor *v) {
+    if (v->by_byte) return 0;
+    PyObject *found = PyObject_CallNoArgs(v->by_byte_of);
+    if (!found) return -1;
+    int taken = take(found, &v->by_byte_held, 0, 4, 256 * v->words, "by_byte");
+    Py_DECREF(found); /* the held buffer keeps it */
+    if (taken < 0) return -1;
+    v->by_byte = v->by_byte_held.view.buf;
+    return 0;
+}
+
+/* A string whose characters leave out a few plain bytes (`[^,"]{1,255}`): the plain
+ * bytes but those lead from each state of the chain to one state, as one_plain_target's
+ * chains do, so a plain token's state is the chain's at its length unless it holds one
+ * of the excluded bytes. The other tokens are walked and written over the template of the
+ * chain's shape, then the plain tokens holding an excluded byte are dropped: no walk of
+ * the plain trie, whose every node such a chain would otherwise visit (~100k). The same
+ * row as the whole trie's walk; NOT_EXCLUDED where the way does not apply. */
+static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *chain) {
+    if (v->by_byte_of == Py_None || v->template_of == Py_None || v->links < 2)
+        return NOT_EXCLUDED;
+    uint8_t excluded[256];
+    int count = plain_exclusions(v, w->table + (Py_ssize_t)state * 256, &chain[1], excluded);
+    if (count <= 0 || chain[1] == DEAD || v->plain_count - count < EXCLUSIONS_MIN_LIVE)
+        return NOT_EXCLUDED;
+    int whole = follow_excluded(v, w, chain, excluded, count);
+    if (whole != 1) return whole < 0 ? NULL : whole == 2 ? retry() : NOT_EXCLUDED;
+    if (hold_by_byte(v) < 0) return NULL;
+    PyObject *shape = chain_shape(v, chain);
+    if (shape == NULL || shape == Py_None) {
+        Py_XDECREF(shape);
+        return shape ? NOT_EXCLUDED : NULL;
+    }
+    int walked = walk_root(v, w, TRIE_OTHER, state);
+    PyObject *row = walked <= 0 ? (walked < 0 ? NULL : retry())
+                                : on_template(v, w, chain, shape, excluded, count);
+    Py_DECREF(shape);
+    if (row != Py_None) return row;
+    Py_DECREF(row);
+    w->filled = 0; /* more than 255 states: the whole trie is walked instead */
+    return NOT_EXCLUDED;
 }
 
 #define NOT_A_KEY ((PyObject *)1) /* first_byte_visit: the way does not apply */
@@ -436,7 +558,7 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
     return tuple_of(items, 7);
 }
 
-static PyObject *visit_state(const Visitor *v, Walk *w, int32_t state, const Scratch *scratch) {
+static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *scratch) {
     int32_t *chain = scratch->chain;
     int built = build_row(w, state);
     if (built <= 0) return built < 0 ? NULL : retry();
@@ -446,6 +568,9 @@ static PyObject *visit_state(const Visitor *v, Walk *w, int32_t state, const Scr
         if (whole < 0) return NULL;
         if (whole == 2) return retry();
         if (whole == 1) return chain_visit(v, w, state, chain, scratch->table);
+    } else {
+        PyObject *excluding = exclusions_visit(v, w, state, chain);
+        if (excluding != NOT_EXCLUDED) return excluding;
     }
     PyObject *key = first_byte_visit(v, w, state);
     if (key != NOT_A_KEY) return key;
@@ -522,24 +647,28 @@ done:
 
 static void Visitor_dealloc(Visitor *self) {
     release(self->held, VISITOR_BUFFERS);
+    release(&self->by_byte_held, 1);
     scratch_free(&self->scratch);
     Py_XDECREF(self->template_of);
+    Py_XDECREF(self->by_byte_of);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* Visitor(all, other, plain, plain_root, plain_bytes, plain_bits, bits_by_first,
- *         repeats, size, links, first_byte_min, sorted_share, template_of) */
+ *         repeats, size, links, first_byte_min, sorted_share, template_of, by_byte_of) */
 static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
     (void)kwargs;
     PyObject *tries[TRIES], *root, *plain, *bits, *by_first, *repeats, *template_of;
-    if (!PyArg_ParseTuple(args, "O!O!O!OOOOO!nnnnO:Visitor", &PyTuple_Type, &tries[0],
+    PyObject *by_byte_of = Py_None;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOOO!nnnnO|O:Visitor", &PyTuple_Type, &tries[0],
                           &PyTuple_Type, &tries[1], &PyTuple_Type, &tries[2], &root, &plain,
                           &bits, &by_first, &PyTuple_Type, &repeats, &self->size,
                           &self->links, &self->first_byte_min, &self->sorted_share,
-                          &template_of))
+                          &template_of, &by_byte_of))
         return -1;
-    if (template_of != Py_None && !PyCallable_Check(template_of)) {
-        PyErr_SetString(PyExc_TypeError, "expected template_of callable, or None");
+    if ((template_of != Py_None && !PyCallable_Check(template_of)) ||
+        (by_byte_of != Py_None && !PyCallable_Check(by_byte_of))) {
+        PyErr_SetString(PyExc_TypeError, "expected template_of and by_byte_of callable, or None");
         return -1;
     }
     if (self->scratch.out_ids) {
@@ -597,6 +726,7 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
                 return -1;
             }
     self->template_of = Py_NewRef(template_of);
+    self->by_byte_of = Py_NewRef(by_byte_of);
     for (int t = 0; t < TRIES; t++) {
         const TrieArrays *trie = &self->tries[t];
         for (Py_ssize_t i = 0; i < trie->tokens; i++)
