@@ -818,6 +818,53 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(by_byte_doc,
+"tokens_by_byte(ids, lengths, token_bytes, out_bits)\n"
+"\n"
+"Set bit id % 32 of word id // 32 of row b of out_bits (uint32, 256 x words, zeroed by\n"
+"the caller) for every byte b among the first lengths[k] bytes of row k of token_bytes\n"
+"(uint8, one zero-padded row a token), id = ids[k]: the tokens holding each byte.");
+
+static PyObject *tokens_by_byte(PyObject *module, PyObject *args) {
+    (void)module;
+    enum { COUNT = 4 };
+    PyObject *objects[COUNT];
+    Held held[COUNT];
+    memset(held, 0, sizeof(held));
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO:tokens_by_byte", &objects[0], &objects[1], &objects[2],
+                          &objects[3]))
+        return NULL;
+    if (take(objects[0], &held[0], 0, 4, 0, "ids") < 0) goto done;
+    Py_ssize_t count = held[0].view.len / 4;
+    if (take(objects[1], &held[1], 0, 4, count, "lengths") < 0) goto done;
+    if (take(objects[2], &held[2], 0, 1, 0, "token_bytes") < 0) goto done;
+    if (take(objects[3], &held[3], 1, 4, 256, "out_bits") < 0) goto done;
+    Py_ssize_t width = count ? held[2].view.len / count : 0;
+    Py_ssize_t words = held[3].view.len / 4 / 256;
+    const int32_t *ids = held[0].view.buf, *lengths = held[1].view.buf;
+    const uint8_t *data = held[2].view.buf;
+    uint32_t *out = held[3].view.buf;
+    if (held[2].view.len != count * width || held[3].view.len != 256 * words * 4) {
+        PyErr_SetString(PyExc_ValueError, "expected a row of bytes a token and 256 rows out");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int32_t id = ids[k], length = lengths[k];
+        if (id < 0 || id >= words * 32 || length < 0 || length > width) {
+            PyErr_Format(PyExc_ValueError, "expected ids below %zd and lengths up to %zd",
+                         words * 32, width);
+            goto done;
+        }
+        for (int32_t j = 0; j < length; j++)
+            out[(Py_ssize_t)data[k * width + j] * words + (id >> 5)] |= (uint32_t)1 << (id & 31);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    release(held, COUNT);
+    return result;
+}
+
 /* Give `token` the code `code`, keeping its bit and the count of kept tokens right. */
 static void set_code(uint8_t *codes, uint32_t *bits, Py_ssize_t *kept, int32_t token,
                      uint8_t code) {
@@ -1084,6 +1131,7 @@ static PyMethodDef methods[] = {
     {"sort_pairs", sort_pairs, METH_VARARGS, sort_pairs_doc},
     {"scatter_pairs", scatter_pairs, METH_VARARGS, scatter_pairs_doc},
     {"pack_bits", pack_bits, METH_VARARGS, pack_bits_doc},
+    {"tokens_by_byte", tokens_by_byte, METH_VARARGS, by_byte_doc},
     {"plain_template", plain_template, METH_VARARGS, plain_template_doc},
     {"scatter_on_template", scatter_on_template, METH_VARARGS, scatter_on_template_doc},
     {"first_byte_split", first_byte_split, METH_VARARGS, first_byte_split_doc},

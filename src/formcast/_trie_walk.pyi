@@ -36,6 +36,13 @@ def scatter_pairs(
     /,
 ) -> tuple[int, int]: ...
 def pack_bits(ids: _Int32, out: npt.NDArray[np.uint32], /) -> None: ...
+def tokens_by_byte(
+    ids: npt.NDArray[np.int32],
+    lengths: npt.NDArray[np.int32],
+    token_bytes: npt.NDArray[np.uint8],
+    out_bits: npt.NDArray[np.uint32],
+    /,
+) -> None: ...
 def plain_template(
     plain_ids: _Int32,
     plain_lengths: _Int32,

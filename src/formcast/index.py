@@ -1227,7 +1227,8 @@ class _PlainTemplates:
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int32)
         self.size = size
         self.bits = _packed_bits(self.ids, (size + 31) // 32)
-        self._token_bytes = token_bytes  # the plain tokens' bytes, a zero-padded row each
+        # the plain tokens' bytes, a zero-padded row each
+        self._token_bytes = np.ascontiguousarray(token_bytes, dtype=np.uint8)
         self._by_byte: npt.NDArray[np.uint32] | None = None
         self._kept: OrderedDict[bytes, _Template] = OrderedDict()
         self._lock = threading.Lock()
@@ -1236,20 +1237,12 @@ class _PlainTemplates:
         """The plain tokens holding each byte, as 256 packed bitmasks over the vocabulary
         (bit ``i % 32`` of word ``i // 32``): what the C visit drops from a string's row
         when its characters leave out that byte. Built the first time it is asked for
-        (~10 ms and 1.5 MB for 49k tokens), then shared."""
+        (~0.3 ms and 1.5 MB for 49k tokens, by C ``tokens_by_byte``), then shared."""
         found = self._by_byte
         if found is None:
-            words = (self.size + 31) // 32
-            inside = np.arange(self._token_bytes.shape[1]) < self.lengths[:, None]
-            held = self._token_bytes[inside].astype(np.int64)
-            ids = np.repeat(self.ids, self.lengths).astype(np.int64)
-            bits = np.zeros(256 * words, dtype=np.uint32)
-            np.bitwise_or.at(
-                bits,
-                held * words + (ids >> 5),
-                np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)),
-            )
-            found = bits.reshape(256, words)
+            assert native_walk is not None  # asked by its Visitor only
+            found = np.zeros((256, (self.size + 31) // 32), dtype=np.uint32)
+            native_walk.tokens_by_byte(self.ids, self.lengths, self._token_bytes, found)
             found.setflags(write=False)
             with self._lock:
                 if self._by_byte is None:
