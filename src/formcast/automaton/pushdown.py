@@ -39,8 +39,16 @@ reach acceptance, and every closure is finite. A state holding more than
 Cost: building parses the pattern once and indexes its NFA's edges once for all machines
 (O(NFA size)), checks left recursion and runs one completion-cost fixpoint (see
 :mod:`~formcast.automaton.machines`). A row costs one machine row per distinct (machine,
-state) of its stacks (cached) plus one closure per distinct successor, ~50-500 us for
-the few stacks of a typical grammar state. :meth:`PushdownAutomaton.step` on built rows
+state) of its stacks (cached) plus one closure per distinct successor: ~40 us for a
+state of one stack and ~150 us for one of several in Python, a few us in C.
+
+Where :mod:`formcast._pushdown` is built (at install, with a C compiler), the frames,
+closures, sets of stacks and rows live in its ``Stacks`` object, which builds the
+machines' rows itself by :mod:`formcast._subset`'s construction, and a walk (or a
+:class:`formcast._trie_walk.Visitor`'s first visit) builds the rows it reaches without
+a return to Python. A state made there is None in ``_sets`` until its stacks are asked
+for. The Python rows below are the reference the tests compare it with, and what runs
+without a compiler (or with :data:`native_pushdown` set to None). :meth:`PushdownAutomaton.step` on built rows
 is one gather, as for a lazy DFA. :meth:`~PushdownAutomaton.min_bytes_to_accept` sums,
 per stack, each frame's distance to its machine's end with callees completed at their
 cheapest, memoised per frame.
