@@ -1,6 +1,7 @@
-/* Growable int64 vectors, an int64 -> int64 map, a set cleared in O(1), and sorting of
- * ids: what formcast._subset (_subset.c) and formcast._pushdown (_pushdown.c) both use.
- * Each extension compiles its own copy (static functions). */
+/* Growable int64 vectors, an int64 -> int64 map, a set cleared in O(1), the sorting of
+ * ids, an automaton's states interned by content and the building of its rows: what
+ * formcast._subset (_subset.c) and formcast._pushdown (_pushdown.c) both use. Each
+ * extension compiles its own copy (static functions). */
 #ifndef FORMCAST_INT_TABLES_H
 #define FORMCAST_INT_TABLES_H
 
@@ -234,6 +235,229 @@ static uint64_t hash_members(const int64_t *ids, Py_ssize_t count) {
     uint64_t h = mix((uint64_t)count + 0x9e3779b97f4a7c15ULL);
     for (Py_ssize_t k = 0; k < count; k++) h = mix(h ^ (uint64_t)ids[k]) + (uint64_t)k;
     return h;
+}
+
+/* -- an automaton's states: sets of ids interned by content -------------------------------
+ * State k's sorted ids lie at members[member_at[k]] (their count, then the ids); heads
+ * maps a hash of ids (63 bits: keys are >= 0) to the last state with it, next_same[k] to
+ * the one before (-1: none), so equal ids are one state whatever the collisions. The
+ * automaton's list `sets` has one entry a state: the frozenset of a state registered
+ * from Python, None for one made in C (no Python object a state; the automaton asks
+ * members() for it when it needs one). A state registered from Python is taken in
+ * (interned_sync) before any state is made in C. */
+#define UNBUILT (-1) /* a table entry not built yet (formcast.automaton.table) */
+#define DEAD 0         /* the dead state (formcast.automaton.table) */
+
+typedef struct {
+    Vec member_at, members, next_same;
+    Map heads;
+    Py_ssize_t count; /* states held: ids 0 .. count - 1 */
+} Interned;
+
+/* State k's ids: their count, then the ids. */
+static inline const int64_t *interned_members(const Interned *t, int64_t k) {
+    return t->members.data + t->member_at.data[k];
+}
+
+/* The state of these sorted ids (hash `h`), or -1. */
+static int64_t interned_find(const Interned *t, const int64_t *ids, Py_ssize_t count,
+                             uint64_t h) {
+    int64_t sid;
+    if (!map_get((Map *)&t->heads, (int64_t)(h >> 1), &sid)) return -1;
+    for (; sid >= 0; sid = t->next_same.data[sid]) {
+        const int64_t *known = interned_members(t, sid);
+        if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
+            return sid;
+    }
+    return -1;
+}
+
+/* Room to intern one more state of `count` ids (0), or -1 (MemoryError). */
+static int interned_reserve(Interned *t, Py_ssize_t count) {
+    if (vec_reserve(&t->members, count + 1) < 0 || vec_reserve(&t->member_at, 1) < 0 ||
+        vec_reserve(&t->next_same, 1) < 0)
+        return -1;
+    return 2 * (t->heads.size + 1) > t->heads.capacity ? map_grow(&t->heads) : 0;
+}
+
+/* Keep `count` sorted ids, whose hash is `h`, as the next state (id t->count) and intern
+ * it; interned_reserve made room, so nothing fails. */
+static void interned_add(Interned *t, const int64_t *ids, Py_ssize_t count, uint64_t h) {
+    int64_t sid = t->count++;
+    t->member_at.data[t->member_at.size++] = t->members.size;
+    t->members.data[t->members.size++] = count;
+    memcpy(t->members.data + t->members.size, ids, (size_t)count * sizeof(int64_t));
+    t->members.size += count;
+    int64_t *head = map_slot(&t->heads, (int64_t)(h >> 1));
+    t->next_same.data[t->next_same.size++] = head ? *head : -1;
+    if (head)
+        *head = sid;
+    else
+        map_put(&t->heads, (int64_t)(h >> 1), sid); /* room was made */
+}
+
+static void interned_free(Interned *t) {
+    vec_free(&t->member_at);
+    vec_free(&t->members);
+    vec_free(&t->next_same);
+    map_free(&t->heads);
+}
+
+/* The ids `iterable` yields, each in [low, high), sorted and without repeats, into
+ * `found`. 0, or -1 with an exception set. */
+static int read_sorted_ids(Vec *found, PyObject *iterable, int64_t low, int64_t high) {
+    found->size = 0;
+    PyObject *iterator = PyObject_GetIter(iterable), *item;
+    if (!iterator) return -1;
+    while ((item = PyIter_Next(iterator))) {
+        long long id = PyLong_AsLongLong(item);
+        Py_DECREF(item);
+        if (id == -1 && PyErr_Occurred()) break;
+        if (id < low || id >= high) {
+            PyErr_Format(PyExc_ValueError, "expected ids in [%lld, %lld), found %lld",
+                         (long long)low, (long long)high, id);
+            break;
+        }
+        if (vec_push(found, id) < 0) break;
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) return -1;
+    found->size = sort_unique(found->data, found->size);
+    return 0;
+}
+
+/* Take in the states Python registered since the last call: sets[t->count:], each a
+ * frozenset of ids in [low, high) (read through `found`). 0, or -1 with an exception
+ * set. */
+static int interned_sync(Interned *t, Vec *found, PyObject *sets, int64_t low, int64_t high) {
+    while (t->count < PyList_GET_SIZE(sets)) {
+        PyObject *set = PyList_GET_ITEM(sets, t->count);
+        if (!PyAnySet_Check(set)) {
+            PyErr_Format(PyExc_TypeError, "expected state %zd as a frozenset, found %.80s",
+                         t->count, Py_TYPE(set)->tp_name);
+            return -1;
+        }
+        if (read_sorted_ids(found, set, low, high) < 0) return -1;
+        uint64_t h = hash_members(found->data, found->size);
+        if (interned_find(t, found->data, found->size, h) >= 0) {
+            PyErr_Format(PyExc_ValueError, "expected state %zd's members in no other state",
+                         t->count);
+            return -1;
+        }
+        if (interned_reserve(t, found->size) < 0) return -1;
+        interned_add(t, found->data, found->size, h);
+    }
+    return 0;
+}
+
+static PyObject *frozenset_of(const int64_t *ids, Py_ssize_t count) {
+    PyObject *items = PyTuple_New(count);
+    if (!items) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *id = PyLong_FromLongLong(ids[i]);
+        if (!id) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(items, i, id);
+    }
+    PyObject *set = PyFrozenSet_New(items);
+    Py_DECREF(items);
+    /* A set of ints holds no container, so it can be in no reference cycle: out of the
+     * collector's sight, as CPython does by itself for tuples of ints. An automaton keeps
+     * one such set a DFA state, hundreds of thousands in a large schema, and each full
+     * collection traversed them all (~0.2 s pauses in the middle of a mask). */
+    if (set) PyObject_GC_UnTrack(set);
+    return set;
+}
+
+/* members(state) of an automaton's states held in `t`: a frozenset of its ids. */
+static PyObject *interned_members_of(const Interned *t, PyObject *arg) {
+    Py_ssize_t sid = PyLong_AsSsize_t(arg);
+    if (sid == -1 && PyErr_Occurred()) return NULL;
+    if (sid < 0 || sid >= t->count) {
+        PyErr_Format(PyExc_ValueError, "expected a state held here, below %zd, found %zd",
+                     t->count, sid);
+        return NULL;
+    }
+    const int64_t *members = interned_members(t, sid);
+    return frozenset_of(members + 1, members[0]);
+}
+
+/* -- building rows into an automaton's table ---------------------------------------------- */
+
+/* Where a row construction writes: the automaton's table (capacity rows of 256 int32
+ * entries), its acceptance flags (capacity bytes), and its list of states. */
+typedef struct {
+    int32_t *table;
+    uint8_t *accepting;
+    Py_ssize_t capacity;
+    PyObject *sets;
+} Target;
+
+/* A new state of these sorted ids (hash `h`), interned nowhere yet: None is appended to
+ * the list for it and its row made UNBUILT (before any row leads to it); the caller sets
+ * its acceptance flag. Its id, or -1 on error. */
+static int64_t interned_new_state(Interned *t, const int64_t *ids, Py_ssize_t count,
+                                  uint64_t h, const Target *at) {
+    int64_t sid = t->count;
+    if (sid >= at->capacity || sid >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "expected room in the table for a new state");
+        return -1;
+    }
+    if (interned_reserve(t, count) < 0 || PyList_Append(at->sets, Py_None) < 0) return -1;
+    interned_add(t, ids, count, h);
+    int32_t *row = at->table + sid * 256;
+    for (int byte = 0; byte < 256; byte++) row[byte] = UNBUILT;
+    return sid;
+}
+
+/* A construction's row of `sid` into the target: 1 built, 0 built already, 2 the table
+ * may lack room for the states it adds (nothing registered then), -1 error. */
+typedef int (*BuildRow)(PyObject *self, int32_t sid, const Target *at);
+
+/* build_rows(states, table, accepting, sets) -> next, for any construction: the rows of
+ * `states` (int32) in order, until one may lack room (its index returned; len(states)
+ * when all are built). */
+static PyObject *build_rows_with(PyObject *self, PyObject *args, BuildRow build) {
+    PyObject *objects[3];
+    Target at;
+    if (!PyArg_ParseTuple(args, "OOOO!:build_rows", &objects[0], &objects[1], &objects[2],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    Py_buffer views[3];
+    const Py_ssize_t itemsizes[3] = {4, 4, 1};
+    int held = 0;
+    PyObject *result = NULL;
+    for (; held < 3; held++) {
+        int flags = PyBUF_C_CONTIGUOUS | (held ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
+        if (views[held].itemsize != itemsizes[held]) {
+            PyBuffer_Release(&views[held]);
+            PyErr_SetString(PyExc_ValueError,
+                            "expected int32 states and table, and one byte a flag");
+            goto done;
+        }
+    }
+    const int32_t *states = views[0].buf;
+    Py_ssize_t count = views[0].len / 4;
+    at.table = views[1].buf;
+    at.capacity = views[1].len / (4 * 256);
+    at.accepting = views[2].buf;
+    if (views[2].len < at.capacity) {
+        PyErr_SetString(PyExc_ValueError, "expected an acceptance flag for every table row");
+        goto done;
+    }
+    Py_ssize_t next = 0;
+    for (; next < count; next++) {
+        int status = build(self, states[next], &at);
+        if (status < 0) goto done;
+        if (status == 2) break;
+    }
+    result = PyLong_FromSsize_t(next);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return result;
 }
 
 #endif

@@ -49,8 +49,6 @@
 #include "_int_tables.h"
 
 #define PUSHDOWN_API "formcast._pushdown._build_state"
-#define UNBUILT (-1)
-#define DEAD 0
 #define BOTTOM 0
 
 /* A machine state's info, INFO_FIELDS int64 each in Stacks.infos. */
@@ -112,10 +110,7 @@ typedef struct {
     Vec frames;
     Map frame_heads; /* a frame hash -> the last frame with it */
     Vec pool;        /* closures: a count, then sorted frames */
-    /* the states: members (a count, then sorted frames) interned by hash, as in _subset */
-    Vec member_at, members, next_same;
-    Map interned;
-    Py_ssize_t known;
+    Interned states; /* the sets of stacks, by their top frames (see _int_tables.h) */
     /* scratch */
     Vec stack, kept, found, row_members, successors, frontier, following;
     Rows columns;
@@ -479,91 +474,6 @@ static int closure_at(Stacks *self, int64_t frame, int64_t *offset) {
 
 /* -- states --------------------------------------------------------------------------- */
 
-static int64_t state_find(Stacks *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
-    int64_t sid;
-    if (!map_get(&self->interned, (int64_t)(h >> 1), &sid)) return -1;
-    for (; sid >= 0; sid = self->next_same.data[sid]) {
-        const int64_t *known = self->members.data + self->member_at.data[sid];
-        if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
-            return sid;
-    }
-    return -1;
-}
-
-/* Intern the sorted frames `ids` (hash `h`) as the next state; -1 on error. */
-static int state_add(Stacks *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
-    if (vec_reserve(&self->members, count + 1) < 0 || vec_reserve(&self->member_at, 1) < 0 ||
-        vec_reserve(&self->next_same, 1) < 0)
-        return -1;
-    int64_t sid = self->known;
-    int64_t *head = map_slot(&self->interned, (int64_t)(h >> 1));
-    if (!head && map_put(&self->interned, (int64_t)(h >> 1), sid) < 0) return -1;
-    self->next_same.data[self->next_same.size++] = head ? *head : -1;
-    if (head) *head = sid;
-    self->member_at.data[self->member_at.size++] = self->members.size;
-    self->members.data[self->members.size++] = count;
-    memcpy(self->members.data + self->members.size, ids, (size_t)count * sizeof(int64_t));
-    self->members.size += count;
-    self->known++;
-    return 0;
-}
-
-/* The frames `iterable` yields, sorted and without repeats, into self->found, each a
- * frame held here. 0, or -1 with an exception set. */
-static int read_frames(Stacks *self, PyObject *iterable) {
-    Vec *found = &self->found;
-    found->size = 0;
-    PyObject *iterator = PyObject_GetIter(iterable), *item;
-    if (!iterator) return -1;
-    while ((item = PyIter_Next(iterator))) {
-        int64_t frame;
-        int failed = read_int(item, &frame) < 0;
-        Py_DECREF(item);
-        if (!failed && (frame <= BOTTOM || frame >= frame_count(self))) {
-            PyErr_Format(PyExc_ValueError, "expected frames in [1, %lld), found %lld",
-                         (long long)frame_count(self), (long long)frame);
-            failed = 1;
-        }
-        if (failed || vec_push(found, frame) < 0) break;
-    }
-    Py_DECREF(iterator);
-    if (PyErr_Occurred()) return -1;
-    found->size = sort_unique(found->data, found->size);
-    return 0;
-}
-
-/* Take in the states Python registered since the last call (sets[known:], frozensets of
- * frames). 0, or -1 with an exception set. */
-static int sync_states(Stacks *self, PyObject *sets) {
-    while (self->known < PyList_GET_SIZE(sets)) {
-        PyObject *set = PyList_GET_ITEM(sets, self->known);
-        if (!PyAnySet_Check(set)) {
-            PyErr_Format(PyExc_TypeError,
-                         "expected the stacks of state %zd as a frozenset, found %.80s",
-                         self->known, Py_TYPE(set)->tp_name);
-            return -1;
-        }
-        if (read_frames(self, set) < 0) return -1;
-        const Vec *found = &self->found;
-        uint64_t h = hash_members(found->data, found->size);
-        if (state_find(self, found->data, found->size, h) >= 0) {
-            PyErr_Format(PyExc_ValueError, "expected state %zd's stacks in no other state",
-                         self->known);
-            return -1;
-        }
-        if (state_add(self, found->data, found->size, h) < 0) return -1;
-    }
-    return 0;
-}
-
-/* Where build_state writes (as in _subset). */
-typedef struct {
-    int32_t *table;
-    uint8_t *accepting;
-    Py_ssize_t capacity;
-    PyObject *sets;
-} Target;
-
 /* The union of the closures of the stacks of `members` stepped to the column `targets`
  * (one a member; DEAD: it dies), sorted, into self->found. */
 static int step_column(Stacks *self, const int64_t *members, Py_ssize_t count,
@@ -640,22 +550,14 @@ static int refuse_stacks(Stacks *self, Py_ssize_t count) {
     return -1;
 }
 
-/* A new state of the sorted frames `members` (hash `h`): None appended to the list for
- * it, its acceptance flag set and its row made UNBUILT, before any row leads to it. */
+/* A new state of the sorted frames `members` (hash `h`): interned_new_state, accepting
+ * where one of its stacks is a lone frame that may end. */
 static int64_t new_state(Stacks *self, const int64_t *members, Py_ssize_t count, uint64_t h,
                          const Target *at) {
-    int64_t sid = self->known;
-    if (sid >= at->capacity || sid >= INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "expected room in the table for a new state");
-        return -1;
-    }
-    if (PyList_Append(at->sets, Py_None) < 0 || state_add(self, members, count, h) < 0)
-        return -1;
-    int32_t *row = at->table + sid * 256;
-    for (int byte = 0; byte < 256; byte++) row[byte] = UNBUILT;
+    int64_t sid = interned_new_state(&self->states, members, count, h, at);
+    if (sid < 0) return -1;
     uint8_t accepts = 0;
-    for (Py_ssize_t k = 0; k < count && !accepts; k++)
-        accepts = (uint8_t)lone_end(self, members[k]);
+    for (Py_ssize_t k = 0; k < count && !accepts; k++) accepts = (uint8_t)lone_end(self, members[k]);
     at->accepting[sid] = accepts;
     return sid;
 }
@@ -665,15 +567,18 @@ static int64_t new_state(Stacks *self, const int64_t *members, Py_ssize_t count,
  * New states are numbered in the order of the bytes that first reach them, as in
  * pushdown.py. */
 static int build_state(Stacks *self, int32_t sid, const Target *at) {
-    if (self->known < PyList_GET_SIZE(at->sets) && sync_states(self, at->sets) < 0) return -1;
-    if (sid <= DEAD || sid >= at->capacity || sid >= self->known) {
+    Interned *states = &self->states;
+    if (states->count < PyList_GET_SIZE(at->sets) &&
+        interned_sync(states, &self->found, at->sets, 1, frame_count(self)) < 0)
+        return -1;
+    if (sid <= DEAD || sid >= at->capacity || sid >= states->count) {
         PyErr_Format(PyExc_ValueError, "expected a live state id, found %d", sid);
         return -1;
     }
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
     if (target[0] != UNBUILT) return 0;
-    /* the members, aside: interning moves self->members */
-    const int64_t *held = self->members.data + self->member_at.data[sid];
+    /* the members, aside: interning moves them */
+    const int64_t *held = interned_members(states, sid);
     Py_ssize_t count = held[0];
     Vec *own = &self->row_members;
     own->size = 0;
@@ -703,14 +608,14 @@ static int build_state(Stacks *self, int32_t sid, const Target *at) {
                (size_t)next->size * sizeof(int64_t));
         successors->size += next->size;
         hashes[c] = hash_members(next->data, next->size);
-        found[c] = state_find(self, next->data, next->size, hashes[c]);
+        found[c] = interned_find(states, next->data, next->size, hashes[c]);
         unknown += found[c] < 0;
     }
-    if (self->known + unknown > at->capacity) return 2;
+    if (states->count + unknown > at->capacity) return 2;
     for (int c = 0; c < columns; c++) {
         if (found[c] >= 0) continue;
         const int64_t *members = successors->data + offsets[c];
-        found[c] = state_find(self, members + 1, members[0], hashes[c]); /* an earlier's? */
+        found[c] = interned_find(states, members + 1, members[0], hashes[c]); /* an earlier's? */
         if (found[c] < 0) found[c] = new_state(self, members + 1, members[0], hashes[c], at);
         if (found[c] < 0) return -1;
     }
@@ -745,16 +650,6 @@ static int read_frame_id(Stacks *self, PyObject *arg, int64_t *frame) {
         return -1;
     }
     return 0;
-}
-
-static PyObject *frozenset_of(const int64_t *ids, Py_ssize_t count) {
-    PyObject *set = PyFrozenSet_New(NULL);
-    for (Py_ssize_t k = 0; set && k < count; k++) {
-        PyObject *id = PyLong_FromLongLong(ids[k]);
-        if (!id || PySet_Add(set, id) < 0) Py_CLEAR(set);
-        Py_XDECREF(id);
-    }
-    return set;
 }
 
 static PyObject *Stacks_frame(Stacks *self, PyObject *args) {
@@ -818,6 +713,11 @@ static PyObject *Stacks_closure(Stacks *self, PyObject *arg) {
     return frozenset_of(self->pool.data + offset + 1, self->pool.data[offset]);
 }
 
+/* The frames `iterable` yields, sorted, into self->found (each a frame held here). */
+static int read_frames(Stacks *self, PyObject *iterable) {
+    return read_sorted_ids(&self->found, iterable, 1, frame_count(self));
+}
+
 static PyObject *Stacks_accepts(Stacks *self, PyObject *arg) {
     if (read_frames(self, arg) < 0) return NULL;
     for (Py_ssize_t k = 0; k < self->found.size; k++)
@@ -826,65 +726,23 @@ static PyObject *Stacks_accepts(Stacks *self, PyObject *arg) {
 }
 
 static PyObject *Stacks_members(Stacks *self, PyObject *arg) {
-    Py_ssize_t sid = PyLong_AsSsize_t(arg);
-    if (sid == -1 && PyErr_Occurred()) return NULL;
-    if (sid < 0 || sid >= self->known) {
-        PyErr_Format(PyExc_ValueError, "expected a state held here, below %zd, found %zd",
-                     self->known, sid);
-        return NULL;
-    }
-    const int64_t *members = self->members.data + self->member_at.data[sid];
-    return frozenset_of(members + 1, members[0]);
+    return interned_members_of(&self->states, arg);
 }
 
 static PyObject *Stacks_find(Stacks *self, PyObject *arg) {
     if (read_frames(self, arg) < 0) return NULL;
     const Vec *found = &self->found;
-    return PyLong_FromLongLong(
-        state_find(self, found->data, found->size, hash_members(found->data, found->size)));
+    return PyLong_FromLongLong(interned_find(&self->states, found->data, found->size,
+                                             hash_members(found->data, found->size)));
+}
+
+static int build_row_of(PyObject *self, int32_t sid, const Target *at) {
+    return build_state((Stacks *)self, sid, at);
 }
 
 /* build_rows(states, table, accepting, sets) -> next: see the module's docstring. */
 static PyObject *Stacks_build_rows(Stacks *self, PyObject *args) {
-    PyObject *objects[3];
-    Target at;
-    if (!PyArg_ParseTuple(args, "OOOO!:build_rows", &objects[0], &objects[1], &objects[2],
-                          &PyList_Type, &at.sets))
-        return NULL;
-    Py_buffer views[3];
-    const Py_ssize_t itemsizes[3] = {4, 4, 1};
-    const int writable[3] = {0, 1, 1};
-    int held = 0;
-    PyObject *result = NULL;
-    for (; held < 3; held++) {
-        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
-        if (views[held].itemsize != itemsizes[held]) {
-            PyBuffer_Release(&views[held]);
-            PyErr_SetString(PyExc_ValueError,
-                            "expected int32 states and table, and one byte a flag");
-            goto done;
-        }
-    }
-    const int32_t *states = views[0].buf;
-    Py_ssize_t count = views[0].len / 4;
-    at.table = views[1].buf;
-    at.capacity = views[1].len / (4 * 256);
-    at.accepting = views[2].buf;
-    if (views[2].len < at.capacity) {
-        PyErr_SetString(PyExc_ValueError, "expected an acceptance flag for every table row");
-        goto done;
-    }
-    Py_ssize_t next = 0;
-    for (; next < count; next++) {
-        int status = build_state(self, states[next], &at);
-        if (status < 0) goto done;
-        if (status == 2) break;
-    }
-    result = PyLong_FromSsize_t(next);
-done:
-    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    return result;
+    return build_rows_with((PyObject *)self, args, build_row_of);
 }
 
 static int Stacks_init(Stacks *self, PyObject *args, PyObject *kwargs) {
@@ -961,13 +819,13 @@ static void Stacks_dealloc(Stacks *self) {
     Py_CLEAR(self->too_many);
     Py_CLEAR(self->automata);
     Vec *vecs[] = {&self->initials, &self->infos, &self->calls, &self->frames, &self->pool,
-                   &self->member_at, &self->members, &self->next_same, &self->stack,
+                   &self->stack,
                    &self->kept, &self->found, &self->row_members, &self->successors,
                    &self->frontier, &self->following};
     for (size_t k = 0; k < sizeof(vecs) / sizeof(vecs[0]); k++) vec_free(vecs[k]);
     map_free(&self->info_index);
     map_free(&self->frame_heads);
-    map_free(&self->interned);
+    interned_free(&self->states);
     PyMem_Free(self->rows.data);
     PyMem_Free(self->columns.data);
     PyMem_Free(self->seen.keys);

@@ -144,10 +144,35 @@ static int one_plain_target(const Visitor *v, const int32_t *row, int32_t *targe
     return 1;
 }
 
+/* The plain bytes `row` sends to DEAD (into `excluded`, their count returned) where every
+ * other plain byte leads to one state (*target, DEAD when none does); -1 where the live
+ * ones part ways. */
+static int plain_exclusions(const Visitor *v, const int32_t *row, int32_t *target,
+                            uint8_t *excluded) {
+    int32_t live = DEAD;
+    int count = 0;
+    for (Py_ssize_t k = 0; k < v->plain_count; k++) {
+        int32_t next = row[v->plain_bytes[k]];
+        if (next == DEAD)
+            excluded[count++] = v->plain_bytes[k];
+        else if (live == DEAD)
+            live = next;
+        else if (next != live)
+            return -1;
+    }
+    *target = live;
+    return count;
+}
+
 /* chain[k], for 2 <= k < links: the one state k plain bytes lead to from chain[0] (DEAD
- * stays DEAD, a loop stays put). 1 whole, 0 parted on the way, 2 no room, -1 error. */
-static int follow_chain(const Visitor *v, Walk *w, int32_t *chain) {
-    for (Py_ssize_t k = 2; k < v->links; k++) { /* chain[1] is the caller's */
+ * stays DEAD, a loop stays put), where every live state of the chain sends the same
+ * `count` plain bytes `excluded` to DEAD (none: one_plain_target's chains) and the others
+ * to one state; a state sending every plain byte to DEAD ends the chain. 1 whole, 0
+ * parted on the way (or excluding other bytes), 2 no room, -1 error. */
+static int follow_chain(const Visitor *v, Walk *w, int32_t *chain, const uint8_t *excluded,
+                           int count) {
+    uint8_t own[256];
+    for (Py_ssize_t k = 2; k < v->links; k++) {
         int32_t current = chain[k - 1];
         if (current == DEAD || current == chain[k - 2]) {
             chain[k] = current;
@@ -155,7 +180,10 @@ static int follow_chain(const Visitor *v, Walk *w, int32_t *chain) {
         }
         int built = build_row(w, current);
         if (built <= 0) return built < 0 ? -1 : 2;
-        if (!one_plain_target(v, w->table + (Py_ssize_t)current * 256, &chain[k])) return 0;
+        int mine = plain_exclusions(v, w->table + (Py_ssize_t)current * 256, &chain[k], own);
+        if (mine < 0) return 0;
+        if (chain[k] != DEAD && (mine != count || (count && memcmp(own, excluded, (size_t)count))))
+            return 0;
     }
     return 1;
 }
@@ -393,48 +421,6 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
  * plain tokens, and a template pass over the vocabulary would cost more. */
 #define EXCLUSIONS_MIN_LIVE 48
 
-/* The plain bytes `row` sends to DEAD (into `excluded`, their count returned) where every
- * other plain byte leads to one state (*target, DEAD when none does); -1 where the live
- * ones part ways. */
-static int plain_exclusions(const Visitor *v, const int32_t *row, int32_t *target,
-                            uint8_t *excluded) {
-    int32_t live = DEAD;
-    int count = 0;
-    for (Py_ssize_t k = 0; k < v->plain_count; k++) {
-        int32_t next = row[v->plain_bytes[k]];
-        if (next == DEAD)
-            excluded[count++] = v->plain_bytes[k];
-        else if (live == DEAD)
-            live = next;
-        else if (next != live)
-            return -1;
-    }
-    *target = live;
-    return count;
-}
-
-/* follow_chain where every live state of the chain sends the same `count` plain bytes
- * `excluded` to DEAD and the others to one state (a state sending every plain byte to
- * DEAD ends it). 1 whole, 0 parted or excluding others, 2 no room, -1 error. */
-static int follow_excluded(const Visitor *v, Walk *w, int32_t *chain, const uint8_t *excluded,
-                           int count) {
-    uint8_t own[256];
-    for (Py_ssize_t k = 2; k < v->links; k++) {
-        int32_t current = chain[k - 1];
-        if (current == DEAD || current == chain[k - 2]) {
-            chain[k] = current;
-            continue;
-        }
-        int built = build_row(w, current);
-        if (built <= 0) return built < 0 ? -1 : 2;
-        int mine = plain_exclusions(v, w->table + (Py_ssize_t)current * 256, &chain[k], own);
-        if (mine < 0) return 0;
-        if (chain[k] != DEAD && (mine != count || memcmp(own, excluded, (size_t)count)))
-            return 0;
-    }
-    return 1;
-}
-
 /* The plain tokens by the bytes they hold, asked of by_byte_of the first time. 0, or -1
  * with an exception set. */
 static int hold_by_byte(Visitor *v) {
@@ -462,7 +448,7 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
     int count = plain_exclusions(v, w->table + (Py_ssize_t)state * 256, &chain[1], excluded);
     if (count <= 0 || chain[1] == DEAD || v->plain_count - count < EXCLUSIONS_MIN_LIVE)
         return NOT_EXCLUDED;
-    int whole = follow_excluded(v, w, chain, excluded, count);
+    int whole = follow_chain(v, w, chain, excluded, count);
     if (whole != 1) return whole < 0 ? NULL : whole == 2 ? retry() : NOT_EXCLUDED;
     if (hold_by_byte(v) < 0) return NULL;
     PyObject *shape = chain_shape(v, chain);
@@ -564,7 +550,7 @@ static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *
     if (built <= 0) return built < 0 ? NULL : retry();
     chain[0] = state;
     if (one_plain_target(v, w->table + (Py_ssize_t)state * 256, &chain[1])) {
-        int whole = follow_chain(v, w, chain);
+        int whole = follow_chain(v, w, chain, NULL, 0);
         if (whole < 0) return NULL;
         if (whole == 2) return retry();
         if (whole == 1) return chain_visit(v, w, state, chain, scratch->table);

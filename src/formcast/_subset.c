@@ -62,8 +62,6 @@
 #define BLOCK_FIELDS 11
 #define BUFFERS 11
 #define SUBSET_API "formcast._subset._build_state"
-#define UNBUILT (-1) /* a table entry not built yet (formcast.automaton.table) */
-#define DEAD 0         /* the dead state (formcast.automaton.table) */
 
 typedef struct {
     int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
@@ -90,10 +88,7 @@ typedef struct {
     Vec stack, found, eps, edges, chain, join;
     Vec runs, succ, targets; /* a row's runs (see compute_runs) */
     Vec order, active, covering, before; /* compute_runs' sweep */
-    /* the DFA states held here, ids 0 .. known - 1 (see interned_find) */
-    Py_ssize_t known;
-    Vec member_at, members, next_same;
-    Map interned; /* the hash of a state's members (63 bits: keys are >= 0) -> its id */
+    Interned states; /* the DFA states held here, by their NFA members (see _int_tables.h) */
     Py_ssize_t rows_computed; /* rows computed, kept or not (see build_state) */
 } Nfa;
 
@@ -252,26 +247,6 @@ static int closure_of(Nfa *self, int64_t state, int64_t *offset) {
     return map_put(&self->closures, state, *offset);
 }
 
-static PyObject *frozenset_of(const int64_t *ids, Py_ssize_t count) {
-    PyObject *items = PyTuple_New(count);
-    if (!items) return NULL;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *id = PyLong_FromLongLong(ids[i]);
-        if (!id) {
-            Py_DECREF(items);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(items, i, id);
-    }
-    PyObject *set = PyFrozenSet_New(items);
-    Py_DECREF(items);
-    /* A set of ints holds no container, so it can be in no reference cycle: out of the
-     * collector's sight, as CPython does by itself for tuples of ints. An automaton keeps
-     * one such set a DFA state, hundreds of thousands in a large schema, and each full
-     * collection traversed them all (~0.2 s pauses in the middle of a mask). */
-    if (set) PyObject_GC_UnTrack(set);
-    return set;
-}
 
 /* The row of the DFA state whose members' byte edges are in self->edges, as runs: each
  * run four entries of self->runs (lo, hi, start, size), its successors (sorted, distinct)
@@ -398,96 +373,6 @@ static PyObject *Nfa_segments(Nfa *self, PyObject *members) {
     return list;
 }
 
-/* -- the DFA states: members interned by content -------------------------------------------
- * This object holds the states of its automaton: self->member_at[sid] is the offset in
- * self->members of the sorted members of DFA state sid (members[offset] = their count,
- * then the ids); self->interned maps a hash of members to the last state interned with
- * that hash, self->next_same[sid] to the one before (-1: none), so equal members are one
- * state whatever the collisions. The automaton's list `sets` has one entry a state: the
- * frozenset of members of a state registered from Python, None for one made here (no
- * Python object a state: lazy.py asks members() for it when it needs one). A state
- * registered from Python is taken in (sync_states) before any state is made here. */
-/* The state with these sorted members, or -1. */
-static int64_t interned_find(Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
-    int64_t sid;
-    if (!map_get(&self->interned, (int64_t)(h >> 1), &sid)) return -1;
-    for (; sid >= 0; sid = self->next_same.data[sid]) {
-        const int64_t *known = self->members.data + self->member_at.data[sid];
-        if (known[0] == count && !memcmp(known + 1, ids, (size_t)count * sizeof(int64_t)))
-            return sid;
-    }
-    return -1;
-}
-
-/* Room to intern one more state of `count` members (0), or -1 (MemoryError). */
-static int intern_reserve(Nfa *self, Py_ssize_t count) {
-    if (vec_reserve(&self->members, count + 1) < 0 || vec_reserve(&self->member_at, 1) < 0 ||
-        vec_reserve(&self->next_same, 1) < 0)
-        return -1;
-    Map *m = &self->interned;
-    return 2 * (m->size + 1) > m->capacity ? map_grow(m) : 0;
-}
-
-/* Keep `count` sorted members, whose hash is `h`, as those of the next state (sid
- * self->known), and intern it; intern_reserve made room, so nothing fails. */
-static void intern_next(Nfa *self, const int64_t *ids, Py_ssize_t count, uint64_t h) {
-    int64_t sid = self->known++;
-    self->member_at.data[self->member_at.size++] = self->members.size;
-    self->members.data[self->members.size++] = count;
-    memcpy(self->members.data + self->members.size, ids, (size_t)count * sizeof(int64_t));
-    self->members.size += count;
-    int64_t *head = map_slot(&self->interned, (int64_t)(h >> 1));
-    self->next_same.data[self->next_same.size++] = head ? *head : -1;
-    if (head)
-        *head = sid;
-    else
-        map_put(&self->interned, (int64_t)(h >> 1), sid); /* room was made */
-}
-
-/* The NFA ids `iterable` yields, sorted and without repeats, into self->found. 0, or -1
- * with an exception set. */
-static int read_ids(Nfa *self, PyObject *iterable) {
-    Vec *found = &self->found;
-    found->size = 0;
-    PyObject *iterator = PyObject_GetIter(iterable), *item;
-    if (!iterator) return -1;
-    while ((item = PyIter_Next(iterator))) {
-        long long id = PyLong_AsLongLong(item);
-        Py_DECREF(item);
-        if ((id == -1 && PyErr_Occurred()) || vec_push(found, id) < 0) break;
-    }
-    Py_DECREF(iterator);
-    if (PyErr_Occurred()) return -1;
-    found->size = sort_unique(found->data, found->size);
-    return 0;
-}
-
-/* Take in the states Python registered since the last call: sets[known:], each a set of
- * NFA ids. 0, or -1 with an exception set. */
-static int sync_states(Nfa *self, PyObject *sets) {
-    Py_ssize_t count = PyList_GET_SIZE(sets);
-    Vec *found = &self->found;
-    while (self->known < count) {
-        PyObject *set = PyList_GET_ITEM(sets, self->known);
-        if (!PyAnySet_Check(set)) {
-            PyErr_Format(PyExc_TypeError,
-                         "expected the members of state %zd as a frozenset, found %.80s",
-                         self->known, Py_TYPE(set)->tp_name);
-            return -1;
-        }
-        if (read_ids(self, set) < 0) return -1;
-        uint64_t h = hash_members(found->data, found->size);
-        if (interned_find(self, found->data, found->size, h) >= 0) {
-            PyErr_Format(PyExc_ValueError, "expected state %zd's members in no other state",
-                         self->known);
-            return -1;
-        }
-        if (intern_reserve(self, found->size) < 0) return -1;
-        intern_next(self, found->data, found->size, h);
-    }
-    return 0;
-}
-
 static int contains(const int64_t *sorted, Py_ssize_t count, int64_t id) {
     Py_ssize_t lo = 0, hi = count;
     while (lo < hi) {
@@ -500,31 +385,13 @@ static int contains(const int64_t *sorted, Py_ssize_t count, int64_t id) {
     return lo < count && sorted[lo] == id;
 }
 
-/* Where build_state writes: the automaton's table (capacity rows of 256 int32 entries),
- * its acceptance flags (capacity bytes), and its list of states. */
-typedef struct {
-    int32_t *table;
-    uint8_t *accepting;
-    Py_ssize_t capacity;
-    PyObject *sets;
-} Target;
 
-/* A new DFA state of these sorted members (whose hash is `h`), interned nowhere yet: None
- * is appended to the list for it, its acceptance flag set and its row made UNBUILT
- * (before any row leads to it). Its id, or -1 on error. The caller made sure the table
- * has room for it. */
+/* A new DFA state of these sorted members (whose hash is `h`): interned_new_state, with
+ * its acceptance (whether the final state is a member). Its id, or -1 on error. */
 static int64_t new_state(Nfa *self, const int64_t *succ, Py_ssize_t count, uint64_t h,
                          const Target *at) {
-    int64_t sid = self->known;
-    if (sid >= at->capacity || sid >= INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "expected room in the table for a new state");
-        return -1;
-    }
-    if (intern_reserve(self, count) < 0 || PyList_Append(at->sets, Py_None) < 0) return -1;
-    intern_next(self, succ, count, h);
-    int32_t *row = at->table + sid * 256;
-    for (int byte = 0; byte < 256; byte++) row[byte] = UNBUILT;
-    at->accepting[sid] = (uint8_t)contains(succ, count, self->final);
+    int64_t sid = interned_new_state(&self->states, succ, count, h, at);
+    if (sid >= 0) at->accepting[sid] = (uint8_t)contains(succ, count, self->final);
     return sid;
 }
 
@@ -534,14 +401,17 @@ static int64_t new_state(Nfa *self, const int64_t *succ, Py_ssize_t count, uint6
  * set). The new states' rows are UNBUILT before the row's entries are written, each
  * once, from UNBUILT to its final value. */
 static int build_state(Nfa *self, int32_t sid, const Target *at) {
-    if (self->known < PyList_GET_SIZE(at->sets) && sync_states(self, at->sets) < 0) return -1;
-    if (sid < 0 || sid >= at->capacity || sid >= self->known) {
+    Interned *states = &self->states;
+    if (states->count < PyList_GET_SIZE(at->sets) &&
+        interned_sync(states, &self->found, at->sets, 0, INT64_MAX) < 0)
+        return -1;
+    if (sid < 0 || sid >= at->capacity || sid >= states->count) {
         PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %d", sid);
         return -1;
     }
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
     if (target[0] != UNBUILT) return 0;
-    const int64_t *members = self->members.data + self->member_at.data[sid];
+    const int64_t *members = interned_members(states, sid);
     Py_ssize_t size = members[0];
     self->edges.size = 0;
     for (Py_ssize_t k = 0; k < size; k++) /* nothing is kept before the runs: */
@@ -555,10 +425,10 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
     for (Py_ssize_t r = 0; r < runs; r++) {
         const int64_t *run = self->runs.data + 4 * r, *succ = self->succ.data + run[2];
         hashes[r] = hash_members(succ, run[3]);
-        found[r] = interned_find(self, succ, run[3], hashes[r]);
+        found[r] = interned_find(states, succ, run[3], hashes[r]);
         unknown += found[r] < 0;
     }
-    if (self->known + unknown > at->capacity) return 2;
+    if (states->count + unknown > at->capacity) return 2;
     int32_t row[256];
     memset(row, 0, sizeof(row));
     for (Py_ssize_t r = 0; r < runs; r++) {
@@ -566,7 +436,7 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
         int64_t state = found[r];
         if (state < 0) {
             const int64_t *succ = self->succ.data + run[2];
-            state = interned_find(self, succ, run[3], hashes[r]); /* an earlier run's? */
+            state = interned_find(states, succ, run[3], hashes[r]); /* an earlier run's? */
             if (state < 0) state = new_state(self, succ, run[3], hashes[r], at);
             if (state < 0) return -1;
         }
@@ -593,39 +463,13 @@ static int hold_buffers(PyObject *const *objects, int count, const Py_ssize_t *i
     return count;
 }
 
+static int build_row_of(PyObject *self, int32_t sid, const Target *at) {
+    return build_state((Nfa *)self, sid, at);
+}
+
 /* build_rows(states, table, accepting, sets) -> next: see the module's docstring. */
 static PyObject *Nfa_build_rows(Nfa *self, PyObject *args) {
-    PyObject *objects[3];
-    Target at;
-    if (!PyArg_ParseTuple(args, "OOOO!:build_rows", &objects[0], &objects[1], &objects[2],
-                          &PyList_Type, &at.sets))
-        return NULL;
-    Py_buffer views[3];
-    const Py_ssize_t itemsizes[3] = {4, 4, 1};
-    const int writable[3] = {0, 1, 1};
-    PyObject *result = NULL;
-    int held = hold_buffers(objects, 3, itemsizes, writable, views,
-                            "expected int32 states and table, and one byte a flag");
-    if (held < 3) goto done;
-    const int32_t *states = views[0].buf;
-    Py_ssize_t count = views[0].len / 4;
-    at.table = views[1].buf;
-    at.capacity = views[1].len / (4 * 256);
-    at.accepting = views[2].buf;
-    if (views[2].len < at.capacity) {
-        PyErr_SetString(PyExc_ValueError, "expected an acceptance flag for every table row");
-        goto done;
-    }
-    Py_ssize_t next = 0;
-    for (; next < count; next++) {
-        int status = build_state(self, states[next], &at);
-        if (status < 0) goto done;
-        if (status == 2) break;
-    }
-    result = PyLong_FromSsize_t(next);
-done:
-    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    return result;
+    return build_rows_with((PyObject *)self, args, build_row_of);
 }
 
 /* plain_chain(chain, filled, plain, table, accepting, sets) -> (filled, parted): see
@@ -701,22 +545,14 @@ static PyObject *Nfa_closure(Nfa *self, PyObject *arg) {
 }
 
 static PyObject *Nfa_members_of(Nfa *self, PyObject *arg) {
-    Py_ssize_t sid = PyLong_AsSsize_t(arg);
-    if (sid == -1 && PyErr_Occurred()) return NULL;
-    if (sid < 0 || sid >= self->known) {
-        PyErr_Format(PyExc_ValueError, "expected a state held here, below %zd, found %zd",
-                     self->known, sid);
-        return NULL;
-    }
-    const int64_t *members = self->members.data + self->member_at.data[sid];
-    return frozenset_of(members + 1, members[0]);
+    return interned_members_of(&self->states, arg);
 }
 
 static PyObject *Nfa_find(Nfa *self, PyObject *arg) {
-    if (read_ids(self, arg) < 0) return NULL;
-    const Vec *found = &self->found;
-    return PyLong_FromLongLong(
-        interned_find(self, found->data, found->size, hash_members(found->data, found->size)));
+    Vec *found = &self->found;
+    if (read_sorted_ids(found, arg, 0, INT64_MAX) < 0) return NULL;
+    return PyLong_FromLongLong(interned_find(&self->states, found->data, found->size,
+                                             hash_members(found->data, found->size)));
 }
 
 static void Nfa_dealloc(Nfa *self) {
@@ -738,10 +574,7 @@ static void Nfa_dealloc(Nfa *self) {
     vec_free(&self->active);
     vec_free(&self->covering);
     vec_free(&self->before);
-    vec_free(&self->member_at);
-    vec_free(&self->members);
-    vec_free(&self->next_same);
-    map_free(&self->interned);
+    interned_free(&self->states);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -32,12 +32,12 @@ from __future__ import annotations
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +47,13 @@ from formcast.automaton.deterministic import NO_NODE, DeterministicNodes
 from formcast.automaton.distances import DistanceTables, SharedScopes
 from formcast.automaton.nfa import VIRTUAL_BASE, Block, BlockTree, Nfa, csr_arrays
 from formcast.automaton.parse import build_nfa, show_pattern
-from formcast.automaton.table import DEAD, INITIAL_CAPACITY, UNBUILT, TableAutomaton
+from formcast.automaton.table import (
+    BUILD_ROOM,
+    DEAD,
+    INITIAL_CAPACITY,
+    UNBUILT,
+    TableAutomaton,
+)
 from formcast.limits import DEFAULT_LIMITS, Limits
 
 native_subset: ModuleType | None
@@ -64,12 +70,6 @@ BoolArray = npt.NDArray[np.bool_]
 _Relative = tuple[list[tuple[int, int, int]], list[int], bool]
 
 _END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
-# The new states the C construction has room for in the table, at least, before it
-# returns to Python (which then grows the table): a row needs room for those of its
-# successors not interned yet, so a small automaton's table (64 rows at first) does not
-# grow for the room alone.
-_ROOM = 64
-_Result = TypeVar("_Result")
 
 
 class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
@@ -484,21 +484,6 @@ class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
         else:
             self._build_natively(native, states)
 
-    def _build_natively(self, native: Any, states: list[int]) -> None:
-        """The rows of ``states`` by the C construction's ``build_rows``, straight into the
-        table: it registers the new states itself (in ``_sets`` as None: their members are
-        held there, see :meth:`_members`) with their acceptance flags, so no Python runs,
-        and no Python object is made, per state or per row. Between its calls the table
-        grows, so that a row's new states (at most 256) always fit."""
-        wanted = np.asarray(states, dtype=np.int32)
-        done, room = 0, _ROOM
-        while done < wanted.size:
-            self._reserve(room)
-            made = native.build_rows(wanted[done:], self._table, self._accepting, self._sets)
-            self._took_in()
-            done += made
-            room = _ROOM if made else 2 * room + 1  # a row adds at most 256 states
-
     def plain_chain(self, state: int, links: int, plain: npt.NDArray[np.uint8]) -> IntArray | None:
         """``chain[k]`` for ``k < links``: the state ``k`` bytes of ``plain`` lead to from
         ``state``, where every byte of ``plain`` leads from each state to one state (a
@@ -515,7 +500,7 @@ class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
         chain[0] = state
         filled = 1
         with self._lock:
-            room = _ROOM
+            room = BUILD_ROOM
             while filled < links:
                 self._reserve(room)
                 before = filled
@@ -525,47 +510,15 @@ class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
                 self._took_in()
                 if parted:
                     return None
-                room = _ROOM if filled > before else 2 * room + 1
+                room = BUILD_ROOM if filled > before else 2 * room + 1
         return chain
 
-    def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
-        """``run(table, builder)`` under the row lock, with room in the table for
-        :data:`_ROOM` new states: ``builder`` is ``(nfa, accepting, sets)``, what
-        :func:`formcast._trie_walk.walk` needs to build the rows it reaches by the C
-        construction, without a return to Python per row (None where that module is not
-        built: the walk then leaves them pending)."""
-        native = self._native_nfa()
-        if native is None:
-            return super().walk_building(run)
-        with self._lock:
-            self._reserve(_ROOM)
-            try:
-                return run(self._table, (native, self._accepting, self._sets))
-            finally:
-                self._took_in()
-
-    def visit_building(
-        self, visit: Callable[[IntArray, int, tuple[Any, ...]], tuple[Any, ...]], state: int
-    ) -> tuple[Any, ...] | None:
-        """``visit(table, state, builder)`` under the row lock (``builder`` as for
-        :meth:`walk_building`), called again with more room in the table while it answers
-        ``(0,)``: a :class:`formcast._trie_walk.Visitor`'s visit, which builds the rows it
-        reads and stops where a row's new states would not fit (the rows built stay
-        built). None where the C construction is not built."""
+    def _native_rows(self) -> tuple[Any, ...] | None:
+        """``(nfa,)``, the C subset construction's (:meth:`_native_nfa`), or None where
+        that module is not built (see :meth:`TableAutomaton.walk_building
+        <formcast.automaton.table.TableAutomaton.walk_building>`)."""
         native = self._native if self._native is not None else self._native_nfa()
-        if native is None:
-            return None
-        room = _ROOM
-        with self._lock:
-            while True:
-                self._reserve(room)
-                try:
-                    found = visit(self._table, state, (native, self._accepting, self._sets))
-                finally:
-                    self._took_in()
-                if found[0]:
-                    return found
-                room = 2 * room + 1  # a row adds at most 256 states
+        return None if native is None else (native,)
 
     def _native_nfa(self) -> Any:
         """The NFA of the C subset construction (:mod:`formcast._subset`), made on the

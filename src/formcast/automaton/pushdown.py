@@ -41,6 +41,9 @@ Cost: building parses the pattern once and indexes its NFA's edges once for all 
 :mod:`~formcast.automaton.machines`). A row costs one machine row per distinct (machine,
 state) of its stacks (cached) plus one closure per distinct successor: ~40 us for a
 state of one stack and ~150 us for one of several in Python, a few us in C.
+:meth:`PushdownAutomaton.step` on built rows is one gather, as for a lazy DFA.
+:meth:`~PushdownAutomaton.min_bytes_to_accept` sums, per stack, each frame's distance to
+its machine's end with callees completed at their cheapest, memoised per frame.
 
 Where :mod:`formcast._pushdown` is built (at install, with a C compiler), the frames,
 closures, sets of stacks and rows live in its ``Stacks`` object, which builds the
@@ -48,10 +51,7 @@ machines' rows itself by :mod:`formcast._subset`'s construction, and a walk (or 
 :class:`formcast._trie_walk.Visitor`'s first visit) builds the rows it reaches without
 a return to Python. A state made there is None in ``_sets`` until its stacks are asked
 for. The Python rows below are the reference the tests compare it with, and what runs
-without a compiler (or with :data:`native_pushdown` set to None). :meth:`PushdownAutomaton.step` on built rows
-is one gather, as for a lazy DFA. :meth:`~PushdownAutomaton.min_bytes_to_accept` sums,
-per stack, each frame's distance to its machine's end with callees completed at their
-cheapest, memoised per frame.
+without a compiler (or with :data:`native_pushdown` set to None).
 
 What it costs an index: a state is the whole set of stacks, so the same position in a
 rule under another caller, or one level deeper, is another state, with a token row of
@@ -75,9 +75,9 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -105,8 +105,6 @@ except ImportError:  # pragma: no cover (the Python rows below do the same work)
 
 __all__ = ["PushdownAutomaton"]
 
-_Result = TypeVar("_Result")
-_ROOM = 64  # free table rows a C build starts with (a row adds at most 256 states)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int32]
@@ -399,62 +397,23 @@ class PushdownAutomaton(TableAutomaton[frozenset[int] | None]):
         where that module is built, else one by one (:meth:`_build_row`)."""
         if self._native is None:
             super()._build_rows(states)
-            return
-        wanted = np.asarray(states, dtype=np.int32)
-        done, room = 0, _ROOM
-        while done < wanted.size:
-            self._reserve(room)
-            made = self._native.build_rows(wanted[done:], self._table, self._accepting, self._sets)
-            self._took_in()
-            done += made
-            room = _ROOM if made else 2 * room + 1  # a row adds at most 256 states
+        else:
+            self._build_natively(self._native, states)
 
-    def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
-        """``run(table, builder)`` under the row lock, with room in the table for
-        :data:`_ROOM` new states: ``builder`` is ``(stacks, accepting, sets, capsule)``,
-        what :func:`formcast._trie_walk.walk` needs to build the rows it reaches by the C
-        rows (None where that module is not built: the walk leaves them pending)."""
-        native = self._native
-        if native is None:
-            return super().walk_building(run)
-        with self._lock:
-            self._reserve(_ROOM)
-            try:
-                return run(self._table, self._builder())
-            finally:
-                self._took_in()
-
-    def visit_building(
-        self, visit: Callable[[IntArray, int, tuple[Any, ...]], tuple[Any, ...]], state: int
-    ) -> tuple[Any, ...] | None:
-        """``visit(table, state, builder)`` under the row lock (``builder`` as for
-        :meth:`walk_building`), called again with more room in the table while it answers
-        ``(0,)``, as :meth:`LazyAutomaton.visit_building
-        <formcast.automaton.lazy.LazyAutomaton.visit_building>`. None where the C rows
-        are not built."""
-        if self._native is None:
+    def _native_rows(self) -> tuple[Any, ...] | None:
+        """``(stacks, capsule)``: the C rows' :class:`formcast._pushdown.Stacks` and its
+        row construction for :mod:`formcast._trie_walk`; None where that module is not
+        built (see :meth:`TableAutomaton.walk_building
+        <formcast.automaton.table.TableAutomaton.walk_building>`)."""
+        if self._native is None or native_pushdown is None:
             return None
-        room = _ROOM
-        with self._lock:
-            while True:
-                self._reserve(room)
-                try:
-                    found = visit(self._table, state, self._builder())
-                finally:
-                    self._took_in()
-                if found[0]:
-                    return found
-                room = 2 * room + 1  # a row adds at most 256 states
+        return (self._native, native_pushdown._build_state)
 
     @property
     def rows_in_c(self) -> bool:
         """Whether rows are built by :mod:`formcast._pushdown` (and walks build them as
         they go: :meth:`walk_building`, :meth:`visit_building`)."""
         return self._native is not None
-
-    def _builder(self) -> tuple[Any, ...]:
-        assert native_pushdown is not None
-        return (self._native, self._accepting, self._sets, native_pushdown._build_state)
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from formcast.errors import UserError
 
-__all__ = ["DEAD", "UNBUILT", "TableAutomaton", "arrays_under"]
+__all__ = ["BUILD_ROOM", "DEAD", "UNBUILT", "TableAutomaton", "arrays_under"]
 
 DEAD = 0
 """The dead sink state: every byte leads from it to itself. Its set is empty."""
@@ -42,6 +42,11 @@ IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 INITIAL_CAPACITY = 64
+# The new states a C row construction has room for in the table, at least, before it
+# returns to Python (which then grows the table): a row needs room for those of its
+# successors not interned yet, so a small automaton's table (64 rows at first) does not
+# grow for the room alone.
+BUILD_ROOM = 64
 _FILL_CHUNK = 256  # rows marked UNBUILT at once ahead of registration (256 KB)
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 _MAPPED_BYTES = 1 << 22  # tables from this size on get a mapping of their own (_new_table)
@@ -203,12 +208,71 @@ class TableAutomaton(Generic[Members]):
         build may move to a larger table; this one stays valid for the rows it holds."""
         return self._table
 
+    # -- rows built in C (formcast._subset, formcast._pushdown) ---------------------------
+    def _native_rows(self) -> tuple[Any, ...] | None:
+        """What builds this automaton's rows in C: ``(builder,)`` or ``(builder,
+        capsule)``, the first item an object with ``build_rows(states, table, accepting,
+        sets)`` and the second the capsule of its row construction for
+        :mod:`formcast._trie_walk` (none: formcast._subset's); None where rows are built
+        in Python. A subclass whose rows a C module builds says so here."""
+        return None
+
+    def _build_natively(self, native: Any, states: list[int]) -> None:
+        """The rows of ``states`` by ``native.build_rows``, straight into the table: it
+        registers the new states itself (in ``_sets`` as None: it holds their members)
+        with their acceptance flags, so no Python runs, and no Python object is made, per
+        state or per row. Between its calls the table grows, so that a row's new states
+        (at most 256) always fit (caller holds the lock)."""
+        wanted = np.asarray(states, dtype=np.int32)
+        done, room = 0, BUILD_ROOM
+        while done < wanted.size:
+            self._reserve(room)
+            made = native.build_rows(wanted[done:], self._table, self._accepting, self._sets)
+            self._took_in()
+            done += made
+            room = BUILD_ROOM if made else 2 * room + 1  # a row adds at most 256 states
+
     def walk_building(self, run: Callable[[IntArray, tuple[Any, ...] | None], _Result]) -> _Result:
         """``run(table, builder)``: a walk of :mod:`formcast._trie_walk` over the current
-        table. ``builder`` is None here (the walk leaves the rows it needs pending, for
-        :meth:`build_rows`); an automaton whose rows are built in C passes the walk what
-        builds them in place (see :meth:`LazyAutomaton.walk_building`)."""
-        return run(self._table, None)
+        table. Where rows are built in C (:meth:`_native_rows`), under the row lock with
+        room in the table for :data:`BUILD_ROOM` new states, ``builder`` being ``(builder
+        object, accepting, sets[, capsule])``: the walk builds the rows it reaches without
+        a return to Python per row. Else ``builder`` is None: the walk leaves the rows it
+        needs pending, for :meth:`build_rows`."""
+        native = self._native_rows()
+        if native is None:
+            return run(self._table, None)
+        with self._lock:
+            self._reserve(BUILD_ROOM)
+            try:
+                return run(self._table, (native[0], self._accepting, self._sets, *native[1:]))
+            finally:
+                self._took_in()
+
+    def visit_building(
+        self, visit: Callable[[IntArray, int, tuple[Any, ...]], tuple[Any, ...]], state: int
+    ) -> tuple[Any, ...] | None:
+        """``visit(table, state, builder)`` under the row lock (``builder`` as for
+        :meth:`walk_building`), called again with more room in the table while it answers
+        ``(0,)``: a :class:`formcast._trie_walk.Visitor`'s visit, which builds the rows it
+        reads and stops where a row's new states would not fit (the rows built stay
+        built). None where rows are not built in C."""
+        native = self._native_rows()
+        if native is None:
+            return None
+        room = BUILD_ROOM
+        with self._lock:
+            while True:
+                self._reserve(room)
+                try:
+                    found = visit(
+                        self._table, state, (native[0], self._accepting, self._sets, *native[1:])
+                    )
+                finally:
+                    self._took_in()
+                if found[0]:
+                    return found
+                room = 2 * room + 1  # a row adds at most 256 states
 
     def build_rows(self, states: Iterable[int]) -> None:
         """Build the rows of ``states`` that are not built yet (under the lock)."""
