@@ -313,19 +313,22 @@ static PyObject *scattered(const Visitor *v, Walk *w, int which, int32_t *table)
 }
 
 /* Drop from a coded row (codes, bits, *kept) the plain tokens holding any of the
- * `count` bytes `excluded`. */
+ * `count` bytes `excluded`: their union first (in `dropped`, `words` long), then one pass
+ * over the row's words. */
 static void drop_excluded(const Visitor *v, uint8_t *codes, uint32_t *bits, Py_ssize_t *kept,
-                          const uint8_t *excluded, int count) {
-    for (int e = 0; e < count; e++) {
+                          const uint8_t *excluded, int count, uint32_t *dropped) {
+    memcpy(dropped, v->by_byte + (Py_ssize_t)excluded[0] * v->words, (size_t)v->words * 4);
+    for (int e = 1; e < count; e++) {
         const uint32_t *holding = v->by_byte + (Py_ssize_t)excluded[e] * v->words;
-        for (Py_ssize_t word = 0; word < v->words; word++) {
-            uint32_t dropped = bits[word] & holding[word];
-            if (!dropped) continue;
-            bits[word] &= ~dropped;
-            for (; dropped; dropped &= dropped - 1) {
-                codes[word * 32 + __builtin_ctz(dropped)] = 0;
-                (*kept)--;
-            }
+        for (Py_ssize_t word = 0; word < v->words; word++) dropped[word] |= holding[word];
+    }
+    for (Py_ssize_t word = 0; word < v->words; word++) {
+        uint32_t gone = bits[word] & dropped[word];
+        if (!gone) continue;
+        bits[word] &= ~gone;
+        for (; gone; gone &= gone - 1) {
+            codes[word * 32 + __builtin_ctz(gone)] = 0;
+            (*kept)--;
         }
     }
 }
@@ -365,7 +368,8 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
     } else {
         if (count)
             drop_excluded(v, (uint8_t *)PyBytes_AS_STRING(codes),
-                          (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count);
+                          (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count,
+                          (uint32_t *)w->out_states); /* free now: the walk is written */
         result = coded_row(v, codes, bits, palette, distinct, kept, w->out_ids, w->out_states);
         codes = bits = NULL; /* coded_row took them */
     }
