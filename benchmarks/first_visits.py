@@ -19,7 +19,18 @@ the automaton's lock around it), in us.
 rows, their DFA rows built), in us a state, beside the visit alone (the C call under
 the automaton's lock): the difference is the Python around a first visit.
 
-    OMP_NUM_THREADS=1 python benchmarks/first_visits.py [split|string|small] [--every N]
+``recursive``: over every ``--every``-th maskbench schema whose automaton is a
+``PushdownAutomaton``, each valid instance walked cold by a fresh compile with the rows
+of sets of stacks built in C (``formcast._pushdown``) and again with the Python rows
+(``native_pushdown`` set to None): the masks' total time of each, their ratio, and
+whether every mask is the same.
+
+``excluded``: the first mask of a bounded string that leaves out a byte
+(``"[^,\"]{1,255}"``, its DFA rows built), taken by the Visitor's way for such strings
+and by a Visitor without it (the whole trie walked), in us.
+
+    OMP_NUM_THREADS=1 python benchmarks/first_visits.py \
+        [split|string|small|recursive|excluded] [--every N]
 
 Compare two commits by running it with ``PYTHONPATH=<worktree>/src`` (that worktree's C
 modules built in place) and without.
@@ -41,9 +52,12 @@ os.environ.setdefault("FORMCAST_DISK_CACHE", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import maskbench
+import numpy as np
 
 from formcast import index as index_module
+from formcast.automaton import pushdown as pushdown_module
 from formcast.automaton.lazy import LazyAutomaton
+from formcast.automaton.pushdown import PushdownAutomaton
 from formcast.compiler import clear_memory_cache
 from formcast.compiler import compile as compile_index
 from formcast.cursor import Cursor
@@ -53,8 +67,11 @@ from formcast.vocabulary import Vocabulary
 _STRING = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
 
 
-def _walk_ms(index: TokenIndex, instances: list[list[int]], size: int) -> float:
-    """The masks' total time, in ms, for every instance walked token by token."""
+def _walk_ms(
+    index: TokenIndex, instances: list[list[int]], size: int, kept: list[Any] | None = None
+) -> float:
+    """The masks' total time, in ms, for every instance walked token by token (each mask
+    appended to ``kept`` when given)."""
     buffer = Cursor(index).bitmask(size)
     words = buffer.reshape(-1)
     total = 0.0
@@ -64,10 +81,21 @@ def _walk_ms(index: TokenIndex, instances: list[list[int]], size: int) -> float:
             started = time.perf_counter()
             cursor.bitmask(size, out=buffer)
             total += time.perf_counter() - started
+            if kept is not None:
+                kept.append(buffer.copy())
             if not (int(words[token // 32]) >> (token % 32)) & 1:
                 break
             cursor.advance(token)
     return total * 1e3
+
+
+def _instances(tokenizer: Any, document: dict[str, Any]) -> list[list[int]]:
+    schema = document["schema"]
+    return [
+        tokenizer.encode(maskbench.serialize(test["data"], schema), add_special_tokens=False)
+        for test in document.get("tests", [])
+        if test["valid"]
+    ]
 
 
 def split(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
@@ -82,11 +110,7 @@ def split(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
             continue
         if type(index.automaton) is not LazyAutomaton:
             continue
-        instances = [
-            tokenizer.encode(maskbench.serialize(test["data"], schema), add_special_tokens=False)
-            for test in document.get("tests", [])
-            if test["valid"]
-        ]
+        instances = _instances(tokenizer, document)
         totals["cold"] += _walk_ms(index, instances, vocabulary.size)
         totals["rows built"] += _walk_ms(
             TokenIndex(index.automaton, vocabulary), instances, vocabulary.size
@@ -97,6 +121,65 @@ def split(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
     print(f"every {every}th lazy schema, ~{masks:,} tokens walked; masks' total time, ms:")
     for name, total in totals.items():
         print(f"  {name:<11}{total:9.1f}")
+
+
+def recursive(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
+    native = pushdown_module.native_pushdown
+    if native is None:
+        print("formcast._pushdown was not built: nothing to compare")
+        return
+    totals = {"C rows": 0.0, "Python rows": 0.0}
+    schemas = differing = 0
+    for path in maskbench.schema_files(every):
+        document = json.loads(path.read_text())
+        instances = _instances(tokenizer, document)
+        masks: dict[str, list[Any]] = {}
+        for name, module in (("C rows", native), ("Python rows", None)):
+            pushdown_module.native_pushdown = module
+            try:
+                index = compile_index(document["schema"], vocabulary, mode="specification")
+            except Exception:  # refused or unsupported: no masks to time
+                break
+            finally:
+                pushdown_module.native_pushdown = native
+            if type(index.automaton) is not PushdownAutomaton:
+                break
+            masks[name] = []
+            totals[name] += _walk_ms(index, instances, vocabulary.size, masks[name])
+            clear_memory_cache()
+        if len(masks) == 2:
+            schemas += 1
+            first, second = masks.values()
+            same = len(first) == len(second) and all(map(np.array_equal, first, second))
+            differing += not same
+    c_rows, python_rows = totals["C rows"], totals["Python rows"]
+    print(f"every {every}th recursive schema: {schemas}; masks' total time, cold, ms:")
+    print(f"  C rows      {c_rows:9.1f}")
+    print(f"  Python rows {python_rows:9.1f}  ({python_rows / max(c_rows, 1e-9):.2f}x)")
+    print(f"  schemas whose masks differ: {differing}")
+
+
+def excluded(vocabulary: Vocabulary) -> None:
+    automaton = LazyAutomaton(r'\{"a":"[^,"\\\x00-\x1f]{1,255}"\}')
+    state = automaton.walk(b'{"a":"')
+    templates = index_module._plain_templates(vocabulary)
+    ways = {
+        "the way for excluded bytes": index_module._visitor(vocabulary).visit,
+        "the whole trie walked": index_module._new_visitor(vocabulary, templates.of).visit,
+    }
+    rows = []
+    for visit in ways.values():
+        rows.append(automaton.visit_building(visit, state))  # rows built, templates made
+    timed = {}
+    for name, visit in ways.items():
+
+        def call(s: int, visit: Any = visit) -> object:
+            return automaton.visit_building(visit, s)
+
+        timed[name] = min(_per_call_us([state] * 20, call) for _ in range(5))
+    (way, way_us), (walk, walk_us) = timed.items()
+    print(f"a bounded string leaving out ',': {way} {way_us:.1f} us, {walk} {walk_us:.1f} us")
+    print(f"  ({walk_us / way_us:.1f}x; the same bits: {rows[0][-1] == rows[1][-1]})")
 
 
 def _per_call_us(states: list[int], call: Callable[[int], object]) -> float:
@@ -139,8 +222,15 @@ def small(vocabulary: Vocabulary) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", nargs="?", default="split", choices=("split", "string", "small"))
-    parser.add_argument("--every", type=int, default=4, help="take every Nth schema (split)")
+    parser.add_argument(
+        "what",
+        nargs="?",
+        default="split",
+        choices=("split", "string", "small", "recursive", "excluded"),
+    )
+    parser.add_argument(
+        "--every", type=int, default=4, help="take every Nth schema (split, recursive)"
+    )
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
@@ -153,8 +243,12 @@ def main() -> None:
     gc.freeze()
     if args.what == "split":
         split(tokenizer, vocabulary, args.every)
+    elif args.what == "recursive":
+        recursive(tokenizer, vocabulary, args.every)
     elif args.what == "string":
         string(vocabulary)
+    elif args.what == "excluded":
+        excluded(vocabulary)
     else:
         small(vocabulary)
 
