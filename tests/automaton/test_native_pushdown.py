@@ -101,6 +101,31 @@ def test_the_same_states_and_rows_as_the_python_rows(
         assert len(native_one.stacks(state)) == len(python.stacks(state))
 
 
+def test_machine_rows_asked_of_python_where_the_subset_construction_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without formcast._subset's construction for the machines, the C rows ask what a
+    machine state reads, calls and ends of Python (Machines.info) and give the same rows."""
+    import formcast.automaton.lazy as lazy_module
+
+    reference = _compiled(PATTERNS["json"], False, monkeypatch)
+    reference.build_breadth_first(_STATES)
+    monkeypatch.setattr(lazy_module, "native_subset", None)
+    asked = []
+    machines_info = pushdown_module.Machines.info
+
+    def info(self: Any, machine: int, state: int) -> Any:
+        asked.append((machine, state))
+        return machines_info(self, machine, state)
+
+    monkeypatch.setattr(pushdown_module.Machines, "info", info)
+    native_one = _compiled(PATTERNS["json"], True, monkeypatch)
+    asked.clear()  # the build's own checks ask too; from here, only the C rows do
+    native_one.build_breadth_first(_STATES)
+    assert len(asked) > 20
+    assert _differences(reference, native_one) == []
+
+
 TEXTS = [
     '{"name":"root","size":3,"children":[{"name":"a","tags":["x","y"],"children":[]},'
     '{"name":"b","children":[{"name":"c"}]}]}',
