@@ -37,14 +37,15 @@ states: it is copied from a template kept per vocabulary and shape, and only the
 tokens are written over it (:func:`_templated`: ~15-20 us a row against ~120-250 us
 for the scatter; the first row of a shape builds its template, ~0.1 ms).
 
-Over a :class:`~formcast.automaton.LazyAutomaton` whose rows are built in C, a state's
-first visit is one C call (:meth:`TokenIndex._visited`, ``formcast._trie_walk.Visitor``):
-the same ways (the chain of plain bytes and its template, an object's key read by first
-byte, the whole trie), the same rows, but no Python between the walks, sorts, scatters
-and bits (~4 us of Python remain around the call, against ~10-30 us around the steps
-taken one at a time). The Python steps remain for the other automata (bound to a text,
-of sets of stacks, with a trie-built choice walked jointly) and the reference the tests
-compare the call with.
+Over an automaton whose rows are built in C (a :class:`~formcast.automaton.LazyAutomaton`,
+a :class:`~formcast.automaton.PushdownAutomaton`), a state's first visit is one C call
+(:meth:`TokenIndex._visited`, ``formcast._trie_walk.Visitor``): the same ways (the chain
+of plain bytes and its template, less the tokens holding a byte a string leaves out; an
+object's key read by first byte; the whole trie), the same rows, but no Python between
+the walks, sorts, scatters and bits (~4-7 us of Python remain around the call, against
+~10-30 us around the steps taken one at a time). The Python steps remain for the other
+automata (bound to a text, with a trie-built choice walked jointly) and the reference
+the tests compare the call with.
 """
 
 from __future__ import annotations
@@ -629,27 +630,30 @@ class TokenIndex:
     def _visited(self, state: int) -> _Row | None:
         """The row of ``state`` by one C call, :class:`formcast._trie_walk.Visitor`'s
         visit, which takes the ways below (the chain of plain bytes, an object's key, the
-        whole trie) and builds the rows it reads, where the automaton is a
-        :class:`LazyAutomaton` whose rows are built in C; ``None`` elsewhere (and where
-        those modules are not built). The same row as the ways below take one call at a
-        time: ~10 us less of Python around the walk at the median of maskbench's first
-        visits (see :func:`_row_of_visit`)."""
+        whole trie) and builds the rows it reads, where the automaton's rows are built in
+        C (a lazy DFA's, a pushdown automaton's); ``None`` elsewhere (and where those
+        modules are not built). The same row as the ways below take one call at a time:
+        ~10 us less of Python around the walk at the median of maskbench's first visits
+        (see :func:`_row_of_visit`)."""
         automaton = self.automaton
         if state == DEAD or not self._visits:
             return None
-        assert isinstance(automaton, (LazyAutomaton, PushdownAutomaton))
+        assert isinstance(automaton, TableAutomaton)
         found = automaton.visit_building(_visitor(self.vocabulary).visit, state)
         return None if found is None else _row_of_visit(found, self.vocabulary)
 
     @cached_property
     def _visits(self) -> bool:
-        """Whether :meth:`_visited` makes this index's rows: a :class:`LazyAutomaton`
-        without a trie-built choice worth walking directly, or a
-        :class:`PushdownAutomaton` whose rows are built in C (the same for every state)."""
+        """Whether :meth:`_visited` makes this index's rows: an automaton whose rows are
+        built in C (:attr:`TableAutomaton.rows_in_c
+        <formcast.automaton.table.TableAutomaton.rows_in_c>`), without a trie-built
+        choice worth walking directly (the same for every state)."""
         automaton = self.automaton
-        return native_walk is not None and (
-            (type(automaton) is LazyAutomaton and self._joint_automaton() is None)
-            or (type(automaton) is PushdownAutomaton and automaton.rows_in_c)
+        return (
+            native_walk is not None
+            and isinstance(automaton, TableAutomaton)
+            and automaton.rows_in_c
+            and self._joint_automaton() is None
         )
 
     def _first_byte_row(self, state: int) -> _Row | None:
@@ -954,14 +958,13 @@ def _walk_natively(
             (_ROOT, np.array([state], dtype=np.int32)) if start is None else start
         )
         filled = 0
-        # A LazyAutomaton's walk builds the rows it reaches (under its lock, in C), from the
-        # first round where its rows are built lazily: a first visit meets unbuilt rows at
-        # once, and a round that stops there costs more than building does. Where rows were
-        # built ahead (a grammar's, at compile), the first round reads built rows alone (no
-        # lock, the GIL released). Other automata's rows are built here between rounds.
-        builds_rows = (isinstance(automaton, LazyAutomaton) and native_rows is not None) or (
-            isinstance(automaton, PushdownAutomaton) and automaton.rows_in_c
-        )
+        # A walk over an automaton whose rows are built in C builds the rows it reaches
+        # (under its lock), from the first round where its rows are built lazily: a first
+        # visit meets unbuilt rows at once, and a round that stops there costs more than
+        # building does. Where rows were built ahead (a grammar's, at compile), the first
+        # round reads built rows alone (no lock, the GIL released). Other automata's rows
+        # are built here between rounds.
+        builds_rows = automaton.rows_in_c
         building = builds_rows and not automaton.rows_built_ahead
         while True:
             walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)

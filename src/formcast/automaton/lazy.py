@@ -52,7 +52,7 @@ from formcast.automaton.table import (
     DEAD,
     INITIAL_CAPACITY,
     UNBUILT,
-    TableAutomaton,
+    SetStatesAutomaton,
 )
 from formcast.limits import DEFAULT_LIMITS, Limits
 
@@ -72,7 +72,7 @@ _Relative = tuple[list[tuple[int, int, int]], list[int], bool]
 _END = -2  # in a template's row: "the copy's end", replaced by what follows each copy
 
 
-class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
+class LazyAutomaton(SetStatesAutomaton):
     """A deterministic automaton over bytes whose states are determinized on demand.
 
     Contract:
@@ -429,15 +429,6 @@ class LazyAutomaton(TableAutomaton[frozenset[int] | None]):
 
     def _add_state(self, members: frozenset[int]) -> int:
         return self._register(members, self._final in members)
-
-    def _members(self, sid: int) -> frozenset[int]:
-        """The NFA members of state ``sid``. A state the C construction made is None in
-        ``_sets``: its members are held there (no Python object a state, ~1 us less a new
-        state), and made into a frozenset here the first time they are asked for."""
-        members = self._sets[sid]
-        if members is None:
-            members = self._sets[sid] = self._native.members(sid)
-        return members
 
     def _state_id(self, members: frozenset[int]) -> int | None:
         """The state of these members, if there is one: registered from Python (in

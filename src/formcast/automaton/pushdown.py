@@ -91,7 +91,7 @@ from formcast.automaton.table import (
     DEAD,
     INITIAL_CAPACITY,
     UNBUILT,
-    TableAutomaton,
+    SetStatesAutomaton,
     arrays_under,
 )
 from formcast.errors import SchemaError
@@ -116,7 +116,7 @@ BOTTOM = 0
 _Layout = tuple[npt.NDArray[np.intp], list[tuple[int, ...]], npt.NDArray[np.intp]]
 
 
-class PushdownAutomaton(TableAutomaton[frozenset[int] | None]):
+class PushdownAutomaton(SetStatesAutomaton):
     """A deterministic automaton over bytes whose states are sets of pushdown stacks.
 
     Contract (the same as :class:`~formcast.automaton.lazy.LazyAutomaton`'s):
@@ -369,15 +369,6 @@ class PushdownAutomaton(TableAutomaton[frozenset[int] | None]):
             return self._register(stacks, native.accepts(stacks))
         return self._register(stacks, not self._lone_ends.isdisjoint(stacks))
 
-    def _members(self, sid: int) -> frozenset[int]:
-        """The stacks of state ``sid``. A state the C rows made is None in ``_sets``: its
-        stacks are held there, and made into a frozenset here the first time they are
-        asked for."""
-        stacks = self._sets[sid]
-        if stacks is None:
-            stacks = self._sets[sid] = self._native.members(sid)
-        return stacks
-
     def _frame_of(self, frame: int) -> tuple[int, int, int]:
         """``(machine, machine state, frame below)`` of ``frame``."""
         if self._native is not None:
@@ -408,12 +399,6 @@ class PushdownAutomaton(TableAutomaton[frozenset[int] | None]):
         if self._native is None or native_pushdown is None:
             return None
         return (self._native, native_pushdown._build_state)
-
-    @property
-    def rows_in_c(self) -> bool:
-        """Whether rows are built by :mod:`formcast._pushdown` (and walks build them as
-        they go: :meth:`walk_building`, :meth:`visit_building`)."""
-        return self._native is not None
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top

@@ -30,7 +30,14 @@ import numpy.typing as npt
 
 from formcast.errors import UserError
 
-__all__ = ["BUILD_ROOM", "DEAD", "UNBUILT", "TableAutomaton", "arrays_under"]
+__all__ = [
+    "BUILD_ROOM",
+    "DEAD",
+    "UNBUILT",
+    "SetStatesAutomaton",
+    "TableAutomaton",
+    "arrays_under",
+]
 
 DEAD = 0
 """The dead sink state: every byte leads from it to itself. Its set is empty."""
@@ -217,6 +224,13 @@ class TableAutomaton(Generic[Members]):
         in Python. A subclass whose rows a C module builds says so here."""
         return None
 
+    @property
+    def rows_in_c(self) -> bool:
+        """Whether a C module builds this automaton's rows (:meth:`_native_rows`), and so
+        walks build the rows they reach as they go (:meth:`walk_building`,
+        :meth:`visit_building`)."""
+        return self._native_rows() is not None
+
     def _build_natively(self, native: Any, states: list[int]) -> None:
         """The rows of ``states`` by ``native.build_rows``, straight into the table: it
         registers the new states itself (in ``_sets`` as None: it holds their members)
@@ -338,6 +352,23 @@ class TableAutomaton(Generic[Members]):
     def live_bytes(self, state: int) -> npt.NDArray[np.uint8]:
         """The bytes with a non-DEAD transition from ``state``, ascending (uint8)."""
         return np.flatnonzero(self.row(state)).astype(np.uint8)
+
+
+class SetStatesAutomaton(TableAutomaton[frozenset[int] | None]):
+    """A :class:`TableAutomaton` whose states are sets of ints (NFA states, stacks),
+    which a C construction (``_native``, its ``members(state)``) may hold itself: such a
+    state is None in ``_sets`` until :meth:`_members` asks for it."""
+
+    _native: Any = None
+
+    def _members(self, sid: int) -> frozenset[int]:
+        """The members of state ``sid``: made into a frozenset from the C construction's
+        the first time they are asked for, where it made the state (no Python object a
+        state until then, ~1 us less a new state)."""
+        members = self._sets[sid]
+        if members is None:
+            members = self._sets[sid] = self._native.members(sid)
+        return members
 
 
 def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
