@@ -210,7 +210,7 @@ static int machine_row(Stacks *self, int64_t machine, int64_t state, int32_t *ou
     }
     PyObject *lock = PyObject_GetAttrString(automaton, "_lock"), *held = NULL;
     if (lock) held = PyObject_CallMethod(lock, "acquire", NULL);
-    int status = held ? 2 : -1;
+    int status = held ? 2 : -1, building = 0;
     while (status == 2) {
         PyObject *table = PyObject_GetAttrString(automaton, "_table");
         PyObject *flags = PyObject_GetAttrString(automaton, "_accepting");
@@ -229,10 +229,10 @@ static int machine_row(Stacks *self, int64_t machine, int64_t state, int32_t *ou
                 PyErr_SetString(PyExc_ValueError, "expected a machine state in its table");
             } else {
                 int32_t *row = (int32_t *)views[0].buf + state * 256;
-                status = row[0] != UNBUILT
-                             ? 1
-                             : self->subset(nfa, (int32_t)state, views[0].buf, capacity,
-                                            views[1].buf, sets);
+                building = row[0] == UNBUILT;
+                status = !building ? 1
+                                   : self->subset(nfa, (int32_t)state, views[0].buf, capacity,
+                                                  views[1].buf, sets);
                 if (status == 0 || status == 1) {
                     memcpy(out, row, 256 * sizeof(int32_t));
                     *accepting = ((uint8_t *)views[1].buf)[state] != 0;
@@ -249,7 +249,7 @@ static int machine_row(Stacks *self, int64_t machine, int64_t state, int32_t *ou
             Py_XDECREF(grown);
         }
     }
-    if (status >= 0) {
+    if (status >= 0 && building) { /* the states the row added count as written */
         PyObject *noted = PyObject_CallMethod(automaton, "_took_in", NULL);
         if (!noted) status = -1;
         Py_XDECREF(noted);
@@ -689,10 +689,10 @@ static PyObject *Stacks_take_frames(Stacks *self, PyObject *arg) {
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(frames, k), "LLL:frame", &machine,
                               &state, &below))
             break;
-        int64_t expected = frame_count(self);
-        if (frame_find(self, machine, state, below) >= 0) {
+        int64_t again = frame_find(self, machine, state, below);
+        if (again >= 0) {
             PyErr_Format(PyExc_ValueError, "expected new frames, found frame %lld again",
-                         (long long)expected);
+                         (long long)again);
             break;
         }
         if (frame_of(self, machine, state, below) < 0) break;
