@@ -428,7 +428,7 @@ def test_a_row_from_a_plain_template_is_the_scattered_row(
     chosen = rng.permutation(size).astype(np.int32)
     plain_ids = np.sort(chosen[:14_000])
     lengths = rng.integers(1, links, size=plain_ids.size).astype(np.int32)
-    token_bytes = np.zeros((plain_ids.size, links), dtype=np.uint8)  # not read here
+    token_bytes = np.zeros((size, links), dtype=np.uint8)  # not read here
     templates = _PlainTemplates(plain_ids, lengths, size, token_bytes)
     chain = _chain_of(kind, links, rng)
     others = np.sort(chosen[14_000:17_000])

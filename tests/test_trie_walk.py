@@ -631,30 +631,34 @@ def test_a_visit_inside_a_visit_gets_buffers_of_its_own(monkeypatch: pytest.Monk
 
 
 def test_the_plain_tokens_by_the_bytes_they_hold() -> None:
-    """tokens_by_byte sets, for each byte, the bits of the tokens holding it anywhere
-    (the same as a set per token), and refuses ids and lengths out of range."""
+    """tokens_by_byte sets, for each byte, the bits of the tokens given holding it
+    anywhere (their rows read off a vocabulary's byte matrix by id; the same as a set per
+    token), and refuses ids and lengths out of range."""
     if native_walk is None:
         pytest.skip("formcast._trie_walk was not built")
     rng = np.random.default_rng(7)
     size, width = 300, 6
     ids = rng.permutation(size)[:200].astype(np.int32)
     lengths = rng.integers(1, width + 1, size=ids.size).astype(np.int32)
-    token_bytes = rng.integers(32, 127, size=(ids.size, width)).astype(np.uint8)
-    token_bytes[np.arange(width) >= lengths[:, None]] = 0  # padding is not read
+    matrix = rng.integers(32, 127, size=(size, width)).astype(np.uint8)
+    matrix[ids[:, None], np.arange(width)[None, :]] *= np.arange(width) < lengths[:, None]
     out = np.zeros((256, (size + 31) // 32), dtype=np.uint32)
-    native_walk.tokens_by_byte(ids, lengths, token_bytes, out)
+    native_walk.tokens_by_byte(ids, lengths, matrix, out)
     expected = np.zeros_like(out)
-    for token, length, data in zip(ids.tolist(), lengths.tolist(), token_bytes, strict=True):
-        for byte in set(data[:length].tolist()):
+    for token, length in zip(ids.tolist(), lengths.tolist(), strict=True):
+        for byte in set(matrix[token, :length].tolist()):
             expected[byte, token >> 5] |= np.uint32(1 << (token & 31))
     assert np.array_equal(out, expected)
-    assert not out[0].any()
+    assert not out[0].any()  # padding is not read
+    others = np.setdiff1d(np.arange(size), ids)
+    held = np.unpackbits(out.view(np.uint8), bitorder="little").reshape(256, -1)[:, :size]
+    assert not held[:, others].any()  # only the tokens given
     with pytest.raises(ValueError, match="ids below"):
-        native_walk.tokens_by_byte(ids + size, lengths, token_bytes, out)
+        native_walk.tokens_by_byte(ids + size, lengths, matrix, out)
     with pytest.raises(ValueError, match="lengths up to"):
-        native_walk.tokens_by_byte(ids, lengths + width, token_bytes, out)
+        native_walk.tokens_by_byte(ids, lengths + width, matrix, out)
     with pytest.raises(ValueError, match="a row of bytes a token"):
-        native_walk.tokens_by_byte(ids, lengths, token_bytes[:-1].copy(), out)
+        native_walk.tokens_by_byte(ids, lengths, matrix.reshape(-1), out)
 
 
 def test_a_visitor_refuses_bad_arguments() -> None:

@@ -824,8 +824,9 @@ PyDoc_STRVAR(by_byte_doc,
 "tokens_by_byte(ids, lengths, token_bytes, out_bits)\n"
 "\n"
 "Set bit id % 32 of word id // 32 of row b of out_bits (uint32, 256 x words, zeroed by\n"
-"the caller) for every byte b among the first lengths[k] bytes of row k of token_bytes\n"
-"(uint8, one zero-padded row a token), id = ids[k]: the tokens holding each byte.");
+"the caller) for every byte b among the first lengths[k] bytes of row id of token_bytes\n"
+"(uint8, 2-D: one zero-padded row a token of the vocabulary), id = ids[k]: the tokens\n"
+"`ids` by the bytes they hold.");
 
 static PyObject *tokens_by_byte(PyObject *module, PyObject *args) {
     (void)module;
@@ -842,24 +843,25 @@ static PyObject *tokens_by_byte(PyObject *module, PyObject *args) {
     if (take(objects[1], &held[1], 0, 4, count, "lengths") < 0) goto done;
     if (take(objects[2], &held[2], 0, 1, 0, "token_bytes") < 0) goto done;
     if (take(objects[3], &held[3], 1, 4, 256, "out_bits") < 0) goto done;
-    Py_ssize_t width = count ? held[2].view.len / count : 0;
+    const Py_buffer *matrix = &held[2].view;
     Py_ssize_t words = held[3].view.len / 4 / 256;
-    const int32_t *ids = held[0].view.buf, *lengths = held[1].view.buf;
-    const uint8_t *data = held[2].view.buf;
-    uint32_t *out = held[3].view.buf;
-    if (held[2].view.len != count * width || held[3].view.len != 256 * words * 4) {
+    if (matrix->ndim != 2 || held[3].view.len != 256 * words * 4) {
         PyErr_SetString(PyExc_ValueError, "expected a row of bytes a token and 256 rows out");
         goto done;
     }
+    Py_ssize_t rows = matrix->shape[0], width = matrix->shape[1];
+    const int32_t *ids = held[0].view.buf, *lengths = held[1].view.buf;
+    const uint8_t *data = matrix->buf;
+    uint32_t *out = held[3].view.buf;
     for (Py_ssize_t k = 0; k < count; k++) {
         int32_t id = ids[k], length = lengths[k];
-        if (id < 0 || id >= words * 32 || length < 0 || length > width) {
+        if (id < 0 || id >= rows || id >= words * 32 || length < 0 || length > width) {
             PyErr_Format(PyExc_ValueError, "expected ids below %zd and lengths up to %zd",
-                         words * 32, width);
+                         rows < words * 32 ? rows : words * 32, width);
             goto done;
         }
         for (int32_t j = 0; j < length; j++)
-            out[(Py_ssize_t)data[k * width + j] * words + (id >> 5)] |= (uint32_t)1 << (id & 31);
+            out[(Py_ssize_t)data[id * width + j] * words + (id >> 5)] |= (uint32_t)1 << (id & 31);
     }
     result = Py_NewRef(Py_None);
 done:

@@ -1230,8 +1230,8 @@ class _PlainTemplates:
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int32)
         self.size = size
         self.bits = _packed_bits(self.ids, (size + 31) // 32)
-        # the plain tokens' bytes, a zero-padded row each
-        self._token_bytes = np.ascontiguousarray(token_bytes, dtype=np.uint8)
+        # the vocabulary's token bytes, a zero-padded row a token (read, not copied)
+        self._token_bytes = token_bytes
         self._by_byte: npt.NDArray[np.uint32] | None = None
         self._kept: OrderedDict[bytes, _Template] = OrderedDict()
         self._lock = threading.Lock()
@@ -1288,12 +1288,11 @@ def _plain_templates(vocabulary: Vocabulary) -> _PlainTemplates:
         with _TEMPLATES_LOCK:
             found = _TEMPLATES.get(vocabulary)
             if found is None:
-                ids = vocabulary.plain_token_ids
                 found = _PlainTemplates(
-                    ids,
+                    vocabulary.plain_token_ids,
                     vocabulary.plain_token_lengths,
                     vocabulary.size,
-                    vocabulary.byte_matrix[ids],
+                    vocabulary.byte_matrix,
                 )
                 _TEMPLATES[vocabulary] = found
     return found
