@@ -412,6 +412,23 @@ static int64_t interned_new_state(Interned *t, const int64_t *ids, Py_ssize_t co
     return sid;
 }
 
+/* Take the C-contiguous buffers of `count` objects, each of its item size and writable
+ * where asked; returns how many were taken (all of them, or an exception set with
+ * `expected` as the message of a wrong item size). The caller releases those taken. */
+static int hold_buffers(PyObject *const *objects, int count, const Py_ssize_t *itemsizes,
+                        const int *writable, Py_buffer *views, const char *expected) {
+    for (int held = 0; held < count; held++) {
+        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) return held;
+        if (views[held].itemsize != itemsizes[held]) {
+            PyBuffer_Release(&views[held]);
+            PyErr_SetString(PyExc_ValueError, expected);
+            return held;
+        }
+    }
+    return count;
+}
+
 /* A construction's row of `sid` into the target: 1 built, 0 built already, 2 the table
  * may lack room for the states it adds (nothing registered then), -1 error. */
 typedef int (*BuildRow)(PyObject *self, int32_t sid, const Target *at);
@@ -427,18 +444,11 @@ static PyObject *build_rows_with(PyObject *self, PyObject *args, BuildRow build)
         return NULL;
     Py_buffer views[3];
     const Py_ssize_t itemsizes[3] = {4, 4, 1};
-    int held = 0;
+    const int writable[3] = {0, 1, 1};
     PyObject *result = NULL;
-    for (; held < 3; held++) {
-        int flags = PyBUF_C_CONTIGUOUS | (held ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) goto done;
-        if (views[held].itemsize != itemsizes[held]) {
-            PyBuffer_Release(&views[held]);
-            PyErr_SetString(PyExc_ValueError,
+    int held = hold_buffers(objects, 3, itemsizes, writable, views,
                             "expected int32 states and table, and one byte a flag");
-            goto done;
-        }
-    }
+    if (held < 3) goto done;
     const int32_t *states = views[0].buf;
     Py_ssize_t count = views[0].len / 4;
     at.table = views[1].buf;

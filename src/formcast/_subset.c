@@ -446,23 +446,6 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
     return 1;
 }
 
-/* Take the C-contiguous buffers of `count` objects, each of its item size and writable
- * where asked; returns how many were taken (all of them, or an exception set with
- * `expected` as the message of a wrong item size). The caller releases those taken. */
-static int hold_buffers(PyObject *const *objects, int count, const Py_ssize_t *itemsizes,
-                        const int *writable, Py_buffer *views, const char *expected) {
-    for (int held = 0; held < count; held++) {
-        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objects[held], &views[held], flags) < 0) return held;
-        if (views[held].itemsize != itemsizes[held]) {
-            PyBuffer_Release(&views[held]);
-            PyErr_SetString(PyExc_ValueError, expected);
-            return held;
-        }
-    }
-    return count;
-}
-
 static int build_row_of(PyObject *self, int32_t sid, const Target *at) {
     return build_state((Nfa *)self, sid, at);
 }
