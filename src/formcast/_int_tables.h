@@ -16,17 +16,27 @@ typedef struct {
     Py_ssize_t size, capacity;
 } Vec;
 
-static int vec_reserve(Vec *v, Py_ssize_t extra) {
-    if (v->size + extra <= v->capacity) return 0;
-    Py_ssize_t capacity = v->capacity ? v->capacity : 64;
-    while (capacity < v->size + extra) capacity *= 2;
-    int64_t *data = PyMem_Realloc(v->data, (size_t)capacity * sizeof(int64_t));
-    if (!data) {
+/* Room in a growable buffer of `item`-byte items (*data, `size` used of *capacity) for
+ * `extra` more, doubling from `initial`: 0, or -1 (MemoryError). */
+static int reserve_items(void **data, Py_ssize_t size, Py_ssize_t *capacity, Py_ssize_t extra,
+                         size_t item, Py_ssize_t initial) {
+    if (size + extra <= *capacity) return 0;
+    Py_ssize_t grown = *capacity ? *capacity : initial;
+    while (grown < size + extra) grown *= 2;
+    void *moved = PyMem_Realloc(*data, (size_t)grown * item);
+    if (!moved) {
         PyErr_NoMemory();
         return -1;
     }
+    *data = moved;
+    *capacity = grown;
+    return 0;
+}
+
+static int vec_reserve(Vec *v, Py_ssize_t extra) {
+    void *data = v->data;
+    if (reserve_items(&data, v->size, &v->capacity, extra, sizeof(int64_t), 64) < 0) return -1;
     v->data = data;
-    v->capacity = capacity;
     return 0;
 }
 

@@ -72,16 +72,10 @@ typedef struct {
 } Rows;
 
 static int rows_reserve(Rows *r, Py_ssize_t extra) {
-    if (r->size + extra <= r->capacity) return 0;
-    Py_ssize_t capacity = r->capacity ? r->capacity : 64 * 256;
-    while (capacity < r->size + extra) capacity *= 2;
-    int32_t *data = PyMem_Realloc(r->data, (size_t)capacity * sizeof(int32_t));
-    if (!data) {
-        PyErr_NoMemory();
+    void *data = r->data;
+    if (reserve_items(&data, r->size, &r->capacity, extra, sizeof(int32_t), 64 * 256) < 0)
         return -1;
-    }
     r->data = data;
-    r->capacity = capacity;
     return 0;
 }
 
