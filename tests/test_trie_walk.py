@@ -222,6 +222,30 @@ def test_pack_bits_of_sorted_ids_with_runs_in_one_word(count: int) -> None:
     assert np.array_equal(out, np.packbits(flags, bitorder="little").view(np.uint32))
 
 
+@pytest.mark.parametrize("count", [0, 1, 7, 3_000])
+def test_state_after_finds_each_token_of_a_row_held_as_bytes(count: int) -> None:
+    """A visit's sorted row, read by binary search: every token in it gives its state,
+    every other (below, between, past its ids) gives DEAD."""
+    assert native_walk is not None
+    rng = np.random.default_rng(count)
+    ids = np.sort(rng.permutation(10_000)[:count]).astype(np.int32)
+    states = rng.integers(1, 500, size=count).astype(np.int32)
+    expected = dict(zip(ids.tolist(), states.tolist(), strict=True))
+    raw_ids, raw_states = ids.tobytes(), states.tobytes()
+    for token in [-1, 0, 9_999, 10_000, 2**40, *rng.integers(0, 10_000, size=200).tolist()]:
+        assert native_walk.state_after(raw_ids, raw_states, token) == expected.get(token, DEAD)
+
+
+def test_state_after_refuses_rows_it_cannot_read() -> None:
+    assert native_walk is not None
+    with pytest.raises(ValueError, match="found 8 and 4 bytes"):
+        native_walk.state_after(bytes(8), bytes(4), 1)
+    with pytest.raises(ValueError, match="found 6 and 6 bytes"):
+        native_walk.state_after(bytes(6), bytes(6), 1)
+    with pytest.raises(TypeError, match="expected state_after"):
+        native_walk.state_after(bytearray(8), bytes(8), 1)  # type: ignore[arg-type]
+
+
 def test_scatter_pairs_refuses_ids_outside_the_table_and_short_outputs() -> None:
     assert native_walk is not None
     table = np.empty(100, dtype=np.int32)

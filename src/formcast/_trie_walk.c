@@ -1130,6 +1130,38 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(state_after_doc,
+"state_after(ids, states, token, /) -> int\n--\n\n"
+"The state `token` leads to in a row held as two bytes objects of int32 (`ids`\n"
+"ascending, `states` beside them, as a visit answers), or 0 (DEAD) where the row lacks\n"
+"it. A binary search: O(log n), with no array made (see index._Row.next_state).");
+
+static PyObject *state_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "expected state_after(ids: bytes, states: bytes, token)");
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    if (size % 4 != 0 || PyBytes_GET_SIZE(args[1]) != size) {
+        PyErr_Format(PyExc_ValueError,
+                     "expected ids and states of one length in int32 items, found %zd and %zd "
+                     "bytes", size, PyBytes_GET_SIZE(args[1]));
+        return NULL;
+    }
+    long long token = PyLong_AsLongLong(args[2]);
+    if (token == -1 && PyErr_Occurred()) return NULL;
+    const int32_t *ids = (const int32_t *)PyBytes_AS_STRING(args[0]);
+    const int32_t *states = (const int32_t *)PyBytes_AS_STRING(args[1]);
+    Py_ssize_t low = 0, high = size / 4; /* the first id >= token lies in [low, high] */
+    while (low < high) {
+        Py_ssize_t middle = low + (high - low) / 2;
+        if ((long long)ids[middle] < token) low = middle + 1;
+        else high = middle;
+    }
+    return PyLong_FromLong(low < size / 4 && ids[low] == token ? states[low] : DEAD);
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"sort_pairs", sort_pairs, METH_VARARGS, sort_pairs_doc},
@@ -1139,6 +1171,7 @@ static PyMethodDef methods[] = {
     {"plain_template", plain_template, METH_VARARGS, plain_template_doc},
     {"scatter_on_template", scatter_on_template, METH_VARARGS, scatter_on_template_doc},
     {"first_byte_split", first_byte_split, METH_VARARGS, first_byte_split_doc},
+    {"state_after", (PyCFunction)(void (*)(void))state_after, METH_FASTCALL, state_after_doc},
     {NULL, NULL, 0, NULL},
 };
 

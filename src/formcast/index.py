@@ -146,6 +146,7 @@ class _Row:
     __slots__ = (
         "_ids",
         "_next",
+        "_raw",
         "bits",
         "dense",
         "distances",
@@ -162,11 +163,20 @@ class _Row:
         dense: npt.NDArray[np.int32] | npt.NDArray[np.uint8] | None = None,
         palette: IntArray | None = None,
         lookup: _FirstByteLookup | None = None,
+        raw: tuple[bytes, bytes] | None = None,
     ) -> None:
-        if dense is None and lookup is None and (token_ids is None or next_states is None):
+        if (
+            dense is None
+            and lookup is None
+            and raw is None
+            and (token_ids is None or next_states is None)
+        ):
             raise ValueError("expected a row's tokens and states, its dense table or lookup")
         self._ids = token_ids
         self._next = next_states
+        # a visit's sorted tokens and states as it answered them (int32 bytes): a step
+        # reads them by a binary search in C, and the arrays are made only when read
+        self._raw = raw
         self.bits = bits
         self.dense = dense
         self.palette = palette
@@ -188,9 +198,21 @@ class _Row:
         assert self._next is not None
         return self._next
 
+    @property
+    def stepped_directly(self) -> bool:
+        """Whether :meth:`next_state` reads this row without its sorted arrays."""
+        return self.dense is not None or self.lookup is not None or self._raw is not None
+
     def next_state(self, token_id: int) -> int:
-        """The state ``token_id`` leads to (:data:`DEAD` if none) in a dense row, or one
-        read by first byte."""
+        """The state ``token_id`` leads to (:data:`DEAD` if none) in a dense row, one read
+        by first byte, or one a visit answered (:attr:`stepped_directly`)."""
+        if self._raw is not None:
+            if native_walk is not None:
+                return int(native_walk.state_after(self._raw[0], self._raw[1], token_id))
+            ids = self.token_ids  # the module switched off since (as tests do)
+            position = int(ids.searchsorted(np.int32(token_id)))
+            found = position < ids.size and ids[position] == token_id
+            return int(self.next_states[position]) if found else DEAD
         if self.lookup is not None:
             return self.lookup.state_of(token_id)
         dense = self.dense
@@ -203,7 +225,12 @@ class _Row:
     def _unpack(self) -> None:
         """The sorted tokens and states of a dense row (readers racing here compute the
         same arrays; the states are set first, so the ids never come without them). A row
-        read by first byte lays out its table here, the first time (O(vocabulary))."""
+        read by first byte lays out its table here, the first time (O(vocabulary)); a
+        visit's reads its bytes in place."""
+        if self._raw is not None:
+            self._next = _ints(self._raw[1])
+            self._ids = _ints(self._raw[0])
+            return
         if self.dense is None and self.lookup is not None:
             self.dense, self.palette = self.lookup.table()
         dense = self.dense
@@ -251,6 +278,8 @@ class TokenIndex:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"]
+        for looked_up in ("_visit", "_visit_building"):  # bound to this process's objects
+            state.pop(looked_up, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -440,7 +469,7 @@ class TokenIndex:
         found = self._row(state)
         if not 0 <= token_id < _ID_LIMIT:
             return -1
-        if found.dense is not None or found.lookup is not None:  # one entry of a large row
+        if found.stepped_directly:  # one entry of a large row, or a search in C
             following = found.next_state(token_id)
             return -1 if following == DEAD else following
         token_ids, next_states = found.token_ids, found.next_states
@@ -502,10 +531,12 @@ class TokenIndex:
         cached = self._packed.get(key)
         if cached is not None:
             return cached
-        found = self._row(state)
+        found = self._rows.get(state)
+        if found is None:
+            found = self._row(state)
         words = (width + 31) // 32
-        accepting = self.automaton.is_accepting(state)
         eos = self._eos_ids
+        accepting = eos.size > 0 and self.automaton.is_accepting(state)
         if found.bits is not None and found.bits.size == words and not (accepting and eos.size):
             packed = found.bits  # read-only from here: the row's bits are never written
         elif found.bits is not None and found.bits.size <= words:
@@ -550,7 +581,9 @@ class TokenIndex:
         cached = self._rows.get(state)
         if cached is not None:
             return cached
-        computed = self._walk_vocabulary(state)
+        computed = self._visited(state) if self._visits else None
+        if computed is None:
+            computed = self._walk_vocabulary(state)
         with self._lock:
             return self._rows.setdefault(state, computed)
 
@@ -594,10 +627,6 @@ class TokenIndex:
         in either trie a prefix whose state loops on every byte below it keeps its whole
         subtree there without a walk (:meth:`_walk_trie`). Inside a trie-built choice,
         prefixes follow the choice's trie without DFA rows (:meth:`_joint_step`)."""
-        if self._visits:
-            visited = self._visited(state)
-            if visited is not None:
-                return visited
         vocabulary = self.vocabulary
         joint = self._joint_automaton()
         chain = None
@@ -635,12 +664,24 @@ class TokenIndex:
         modules are not built). The same row as the ways below take one call at a time:
         ~10 us less of Python around the walk at the median of maskbench's first visits
         (see :func:`_row_of_visit`)."""
-        automaton = self.automaton
         if state == DEAD or not self._visits:
             return None
-        assert isinstance(automaton, TableAutomaton)
-        found = automaton.visit_building(_visitor(self.vocabulary).visit, state)
+        found = self._visit_building(self._visit, state)
         return None if found is None else _row_of_visit(found, self.vocabulary)
+
+    @cached_property
+    def _visit(self) -> Callable[..., tuple[Any, ...]]:
+        """The visit of this vocabulary's Visitor (see :meth:`_visited`), looked up once."""
+        visit: Callable[..., tuple[Any, ...]] = _visitor(self.vocabulary).visit
+        return visit
+
+    @cached_property
+    def _visit_building(self) -> Callable[..., tuple[Any, ...] | None]:
+        """The automaton's :meth:`TableAutomaton.visit_building
+        <formcast.automaton.table.TableAutomaton.visit_building>` (where :attr:`_visits`)."""
+        automaton = self.automaton
+        assert isinstance(automaton, TableAutomaton)
+        return automaton.visit_building
 
     @cached_property
     def _visits(self) -> bool:
@@ -1565,7 +1606,7 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
     template could not make (:func:`_scattered`)."""
     kind = found[0]
     if kind == _VISIT_SORTED:
-        return _Row(_ints(found[1]), _ints(found[2]), np.frombuffer(found[3], dtype=np.uint32))
+        return _Row(None, None, np.frombuffer(found[3], dtype=np.uint32), raw=found[1:3])
     if kind == _VISIT_CODED:
         codes = np.frombuffer(found[1], dtype=np.uint8)
         return _Row(None, None, np.frombuffer(found[3], dtype=np.uint32), codes, _ints(found[2]))

@@ -277,7 +277,8 @@ class TableAutomaton(Generic[Members]):
         room = BUILD_ROOM
         with self._lock:
             while True:
-                self._reserve(room)
+                if len(self._sets) + room > self._accepting.shape[0]:
+                    self._reserve(room)
                 try:
                     found = visit(
                         self._table, state, (native[0], self._accepting, self._sets, *native[1:])
