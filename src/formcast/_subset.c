@@ -60,6 +60,7 @@
 
 #define VIRTUAL_BASE ((int64_t)1 << 40)
 #define BLOCK_FIELDS 11
+#define DESCENT_CACHE 8 /* depths of nested blocks whose last block a descent keeps */
 #define BUFFERS 11
 #define SUBSET_API "formcast._subset._build_state"
 
@@ -78,6 +79,13 @@ typedef struct {
     Py_ssize_t eps_edges;   /* entries of edst */
     const Block *blocks;
     Py_ssize_t nblocks;
+    int64_t *bases; /* blocks[i].base, apart: a bisection reads 8 bytes a step, not 88 */
+    /* the extras whose source lies in block i's ids: extra_src[extra_first[i] ..
+     * extra_stop[i]) (a block's ids are one range, and the sources are sorted) */
+    Py_ssize_t *extra_first, *extra_stop;
+    /* the block found last at each depth of a descent (a state's neighbours, met next,
+     * mostly lie in the same copies); NULL: none yet */
+    const Block *found_at[DESCENT_CACHE];
     const int64_t *extra_src, *extra_off, *extra_dst;
     Py_ssize_t nextras;
     int64_t final;
@@ -97,19 +105,27 @@ static int out_of_range(int64_t state) {
     return -1;
 }
 
-/* The block whose copies hold the virtual `state`, or NULL (ValueError). */
-static const Block *block_of(const Nfa *self, int64_t state) {
+static inline int holds(const Block *block, int64_t state) {
+    return state >= block->base && state < block->base + block->copies * block->span;
+}
+
+/* The block whose copies hold the virtual `state`, or NULL (ValueError). Blocks' ids are
+ * disjoint ranges, so the block kept for this depth answers when it holds the state. */
+static const Block *block_of(Nfa *self, int64_t state, Py_ssize_t depth) {
+    const Block *kept = depth < DESCENT_CACHE ? self->found_at[depth] : NULL;
+    if (kept && holds(kept, state)) return kept;
     Py_ssize_t lo = 0, hi = self->nblocks; /* bisect_right over the bases, minus one */
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
-        if (self->blocks[mid].base <= state)
+        if (self->bases[mid] <= state)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (lo == 0) return NULL;
     const Block *block = &self->blocks[lo - 1];
-    if (block->span <= 0 || state >= block->base + block->copies * block->span) return NULL;
+    if (block->span <= 0 || !holds(block, state)) return NULL;
+    if (depth < DESCENT_CACHE) self->found_at[depth] = block;
     return block;
 }
 
@@ -123,7 +139,7 @@ static inline int64_t shifted(int64_t state, int64_t concrete_shift, int64_t vir
 static int descend(Nfa *self, int64_t state, int64_t *concrete) {
     self->chain.size = 0;
     while (state >= VIRTUAL_BASE) {
-        const Block *block = block_of(self, state);
+        const Block *block = block_of(self, state, self->chain.size / 4);
         if (!block) return out_of_range(state);
         int64_t j = (state - block->base) / block->span, local = (state - block->base) % block->span;
         int64_t template = local < block->size_c ? block->s0 + local : block->v0 + local - block->size_c;
@@ -202,7 +218,9 @@ static int eps_of(Nfa *self, int64_t state, int *important) {
                 if (vec_push(out, block->exit) < 0) return -1;
             }
         }
-        Py_ssize_t lo = 0, hi = self->nextras; /* the edges a parent attached to `here` */
+        /* the edges a parent attached to `here`, among those of its block */
+        Py_ssize_t lo = self->extra_first[at[0]], hi = self->extra_stop[at[0]];
+        Py_ssize_t stop = hi;
         while (lo < hi) {
             Py_ssize_t mid = (lo + hi) / 2;
             if (self->extra_src[mid] < here)
@@ -210,7 +228,7 @@ static int eps_of(Nfa *self, int64_t state, int *important) {
             else
                 hi = mid;
         }
-        if (lo < self->nextras && self->extra_src[lo] == here) {
+        if (lo < stop && self->extra_src[lo] == here) {
             for (int64_t k = self->extra_off[lo]; k < self->extra_off[lo + 1]; k++)
                 if (vec_push(out, self->extra_dst[k]) < 0) return -1;
         }
@@ -542,6 +560,9 @@ static void Nfa_dealloc(Nfa *self) {
     for (int i = 0; i < self->held; i++) PyBuffer_Release(&self->views[i]);
     map_free(&self->closures);
     vec_free(&self->pool);
+    PyMem_Free(self->bases);
+    PyMem_Free(self->extra_first);
+    PyMem_Free(self->extra_stop);
     PyMem_Free(self->seen.keys);
     PyMem_Free(self->seen.stamps);
     vec_free(&self->stack);
@@ -581,6 +602,37 @@ static int offsets_valid(const int64_t *offsets, Py_ssize_t n, Py_ssize_t size) 
     for (Py_ssize_t i = 0; i < n; i++)
         if (offsets[i + 1] < offsets[i]) return 0;
     return offsets[n] <= size;
+}
+
+/* The first extra whose source is at least `state` (extra_src is sorted). */
+static Py_ssize_t first_extra_from(const Nfa *self, int64_t state) {
+    Py_ssize_t lo = 0, hi = self->nextras;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (self->extra_src[mid] < state)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Each block's range of extras (extra_first, extra_stop): O(blocks log extras) once, so
+ * that a closure's step searches the few of its block, not all of them. */
+static int index_extras_by_block(Nfa *self) {
+    size_t size = (size_t)(self->nblocks ? self->nblocks : 1) * sizeof(Py_ssize_t);
+    self->extra_first = PyMem_Malloc(size);
+    self->extra_stop = PyMem_Malloc(size);
+    if (!self->extra_first || !self->extra_stop) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < self->nblocks; i++) {
+        const Block *block = &self->blocks[i];
+        self->extra_first[i] = first_extra_from(self, block->base);
+        self->extra_stop[i] = first_extra_from(self, block->base + block->copies * block->span);
+    }
+    return 0;
 }
 
 static int Nfa_init(Nfa *self, PyObject *args, PyObject *kwargs) {
@@ -625,6 +677,12 @@ static int Nfa_init(Nfa *self, PyObject *args, PyObject *kwargs) {
     self->reads = data[6];
     self->blocks = (const Block *)data[7];
     self->nblocks = counts[7] / BLOCK_FIELDS;
+    self->bases = PyMem_Malloc((size_t)(self->nblocks ? self->nblocks : 1) * sizeof(int64_t));
+    if (!self->bases) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < self->nblocks; i++) self->bases[i] = self->blocks[i].base;
     self->extra_src = data[8];
     self->extra_off = data[9];
     self->extra_dst = data[10];
@@ -633,7 +691,7 @@ static int Nfa_init(Nfa *self, PyObject *args, PyObject *kwargs) {
     self->byte_edges = byte_edges;
     self->eps_edges = counts[5];
     self->final = final;
-    return 0;
+    return index_extras_by_block(self);
 }
 
 static PyMethodDef Nfa_methods[] = {
