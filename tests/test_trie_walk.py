@@ -686,7 +686,7 @@ def test_the_plain_tokens_by_the_bytes_they_hold() -> None:
 
 
 def test_a_visitor_refuses_bad_arguments() -> None:
-    """A Visitor checks what it is given against what it reads: tries of nine arrays,
+    """A Visitor checks what it is given against what it reads: tries of ten arrays,
     token ids below the size, plain_root nodes of the plain trie, a live state of the
     table and a writable table; each otherwise raises instead of reading out of bounds."""
     import formcast.index
@@ -711,7 +711,7 @@ def test_a_visitor_refuses_bad_arguments() -> None:
     ]
     native_walk.Visitor(*arguments)  # the arguments as index.py gives them
     changes: list[tuple[int, Any, str]] = [
-        (0, vocabulary.token_trie.flat.arrays[:8], "as 9 arrays"),
+        (0, vocabulary.token_trie.flat.arrays[:9], "as 10 arrays"),
         (8, 3, "token ids below"),
         (3, np.full(256, plain_trie.flat.node_count, dtype=np.int32), "plain_root"),
         (6, vocabulary.plain_bits_by_first[:10], "bits_by_first"),

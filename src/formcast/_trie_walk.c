@@ -53,14 +53,14 @@
 /* Whether the entries of `state` for the children of `node` are all built. A table
  * whose rows are built whole (TableAutomaton) or entry by entry (BoundAutomaton) is read
  * alike, and a row being written by another thread reads as not built yet. */
-static int children_built(const Walk *w, int32_t node, int32_t state) {
+static int children_built(const Walk *w, const NodeRecord *record, int32_t state) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
-    int32_t first = w->trie.child_first[node], stop = first + w->trie.child_count[node];
+    const NodeRecord *children = w->trie.records + record->child_first;
     /* a whole row: any entry tells, and the first child's is read next anyway (row[0]
      * would be one more cache line a node) */
-    if (w->whole_rows) return row[w->trie.node_byte[first]] != UNBUILT;
-    for (int32_t child = first; child < stop; child++)
-        if (row[w->trie.node_byte[child]] == UNBUILT) return 0;
+    if (w->whole_rows) return row[children[0].byte] != UNBUILT;
+    for (int32_t k = 0; k < record->child_count; k++)
+        if (row[children[k].byte] == UNBUILT) return 0;
     return 1;
 }
 
@@ -103,8 +103,8 @@ const uint64_t *loop_mask(Walk *w, int32_t state, int compute) {
 
 /* Whether `state` stays where it is on every byte below `node`, as far as its loop mask
  * tells (none kept and the subtree small: no). */
-static int loops_below(Walk *w, int32_t node, int32_t state) {
-    const uint64_t *mask = loop_mask(w, state, w->trie.node_large[node]);
+static int loops_below(Walk *w, int32_t node, int large, int32_t state) {
+    const uint64_t *mask = loop_mask(w, state, large);
     if (mask == NULL) return 0;
     const uint64_t *below = w->trie.below_bytes + (Py_ssize_t)node * 4;
     return !((below[0] & ~mask[0]) | (below[1] & ~mask[1]) | (below[2] & ~mask[2]) |
@@ -119,8 +119,8 @@ static int emit(Walk *w, int32_t token, int32_t state) {
     return WALK_OK;
 }
 
-static int emit_subtree(Walk *w, int32_t node, int32_t state) {
-    int32_t first = w->trie.subtree_first[node], stop = w->trie.subtree_stop[node];
+static int emit_subtree(Walk *w, const NodeRecord *record, int32_t state) {
+    int32_t first = record->subtree_first, stop = record->subtree_stop;
     if (first < 0 || stop < first || stop > w->trie.tokens) return WALK_BAD_NODE;
     if (w->filled + (stop - first) > w->out_size) return WALK_FULL;
     for (int32_t i = first; i < stop; i++) {
@@ -154,10 +154,11 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     int32_t node = entry.node, state = entry.state;
     if (node < 0 || node >= w->trie.nodes) return WALK_BAD_NODE;
     if (state <= DEAD || state >= w->states) return WALK_BAD_STATE;
-    int32_t count = w->trie.child_count[node];
-    int32_t first = w->trie.child_first[node];
+    const NodeRecord *record = w->trie.records + node;
+    int32_t count = record->child_count;
+    int32_t first = record->child_first;
     if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->trie.nodes)) return WALK_BAD_NODE;
-    int missing = count > 0 && !children_built(w, node, state);
+    int missing = count > 0 && !children_built(w, record, state);
     if (missing && w->build) { /* built here; left pending only when the table lacks room */
         int built = build_row(w, state);
         if (built < 0) return WALK_ERROR;
@@ -170,9 +171,9 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
         w->pending++;
         return WALK_OK;
     }
-    if (count > 0 && loops_below(w, node, state))
-        return emit_subtree(w, node, state);
-    int32_t token = w->trie.node_token[node];
+    if (count > 0 && loops_below(w, node, record->large, state))
+        return emit_subtree(w, record, state);
+    int32_t token = record->token;
     if (token >= 0) {
         int status = emit(w, token, state);
         if (status != WALK_OK) return status;
@@ -186,12 +187,14 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
         *room = wanted;
     }
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
-    for (int32_t child = first; child < first + count; child++) {
-        int32_t next = row[w->trie.node_byte[child]];
+    const NodeRecord *children = w->trie.records + first;
+    for (int32_t k = 0; k < count; k++) {
+        int32_t child = first + k;
+        int32_t next = row[children[k].byte];
         if (next == DEAD) continue;
         if (next < 0 || next >= w->states) return WALK_BAD_STATE;
-        if (w->trie.child_count[child] <= 0) { /* a leaf: its token, without a push */
-            int32_t leaf_token = w->trie.node_token[child];
+        if (children[k].child_count <= 0) { /* a leaf: its token, without a push */
+            int32_t leaf_token = children[k].token;
             if (leaf_token >= 0) {
                 int status = emit(w, leaf_token, next);
                 if (status != WALK_OK) return status;
@@ -250,7 +253,7 @@ static int take_two(PyObject *args, const char *format, Held held[2], int first_
     return take(second, &held[1], 1, 4, 0, second_name);
 }
 
-/* Take the nine buffers of a flattened trie (see vocabulary.FlatTrie.arrays), each
+/* Take the ten buffers of a flattened trie (see vocabulary.FlatTrie.arrays), each
  * checked against the node count. Returns -1 with an exception set; the caller releases
  * `held` (TRIE_ARRAYS entries) either way. */
 int take_trie(PyObject *const *arrays, Held *held, TrieArrays *trie) {
@@ -273,6 +276,9 @@ int take_trie(PyObject *const *arrays, Held *held, TrieArrays *trie) {
     if (take(arrays[8], &held[8], 0, 4, 0, "token_ids") < 0) return -1;
     trie->token_ids = held[8].view.buf;
     trie->tokens = held[8].view.len / 4;
+    if (take(arrays[9], &held[9], 0, sizeof(NodeRecord), trie->nodes, "node_records") < 0)
+        return -1;
+    trie->records = held[9].view.buf;
     return 0;
 }
 
@@ -303,14 +309,15 @@ void release(Held *held, int count) {
         if (held[i].held) PyBuffer_Release(&held[i].view);
 }
 
-#define ARGUMENTS 17 /* buffers: 16 arguments and the builder's acceptance flags */
+#define ARGUMENTS 18 /* buffers: 17 arguments and the builder's acceptance flags */
 
 PyDoc_STRVAR(walk_doc,
 "walk(table, trie, frontier_nodes, frontier_states, out_ids, out_states, filled,\n"
 "     pending_nodes, pending_states, builder=None) -> (filled, pending)\n"
 "\n"
 "Walk the flattened trie (the tuple node_byte, node_token, child_first, child_count,\n"
-"subtree_first, subtree_stop, node_large, below_bytes, token_ids) through the table\n"
+"subtree_first, subtree_stop, node_large, below_bytes, token_ids, node_records) through\n"
+"the table\n"
 "from each (frontier node, state). Every token reached is written with its state to\n"
 "out_ids/out_states from index `filled` on; each (node, state) whose row is not built\n"
 "yet to the pending buffers. Returns the new filled count and the pending count.\n"
@@ -360,11 +367,11 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     PyObject *objects[ARGUMENTS];
     PyObject *builder = Py_None;
     Py_ssize_t filled;
-    if (!PyArg_ParseTuple(args, "O(OOOOOOOOO)OOOOnOO|O:walk", &objects[0], &objects[1],
+    if (!PyArg_ParseTuple(args, "O(OOOOOOOOOO)OOOOnOO|O:walk", &objects[0], &objects[1],
                           &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
                           &objects[7], &objects[8], &objects[9], &objects[10], &objects[11],
-                          &objects[12], &objects[13], &filled, &objects[14], &objects[15],
-                          &builder))
+                          &objects[12], &objects[13], &objects[14], &filled, &objects[15],
+                          &objects[16], &builder))
         return NULL;
     Held held[ARGUMENTS];
     memset(held, 0, sizeof(held));
@@ -376,23 +383,23 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     if (take(objects[0], &held[0], building, 4, 256, "the table") < 0) goto done;
     w.table = held[0].view.buf;
     w.states = held[0].view.len / 4 / 256;
-    if (building && start_building(&w, builder, &held[16]) < 0) goto done;
+    if (building && start_building(&w, builder, &held[17]) < 0) goto done;
     TrieArrays trie;
     if (take_trie(objects + 1, held + 1, &trie) < 0) goto done;
     use_trie(&w, &trie);
-    if (take(objects[10], &held[10], 0, 4, 0, "frontier_nodes") < 0) goto done;
-    Py_ssize_t frontier = held[10].view.len / 4;
-    if (take(objects[11], &held[11], 0, 4, frontier, "frontier_states") < 0) goto done;
-    if (take(objects[12], &held[12], 1, 4, 0, "out_ids") < 0) goto done;
-    w.out_ids = held[12].view.buf;
-    w.out_size = held[12].view.len / 4;
-    if (take(objects[13], &held[13], 1, 4, w.out_size, "out_states") < 0) goto done;
-    w.out_states = held[13].view.buf;
-    if (take(objects[14], &held[14], 1, 4, 0, "pending nodes") < 0) goto done;
-    w.pending_nodes = held[14].view.buf;
-    w.pending_size = held[14].view.len / 4;
-    if (take(objects[15], &held[15], 1, 4, w.pending_size, "pending states") < 0) goto done;
-    w.pending_states = held[15].view.buf;
+    if (take(objects[11], &held[11], 0, 4, 0, "frontier_nodes") < 0) goto done;
+    Py_ssize_t frontier = held[11].view.len / 4;
+    if (take(objects[12], &held[12], 0, 4, frontier, "frontier_states") < 0) goto done;
+    if (take(objects[13], &held[13], 1, 4, 0, "out_ids") < 0) goto done;
+    w.out_ids = held[13].view.buf;
+    w.out_size = held[13].view.len / 4;
+    if (take(objects[14], &held[14], 1, 4, w.out_size, "out_states") < 0) goto done;
+    w.out_states = held[14].view.buf;
+    if (take(objects[15], &held[15], 1, 4, 0, "pending nodes") < 0) goto done;
+    w.pending_nodes = held[15].view.buf;
+    w.pending_size = held[15].view.len / 4;
+    if (take(objects[16], &held[16], 1, 4, w.pending_size, "pending states") < 0) goto done;
+    w.pending_states = held[16].view.buf;
     if (filled < 0 || filled > w.out_size) {
         PyErr_Format(PyExc_ValueError, "expected filled in [0, %zd], found %zd", w.out_size,
                      filled);
@@ -402,10 +409,10 @@ static PyObject *walk(PyObject *module, PyObject *args) {
 
     int status;
     if (building) { /* the builder makes Python objects: the GIL stays held */
-        status = run(&w, held[10].view.buf, held[11].view.buf, frontier);
+        status = run(&w, held[11].view.buf, held[12].view.buf, frontier);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        status = run(&w, held[10].view.buf, held[11].view.buf, frontier);
+        status = run(&w, held[11].view.buf, held[12].view.buf, frontier);
         Py_END_ALLOW_THREADS
     }
     if (status == WALK_OK) result = Py_BuildValue("(nn)", w.filled, w.pending);

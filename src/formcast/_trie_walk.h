@@ -23,6 +23,12 @@ typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize
 #define SUBSET_API "formcast._subset._build_state"
 #define PUSHDOWN_API "formcast._pushdown._build_state" /* the same, for sets of stacks */
 
+/* What the walk reads of a node, side by side (vocabulary.FlatTrie.node_records): the
+ * fields of the arrays below, in one cache line a node. */
+typedef struct {
+    int32_t child_first, child_count, token, subtree_first, subtree_stop, byte, large, unused;
+} NodeRecord;
+
 /* The arrays of a flattened trie (vocabulary.FlatTrie.arrays), read by the walk. */
 typedef struct {
     const uint8_t *node_byte;
@@ -36,6 +42,7 @@ typedef struct {
     Py_ssize_t nodes;
     const int32_t *token_ids;
     Py_ssize_t tokens;
+    const NodeRecord *records; /* one a node */
 } TrieArrays;
 
 /* A state's loop mask: the bytes on which it stays where it is (LOOP_SLOTS of them kept
@@ -86,7 +93,7 @@ typedef struct {
 } Held;
 
 
-#define TRIE_ARRAYS 9 /* the buffers of a flattened trie */
+#define TRIE_ARRAYS 10 /* the buffers of a flattened trie */
 
 int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize, Py_ssize_t minimum,
          const char *name);
