@@ -56,10 +56,13 @@ INITIAL_CAPACITY = 64
 BUILD_ROOM = 64
 _FILL_CHUNK = 256  # rows marked UNBUILT at once ahead of registration (256 KB)
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
-_MAPPED_BYTES = 1 << 22  # tables from this size on get a mapping of their own (_new_table)
+_MAPPED_BYTES = 1 << 22  # from this size on, a table gets a mapping of its own (_new_table)
 _ROW_BYTES = 256 * 4
 _RESERVED_ROWS = 1 << 20  # address space a mapped table reserves: 1 GiB, touched as used
 _OVERCOMMIT_SETTING = "/proc/sys/vm/overcommit_memory"
+# mmap's MAP_NORESERVE (Linux's value where Python's module lacks the name): a
+# reservation is then left out of the commit charge, which a fork() copies in full
+_NO_RESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
 
 Members = TypeVar("Members", bound=Hashable)
 _Result = TypeVar("_Result")
@@ -375,32 +378,43 @@ class SetStatesAutomaton(TableAutomaton[frozenset[int] | None]):
 def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     """An unwritten ``(capacity, 256)`` int32 table, and the mapping it lies in, if any.
 
-    From 4 MB on, its memory is an anonymous mapping of its own, in 4 KB pages: numpy
-    advises the kernel to back arrays that large with 2 MB pages, and where transparent
-    huge pages are given to advised memory (Linux's default ``madvise`` mode) a first
-    touch then zeroes, and may have to compact, 2 MB at once. The copy of a table
-    doubling to 64 MB took 7-105 ms that way (20-200 ms in a process that had run for a
-    while) against 18-23 ms in 4 KB pages; one such copy was a mask's whole time.
+    Where Linux overcommits (its default), every table's memory is an anonymous mapping
+    of its own that reserves address space for :data:`_RESERVED_ROWS` states (1 GiB, or
+    twice ``capacity`` past that) without committing memory: pages are given as rows are
+    first written, so the table grows in place with no copy, and the memory used is what
+    the rows take. A table growing in numpy's memory was copied at each doubling, and
+    into a new mapping at 4 MB: 0.8 ms a time, most first visits' cost 100 times over,
+    and 3% of maskbench's mask time (29 ms of 964 over every tenth schema; 3.5 ms with
+    every table mapped). Under a limit on the process's address space (``ulimit -v``,
+    ``RLIMIT_AS``), which reservations count against in full, a table reserves a
+    sixteenth of that limit at most (:func:`_reserved_rows`); where a reservation is
+    refused, the mapping is ``capacity`` rows. A reservation is mapped without swap
+    space reserved (``MAP_NORESERVE``): counted in the commit charge, tens of them made a
+    ``fork()`` fail for want of memory it would never use.
 
-    Where Linux overcommits (its default), the mapping reserves address space for
-    :data:`_RESERVED_ROWS` states (1 GiB, or twice ``capacity`` past that) without
-    committing memory: pages are given as rows are first written, so the table later
-    grows in place with no copy, and the memory used is what the rows take, as before.
-    Under a limit on the process's address space (``ulimit -v``, ``RLIMIT_AS``), which
-    reservations count against in full, a table reserves a sixteenth of that limit at
-    most (:func:`_reserved_rows`). Under strict accounting (``vm.overcommit_memory =
-    2``), where a reservation would count in full, or where it is refused, the mapping is
-    ``capacity`` rows. The mapping is released with the last array over it."""
-    if capacity * _ROW_BYTES < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
+    Under strict accounting (``vm.overcommit_memory = 2``), where a reservation would
+    count in full, a table lies in numpy's memory up to 4 MB and in a mapping of
+    ``capacity`` rows past that, in 4 KB pages: numpy advises the kernel to back arrays
+    that large with 2 MB pages, and where transparent huge pages are given to advised
+    memory (Linux's default ``madvise`` mode) a first touch then zeroes, and may have to
+    compact, 2 MB at once. The copy of a table doubling to 64 MB took 7-105 ms that way
+    (20-200 ms in a process that had run for a while) against 18-23 ms in 4 KB pages;
+    one such copy was a mask's whole time.
+
+    The mapping is released with the last array over it."""
+    if not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty((capacity, 256), dtype=np.int32), None  # Windows: nothing advised
+    reserving = _may_reserve()
+    if capacity * _ROW_BYTES < _MAPPED_BYTES and not reserving:
+        return np.empty((capacity, 256), dtype=np.int32), None
     # private: a forked process gets its own copy on write, as with numpy's memory (a
     # shared mapping would let a child's new rows, naming states only it has, show here)
     private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
     mapping = None
-    if _may_reserve():
+    if reserving:
         rows = max(_reserved_rows(), 2 * capacity)
         try:
-            mapping = mmap.mmap(-1, rows * _ROW_BYTES, flags=private)
+            mapping = mmap.mmap(-1, rows * _ROW_BYTES, flags=private | _NO_RESERVE)
         except OSError:  # a limit on address space (ulimit -v): map what is asked
             mapping = None
     if mapping is None:
