@@ -97,18 +97,22 @@ def _watching(
     monkeypatch: pytest.MonkeyPatch, model: Any
 ) -> Iterator[tuple[_Recorder, _WatchedModel]]:
     recorder = _Recorder()
-    walk = TokenIndex._walk_vocabulary
     build_mask = batching_module.allowed_mask
 
-    def first_visit(index: TokenIndex, state: int) -> Any:
-        recorder.events.append("first-visit")
-        return walk(index, state)
+    def recorded(first_visit: Any) -> Any:
+        def recording(index: TokenIndex, state: int) -> Any:
+            recorder.events.append("first-visit")
+            return first_visit(index, state)
+
+        return recording
 
     def mask(*args: Any) -> torch.Tensor:
         recorder.events.append("mask")
         return build_mask(*args)
 
-    monkeypatch.setattr(TokenIndex, "_walk_vocabulary", first_visit)
+    # a row's first computation takes one of these ways (see TokenIndex._row)
+    for way in ("_visited", "_walk_vocabulary"):
+        monkeypatch.setattr(TokenIndex, way, recorded(getattr(TokenIndex, way)))
     monkeypatch.setattr(batching_module, "allowed_mask", mask)
     with recorder:
         yield recorder, _WatchedModel(model, recorder)
