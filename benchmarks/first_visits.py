@@ -29,8 +29,20 @@ whether every mask is the same.
 (``"[^,\"]{1,255}"``, its DFA rows built), taken by the Visitor's way for such strings
 and by a Visitor without it (the whole trie walked), in us.
 
+``rows``: over every ``--every``-th maskbench schema whose automaton is a
+``LazyAutomaton``, up to ``--rows`` DFA rows built by ``formcast._subset`` (breadth-first
+rounds of the rows not built yet, each round one C call), in us a row.
+
+``growth``: over every ``--every``-th maskbench schema, each valid instance walked cold:
+the masks' total time, and the part of it spent growing the automata's tables
+(``TableAutomaton._allocate``), in ms.
+
+``slowest``: the four slowest masks of each schema in ``--names`` (comma-separated file
+names; by default two whose key patterns match anywhere), every instance walked cold,
+in us.
+
     OMP_NUM_THREADS=1 python benchmarks/first_visits.py \
-        [split|string|small|recursive|excluded] [--every N]
+        [split|string|small|recursive|excluded|rows|growth|slowest] [--every N]
 
 Compare two commits by running it with ``PYTHONPATH=<worktree>/src`` (that worktree's C
 modules built in place) and without.
@@ -220,17 +232,111 @@ def small(vocabulary: Vocabulary) -> None:
     print(f"packed_mask of a fresh small row: {masks:.2f} us, the visit alone {called:.2f} us")
 
 
+def _lazy_schemas(every: int, vocabulary: Vocabulary) -> Any:
+    """``(document, index)`` of every ``every``-th maskbench schema compiled to a
+    ``LazyAutomaton`` (each index dropped from the memory cache after its turn)."""
+    for path in maskbench.schema_files(every):
+        document = json.loads(path.read_text())
+        try:
+            index = compile_index(document["schema"], vocabulary, mode="specification")
+            Cursor(index).bitmask(vocabulary.size)
+        except Exception:  # refused or unsupported: nothing to time
+            continue
+        if type(index.automaton) is LazyAutomaton:
+            yield document, index
+        clear_memory_cache()
+
+
+def rows(vocabulary: Vocabulary, every: int, limit: int) -> None:
+    seconds, built = 0.0, 0
+    for _, index in _lazy_schemas(every, vocabulary):
+        automaton = index.automaton
+        assert isinstance(automaton, LazyAutomaton)
+        native = automaton._native_rows()
+        if native is None:
+            print("formcast._subset was not built: nothing to time")
+            return
+        done = 0
+        started = time.perf_counter()
+        while done < limit:
+            with automaton._lock:
+                unbuilt = np.flatnonzero(automaton._table[: len(automaton._sets), 0] == -1)
+                if not unbuilt.size:
+                    break
+                unbuilt = unbuilt[: limit - done]
+                automaton._build_natively(native[0], unbuilt.tolist())
+            done += unbuilt.size
+        seconds += time.perf_counter() - started
+        built += done
+    print(f"{built:,} DFA rows built in C: {seconds / built * 1e6:.2f} us a row")
+
+
+def growth(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
+    from formcast.automaton import table as table_module
+
+    allocate = table_module.TableAutomaton._allocate
+    spent = [0.0, 0]
+
+    def timed(automaton: Any, capacity: int) -> None:
+        started = time.perf_counter()
+        allocate(automaton, capacity)
+        spent[0] += time.perf_counter() - started
+        spent[1] += 1
+
+    masks = 0.0
+    for document, index in _lazy_schemas(every, vocabulary):
+        table_module.TableAutomaton._allocate = timed  # type: ignore[method-assign]
+        try:
+            masks += _walk_ms(index, _instances(tokenizer, document), vocabulary.size)
+        finally:
+            table_module.TableAutomaton._allocate = allocate  # type: ignore[method-assign]
+    print(
+        f"masks' total {masks:.1f} ms, of which growing tables {spent[0] * 1e3:.1f} ms "
+        f"({spent[1]} growths)"
+    )
+
+
+_SLOWEST = "Github_hard---o57432.json,Github_medium---o71550.json"
+
+
+def slowest(tokenizer: Any, vocabulary: Vocabulary, names: str) -> None:
+    folder = maskbench.schema_files(1)[0].parent
+    for name in names.split(","):
+        document = json.loads((folder / name).read_text())
+        index = compile_index(document["schema"], vocabulary, mode="specification")
+        kept: list[float] = []
+        buffer = Cursor(index).bitmask(vocabulary.size)
+        words = buffer.reshape(-1)
+        for tokens in _instances(tokenizer, document):
+            cursor = Cursor(index)
+            for token in tokens:
+                started = time.perf_counter()
+                cursor.bitmask(vocabulary.size, out=buffer)
+                kept.append((time.perf_counter() - started) * 1e6)
+                if not (int(words[token // 32]) >> (token % 32)) & 1:
+                    break
+                cursor.advance(token)
+        top = ", ".join(f"{us:,.0f}" for us in sorted(kept, reverse=True)[:4])
+        print(f"{name}: slowest masks {top} us (of {len(kept):,})")
+        clear_memory_cache()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "what",
         nargs="?",
         default="split",
-        choices=("split", "string", "small", "recursive", "excluded"),
+        choices=("split", "string", "small", "recursive", "excluded", "rows", "growth", "slowest"),
     )
     parser.add_argument(
-        "--every", type=int, default=4, help="take every Nth schema (split, recursive)"
+        "--every",
+        type=int,
+        default=4,
+        help="take every Nth schema (split, recursive, rows, growth)",
     )
+    parser.add_argument("--rows", type=int, default=300, help="rows built a schema (rows)")
+    parser.add_argument("--names", default=_SLOWEST, help="schema files (slowest)")
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
@@ -249,6 +355,12 @@ def main() -> None:
         string(vocabulary)
     elif args.what == "excluded":
         excluded(vocabulary)
+    elif args.what == "rows":
+        rows(vocabulary, args.every, args.rows)
+    elif args.what == "growth":
+        growth(tokenizer, vocabulary, args.every)
+    elif args.what == "slowest":
+        slowest(tokenizer, vocabulary, args.names)
     else:
         small(vocabulary)
 

@@ -6,6 +6,7 @@ import pickle
 import random
 import zlib
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -684,18 +685,25 @@ def test_a_first_byte_lookup_reads_unordered_pairs_whatever_its_scan_count(
     assert lookup.pairs[2] and (np.diff(lookup.pairs[0]) > 0).all()
 
 
-def test_a_walk_short_of_room_computes_each_row_about_once(vocabulary: Vocabulary) -> None:
+_BOUNDED_STRING = r'"(?:[^\x00-\x1f",\\]|\\n|\\t|\\u000b|\\\\){1,255}"'
+
+
+def test_a_walk_short_of_room_computes_each_row_about_once(
+    vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A first visit that needs more new states than the table has room for builds rows
     until the room runs out, then leaves the rest pending for the next round: the rows it
     computes and drops are at most one a round, not one a node left pending (thousands,
     each a subset construction, in a bounded JSON string). The row is each token walked
     byte by byte."""
     import formcast.automaton.lazy as lazy_module
+    import formcast.automaton.table as table_module
     import formcast.index
 
     if formcast.index.native_walk is None or lazy_module.native_subset is None:
         pytest.skip("the C walk or the C subset construction was not built")
-    automaton = LazyAutomaton(r'"(?:[^\x00-\x1f",\\]|\\n|\\t|\\u000b|\\\\){1,255}"')
+    monkeypatch.setattr(table_module, "VISIT_ROOM_MAPPED", table_module.BUILD_ROOM)
+    automaton = LazyAutomaton(_BOUNDED_STRING)
     start = automaton.walk(b'"')
     index = TokenIndex(automaton, vocabulary)
     row = index_row(index, start)
@@ -705,3 +713,38 @@ def test_a_walk_short_of_room_computes_each_row_about_once(vocabulary: Vocabular
     rounds = 16  # each round at least doubles the room: far fewer than this
     assert built <= native.rows_computed <= built + rounds
     assert row == brute_force_row(index, start)
+    assert automaton._visit_room > table_module.BUILD_ROOM  # the room it needed, kept
+
+
+def test_a_visit_offered_the_room_it_needs_walks_once(
+    vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table in a reservation of its own offers a first visit room for a thousand new
+    states, so the visit of a bounded string (more than a hundred) walks once, where a
+    table in numpy's memory starts short and calls the visit again; both give the row of
+    each token walked byte by byte."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.automaton.table as table_module
+    import formcast.index
+
+    if formcast.index.native_walk is None or lazy_module.native_subset is None:
+        pytest.skip("the C walk or the C subset construction was not built")
+    visit = formcast.index._visitor(vocabulary).visit
+    calls = {"count": 0}
+
+    def counted(*arguments: Any) -> tuple[Any, ...]:
+        calls["count"] += 1
+        found: tuple[Any, ...] = visit(*arguments)
+        return found
+
+    for reserving in (True, False):
+        monkeypatch.setattr(table_module, "_reserve_verdict", reserving)
+        automaton = LazyAutomaton(_BOUNDED_STRING)
+        start = automaton.walk(b'"')
+        calls["count"] = 0
+        automaton.visit_building(counted, start)
+        assert (automaton._mapping is not None) == reserving
+        assert calls["count"] == 1 if reserving else calls["count"] >= 2
+        assert automaton.num_states > table_module.BUILD_ROOM + 40
+        index = TokenIndex(automaton, vocabulary)
+        assert index_row(index, start) == brute_force_row(index, start)

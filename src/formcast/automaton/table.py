@@ -54,6 +54,10 @@ INITIAL_CAPACITY = 64
 # successors not interned yet, so a small automaton's table (64 rows at first) does not
 # grow for the room alone.
 BUILD_ROOM = 64
+# The room a first visit asks first of a table in a reservation of its own, where growing
+# copies nothing: a pattern that matches anywhere adds hundreds of states a visit, and a
+# visit short of room walks again from its start (see visit_building).
+VISIT_ROOM_MAPPED = 1024
 _FILL_CHUNK = 256  # rows marked UNBUILT at once ahead of registration (256 KB)
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 _MAPPED_BYTES = 1 << 22  # from this size on, a table gets a mapping of its own (_new_table)
@@ -89,6 +93,7 @@ class TableAutomaton(Generic[Members]):
     _lock: threading.Lock
     _mapping: mmap.mmap | None = None  # the memory the table lies in, when mapped
     _rows_ahead: bool = False  # rows were built before any walk asked (see rows_built_ahead)
+    _visit_room: int = BUILD_ROOM  # the room a visit asks first (see visit_building)
 
     # -- storage -------------------------------------------------------------------------
     def _allocate(self, capacity: int) -> None:
@@ -273,11 +278,19 @@ class TableAutomaton(Generic[Members]):
         :meth:`walk_building`), called again with more room in the table while it answers
         ``(0,)``: a :class:`formcast._trie_walk.Visitor`'s visit, which builds the rows it
         reads and stops where a row's new states would not fit (the rows built stay
-        built). None where rows are not built in C."""
+        built). None where rows are not built in C.
+
+        A visit called again walks again from its start (over rows built by then): its
+        second and third calls were most of the slowest masks of a pattern that matches
+        anywhere. So a table in a reservation (where growing copies nothing) offers
+        :data:`VISIT_ROOM_MAPPED` states at first, and the room a visit needed is kept
+        and offered to the next ones."""
         native = self._native_rows()
         if native is None:
             return None
-        room = BUILD_ROOM
+        room = self._visit_room
+        if self._mapping is not None:
+            room = max(room, VISIT_ROOM_MAPPED)
         with self._lock:
             while True:
                 if len(self._sets) + room > self._accepting.shape[0]:
@@ -291,6 +304,7 @@ class TableAutomaton(Generic[Members]):
                 if found[0]:
                     return found
                 room = 2 * room + 1  # a row adds at most 256 states
+                self._visit_room = max(self._visit_room, room)
 
     def build_rows(self, states: Iterable[int]) -> None:
         """Build the rows of ``states`` that are not built yet (under the lock)."""
