@@ -719,10 +719,10 @@ def test_a_walk_short_of_room_computes_each_row_about_once(
 def test_a_visit_offered_the_room_it_needs_walks_once(
     vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A table in a reservation of its own offers a first visit room for a thousand new
-    states, so the visit of a bounded string (more than a hundred) walks once, where a
-    table in numpy's memory starts short and calls the visit again; both give the row of
-    each token walked byte by byte."""
+    """A table in a reservation of its own (one of 4 MB or more; here any) offers a first
+    visit room for a thousand new states, so the visit of a bounded string (more than a
+    hundred) walks once, where a table in numpy's memory starts short and calls the visit
+    again; both give the row of each token walked byte by byte."""
     import formcast.automaton.lazy as lazy_module
     import formcast.automaton.table as table_module
     import formcast.index
@@ -739,6 +739,7 @@ def test_a_visit_offered_the_room_it_needs_walks_once(
 
     for reserving in (True, False):
         monkeypatch.setattr(table_module, "_reserve_verdict", reserving)
+        monkeypatch.setattr(table_module, "_MAPPED_BYTES", 0 if reserving else 1 << 22)
         automaton = LazyAutomaton(_BOUNDED_STRING)
         start = automaton.walk(b'"')
         calls["count"] = 0

@@ -1229,20 +1229,20 @@ def _mapping_flags(address: int) -> list[str]:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="tables reserve room on Linux only")
-def test_every_table_reserves_room_without_swap_reserved(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the kernel overcommits, a table of 64 rows lies in a reservation already, and
-    that reservation is kept out of the commit charge (VmFlags ``nr``): a fork() copies
-    the charge of every private mapping, and tens of 1 GiB reservations made it fail."""
+def test_a_tables_reservation_has_no_swap_reserved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernel overcommits, a table of 4 MB or more lies in a reservation kept
+    out of the commit charge (VmFlags ``nr``): a fork() copies the charge of every
+    private mapping, and tens of 1 GiB reservations made it fail. A smaller table stays
+    in numpy's memory."""
     from formcast.automaton import table as table_module
 
     monkeypatch.setattr(table_module, "_reserve_verdict", True)
-    table, mapping = table_module._new_table(64)
+    table, mapping = table_module._new_table(4_096)
     assert mapping is not None and len(mapping) >= (1 << 20) * 1024
     table[:] = UNBUILT  # pages given as the rows are written
     assert "nr" in _mapping_flags(table.ctypes.data)
-    monkeypatch.setattr(table_module, "_reserve_verdict", False)
-    small, none = table_module._new_table(64)
-    assert none is None and small.shape == (64, 256)  # strict accounting: numpy's memory
+    small, none = table_module._new_table(4_095)
+    assert none is None and small.shape == (4_095, 256)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="tables reserve room on Linux only")

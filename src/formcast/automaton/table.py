@@ -281,10 +281,13 @@ class TableAutomaton(Generic[Members]):
         built). None where rows are not built in C.
 
         A visit called again walks again from its start (over rows built by then): its
-        second and third calls were most of the slowest masks of a pattern that matches
-        anywhere. So a table in a reservation (where growing copies nothing) offers
-        :data:`VISIT_ROOM_MAPPED` states at first, and the room a visit needed is kept
-        and offered to the next ones."""
+        second to fifth calls were most of the slowest masks of a pattern that matches
+        anywhere (hundreds of new states a visit, where the room doubled from 64). So a
+        visit that ran short is offered twice the states the table holds, a table in a
+        reservation (where growing copies nothing) offers :data:`VISIT_ROOM_MAPPED` states
+        at first, and the room a visit needed is kept and offered to the next ones. A
+        small table offers little at first: its growth is a copy into new memory, whose
+        first touches raised the grammars' mask p99 by 5-10%."""
         native = self._native_rows()
         if native is None:
             return None
@@ -303,7 +306,7 @@ class TableAutomaton(Generic[Members]):
                     self._took_in()
                 if found[0]:
                     return found
-                room = 2 * room + 1  # a row adds at most 256 states
+                room = max(2 * room + 1, 2 * len(self._sets))
                 self._visit_room = max(self._visit_room, room)
 
     def build_rows(self, states: Iterable[int]) -> None:
@@ -392,35 +395,32 @@ class SetStatesAutomaton(TableAutomaton[frozenset[int] | None]):
 def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     """An unwritten ``(capacity, 256)`` int32 table, and the mapping it lies in, if any.
 
-    Where Linux overcommits (its default), every table's memory is an anonymous mapping
-    of its own that reserves address space for :data:`_RESERVED_ROWS` states (1 GiB, or
-    twice ``capacity`` past that) without committing memory: pages are given as rows are
-    first written, so the table grows in place with no copy, and the memory used is what
-    the rows take. A table growing in numpy's memory was copied at each doubling, and
-    into a new mapping at 4 MB: 0.8 ms a time, most first visits' cost 100 times over,
-    and 3% of maskbench's mask time (29 ms of 964 over every tenth schema; 3.5 ms with
-    every table mapped). Under a limit on the process's address space (``ulimit -v``,
-    ``RLIMIT_AS``), which reservations count against in full, a table reserves a
-    sixteenth of that limit at most (:func:`_reserved_rows`); where a reservation is
-    refused, the mapping is ``capacity`` rows. A reservation is mapped without swap
-    space reserved (``MAP_NORESERVE``): counted in the commit charge, tens of them made a
-    ``fork()`` fail for want of memory it would never use.
+    From 4 MB on, its memory is an anonymous mapping of its own, in 4 KB pages: numpy
+    advises the kernel to back arrays that large with 2 MB pages, and where transparent
+    huge pages are given to advised memory (Linux's default ``madvise`` mode) a first
+    touch then zeroes, and may have to compact, 2 MB at once. The copy of a table
+    doubling to 64 MB took 7-105 ms that way (20-200 ms in a process that had run for a
+    while) against 18-23 ms in 4 KB pages; one such copy was a mask's whole time. A
+    smaller table stays in numpy's memory: mapped from its first rows, it grew with no
+    copy (0.8 ms at 4 MB), but its pages were new to the process at every first touch,
+    where numpy's come back from tables freed before: the grammars' mask p99 rose from
+    135-139 to 146-154 us.
 
-    Under strict accounting (``vm.overcommit_memory = 2``), where a reservation would
-    count in full, a table lies in numpy's memory up to 4 MB and in a mapping of
-    ``capacity`` rows past that, in 4 KB pages: numpy advises the kernel to back arrays
-    that large with 2 MB pages, and where transparent huge pages are given to advised
-    memory (Linux's default ``madvise`` mode) a first touch then zeroes, and may have to
-    compact, 2 MB at once. The copy of a table doubling to 64 MB took 7-105 ms that way
-    (20-200 ms in a process that had run for a while) against 18-23 ms in 4 KB pages;
-    one such copy was a mask's whole time.
-
-    The mapping is released with the last array over it."""
-    if not hasattr(mmap, "MAP_PRIVATE"):
+    Where Linux overcommits (its default), the mapping reserves address space for
+    :data:`_RESERVED_ROWS` states (1 GiB, or twice ``capacity`` past that) without
+    committing memory: pages are given as rows are first written, so the table later
+    grows in place with no copy, and the memory used is what the rows take, as before.
+    It is mapped without swap space reserved (``MAP_NORESERVE``): counted in the commit
+    charge, which a ``fork()`` copies, tens of reservations made the fork fail for want
+    of memory it would never use. Under a limit on the process's address space (``ulimit
+    -v``, ``RLIMIT_AS``), which reservations count against in full, a table reserves a
+    sixteenth of that limit at most (:func:`_reserved_rows`). Under strict accounting
+    (``vm.overcommit_memory = 2``), where a reservation would count in full, or where it
+    is refused, the mapping is ``capacity`` rows. The mapping is released with the last
+    array over it."""
+    if capacity * _ROW_BYTES < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty((capacity, 256), dtype=np.int32), None  # Windows: nothing advised
     reserving = _may_reserve()
-    if capacity * _ROW_BYTES < _MAPPED_BYTES and not reserving:
-        return np.empty((capacity, 256), dtype=np.int32), None
     # private: a forked process gets its own copy on write, as with numpy's memory (a
     # shared mapping would let a child's new rows, naming states only it has, show here)
     private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
