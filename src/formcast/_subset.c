@@ -91,6 +91,12 @@ typedef struct {
     int64_t final;
     Map closures; /* state -> offset in pool: pool[offset] = size, then the members */
     Vec pool;
+    /* a concrete state's closure offset (-1: not computed) and the stamp of the search
+     * that met it: concrete ids are dense, and most states are concrete, so these
+     * arrays stand in for the hash map and the seen set (a cache miss each, and hashing,
+     * at every closure asked for and every state a search meets) */
+    int64_t *concrete_closures;
+    uint32_t *concrete_seen, concrete_stamp;
     /* scratch */
     Seen seen;
     Vec stack, found, eps, edges, chain, join;
@@ -236,14 +242,31 @@ static int eps_of(Nfa *self, int64_t state, int *important) {
     return 0;
 }
 
+/* Mark `state` met by the current search: 1 newly, 0 already, -1 on error. */
+static inline int met(Nfa *self, int64_t state) {
+    if (state >= 0 && state < self->n) {
+        if (self->concrete_seen[state] == self->concrete_stamp) return 0;
+        self->concrete_seen[state] = self->concrete_stamp;
+        return 1;
+    }
+    return seen_insert(&self->seen, state);
+}
+
 /* The offset in self->pool of the closure of `state` (computed once). */
 static int closure_of(Nfa *self, int64_t state, int64_t *offset) {
-    if (map_get(&self->closures, state, offset)) return 0;
+    int concrete = state >= 0 && state < self->n;
+    if (concrete ? (*offset = self->concrete_closures[state]) >= 0
+                 : map_get(&self->closures, state, offset))
+        return 0;
     Seen *seen = &self->seen;
     Vec *stack = &self->stack, *found = &self->found;
     seen_clear(seen);
+    if (++self->concrete_stamp == 0) { /* wrapped: forget every old stamp */
+        memset(self->concrete_seen, 0, (size_t)(self->n ? self->n : 1) * sizeof(uint32_t));
+        self->concrete_stamp = 1;
+    }
     stack->size = found->size = 0;
-    if (seen_insert(seen, state) < 0 || vec_push(stack, state) < 0) return -1;
+    if (met(self, state) < 0 || vec_push(stack, state) < 0) return -1;
     while (stack->size) {
         int64_t x = stack->data[--stack->size];
         int important;
@@ -251,7 +274,7 @@ static int closure_of(Nfa *self, int64_t state, int64_t *offset) {
         if (important && vec_push(found, x) < 0) return -1;
         for (Py_ssize_t k = 0; k < self->eps.size; k++) {
             int64_t y = self->eps.data[k];
-            int added = seen_insert(seen, y);
+            int added = met(self, y);
             if (added < 0) return -1;
             if (added && vec_push(stack, y) < 0) return -1;
         }
@@ -262,6 +285,10 @@ static int closure_of(Nfa *self, int64_t state, int64_t *offset) {
     self->pool.data[self->pool.size++] = found->size;
     memcpy(self->pool.data + self->pool.size, found->data, (size_t)found->size * sizeof(int64_t));
     self->pool.size += found->size;
+    if (concrete) {
+        self->concrete_closures[state] = *offset;
+        return 0;
+    }
     return map_put(&self->closures, state, *offset);
 }
 
@@ -584,6 +611,8 @@ static void Nfa_dealloc(Nfa *self) {
     PyMem_Free(self->bases);
     PyMem_Free(self->extra_first);
     PyMem_Free(self->extra_stop);
+    PyMem_Free(self->concrete_closures);
+    PyMem_Free(self->concrete_seen);
     PyMem_Free(self->seen.keys);
     PyMem_Free(self->seen.stamps);
     vec_free(&self->stack);
@@ -712,7 +741,16 @@ static int Nfa_init(Nfa *self, PyObject *args, PyObject *kwargs) {
     self->byte_edges = byte_edges;
     self->eps_edges = counts[5];
     self->final = final;
-    return index_extras_by_block(self);
+    if (index_extras_by_block(self) < 0) return -1;
+    size_t states = (size_t)(n ? n : 1);
+    self->concrete_closures = PyMem_Malloc(states * sizeof(int64_t));
+    self->concrete_seen = PyMem_Calloc(states, sizeof(uint32_t));
+    if (!self->concrete_closures || !self->concrete_seen) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(self->concrete_closures, 0xff, states * sizeof(int64_t)); /* -1: none yet */
+    return 0;
 }
 
 static PyMethodDef Nfa_methods[] = {
