@@ -30,11 +30,12 @@ whether every mask is the same.
 and by a Visitor without it (the whole trie walked), in us.
 
 ``rows``: over every ``--every``-th maskbench schema whose automaton is a
-``LazyAutomaton``, up to ``--rows`` DFA rows built by ``formcast._subset`` (breadth-first
-rounds of the rows not built yet, each round one C call), in us a row.
+``LazyAutomaton`` (or the schemas ``--names`` gives), up to ``--rows`` DFA rows built by
+``formcast._subset`` (breadth-first rounds of the rows not built yet, each round one C
+call), in us a row.
 
-``growth``: over every ``--every``-th maskbench schema, each valid instance walked cold:
-the masks' total time, and the part of it spent growing the automata's tables
+``growth``: over the same schemas, each valid instance walked cold: the masks' total
+time, and the part of it spent growing the automata's tables
 (``TableAutomaton._allocate``), in ms.
 
 ``slowest``: the four slowest masks of each schema in ``--names`` (comma-separated file
@@ -232,10 +233,14 @@ def small(vocabulary: Vocabulary) -> None:
     print(f"packed_mask of a fresh small row: {masks:.2f} us, the visit alone {called:.2f} us")
 
 
-def _lazy_schemas(every: int, vocabulary: Vocabulary) -> Any:
-    """``(document, index)`` of every ``every``-th maskbench schema compiled to a
-    ``LazyAutomaton`` (each index dropped from the memory cache after its turn)."""
-    for path in maskbench.schema_files(every):
+def _lazy_schemas(every: int, vocabulary: Vocabulary, names: str | None = None) -> Any:
+    """``(document, index)`` of every ``every``-th maskbench schema (or of those
+    ``names`` lists) compiled to a ``LazyAutomaton`` (each index dropped from the memory
+    cache after its turn)."""
+    paths = maskbench.schema_files(every)
+    if names is not None:
+        paths = [maskbench.schema_files(1)[0].parent / name for name in names.split(",")]
+    for path in paths:
         document = json.loads(path.read_text())
         try:
             index = compile_index(document["schema"], vocabulary, mode="specification")
@@ -247,9 +252,9 @@ def _lazy_schemas(every: int, vocabulary: Vocabulary) -> Any:
         clear_memory_cache()
 
 
-def rows(vocabulary: Vocabulary, every: int, limit: int) -> None:
+def rows(vocabulary: Vocabulary, every: int, limit: int, names: str | None) -> None:
     seconds, built = 0.0, 0
-    for _, index in _lazy_schemas(every, vocabulary):
+    for _, index in _lazy_schemas(every, vocabulary, names):
         automaton = index.automaton
         assert isinstance(automaton, LazyAutomaton)
         native = automaton._native_rows()
@@ -271,7 +276,7 @@ def rows(vocabulary: Vocabulary, every: int, limit: int) -> None:
     print(f"{built:,} DFA rows built in C: {seconds / built * 1e6:.2f} us a row")
 
 
-def growth(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
+def growth(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) -> None:
     from formcast.automaton import table as table_module
 
     allocate = table_module.TableAutomaton._allocate
@@ -284,7 +289,7 @@ def growth(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
         spent[1] += 1
 
     masks = 0.0
-    for document, index in _lazy_schemas(every, vocabulary):
+    for document, index in _lazy_schemas(every, vocabulary, names):
         table_module.TableAutomaton._allocate = timed  # type: ignore[method-assign]
         try:
             masks += _walk_ms(index, _instances(tokenizer, document), vocabulary.size)
@@ -336,7 +341,9 @@ def main() -> None:
         help="take every Nth schema (split, recursive, rows, growth)",
     )
     parser.add_argument("--rows", type=int, default=300, help="rows built a schema (rows)")
-    parser.add_argument("--names", default=_SLOWEST, help="schema files (slowest)")
+    parser.add_argument(
+        "--names", help=f"schema files, comma-separated (slowest: {_SLOWEST}; rows, growth)"
+    )
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
@@ -356,11 +363,11 @@ def main() -> None:
     elif args.what == "excluded":
         excluded(vocabulary)
     elif args.what == "rows":
-        rows(vocabulary, args.every, args.rows)
+        rows(vocabulary, args.every, args.rows, args.names)
     elif args.what == "growth":
-        growth(tokenizer, vocabulary, args.every)
+        growth(tokenizer, vocabulary, args.every, args.names)
     elif args.what == "slowest":
-        slowest(tokenizer, vocabulary, args.names)
+        slowest(tokenizer, vocabulary, args.names or _SLOWEST)
     else:
         small(vocabulary)
 
