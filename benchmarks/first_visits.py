@@ -17,7 +17,9 @@ the automaton's lock around it), in us.
 
 ``small``: ``TokenIndex.packed_mask`` over 2,500 fresh states of a counted number (small
 rows, their DFA rows built), in us a state, beside the visit alone (the C call under
-the automaton's lock): the difference is the Python around a first visit.
+the automaton's lock): the difference is the Python around a first visit, and the page
+faults of its new masks (counted a state: where the allocator kept an earlier round's
+memory, none).
 
 ``recursive``: over every ``--every``-th maskbench schema whose automaton is a
 ``PushdownAutomaton``, each valid instance walked cold by a fresh compile with the rows
@@ -55,6 +57,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable
@@ -222,15 +225,23 @@ def small(vocabulary: Vocabulary) -> None:
         automaton.visit_building(visit, state)  # the DFA rows the visits read
     width = vocabulary.size
 
+    faults: list[float] = []
+
     def fresh_index_round() -> float:  # every state a first visit of this index
         index = TokenIndex(automaton, vocabulary)
-        return _per_call_us(states, lambda s: index.packed_mask(s, width))
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        spent = _per_call_us(states, lambda s: index.packed_mask(s, width))
+        faults.append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / len(states))
+        return spent
 
     masks = min(fresh_index_round() for _ in range(5))
     called = min(
         _per_call_us(states, lambda s: automaton.visit_building(visit, s)) for _ in range(5)
     )
-    print(f"packed_mask of a fresh small row: {masks:.2f} us, the visit alone {called:.2f} us")
+    print(
+        f"packed_mask of a fresh small row: {masks:.2f} us, the visit alone {called:.2f} us; "
+        f"page faults a state in the last rounds {faults[-1]:.2f}, first round {faults[0]:.2f}"
+    )
 
 
 def _lazy_schemas(every: int, vocabulary: Vocabulary, names: str | None = None) -> Any:
