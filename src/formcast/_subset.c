@@ -191,6 +191,20 @@ static int byte_edges_of(Nfa *self, int64_t state) {
     return 0;
 }
 
+/* The first of the extras extra_src[lo .. hi) whose source is at least `state`, or hi
+ * (extra_src is sorted). */
+static Py_ssize_t first_extra_from(const Nfa *self, int64_t state, Py_ssize_t lo,
+                                   Py_ssize_t hi) {
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (self->extra_src[mid] < state)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The epsilon targets of `state` into self->eps, and whether it is important (a byte
  * edge out, or the final state). */
 static int eps_of(Nfa *self, int64_t state, int *important) {
@@ -225,15 +239,8 @@ static int eps_of(Nfa *self, int64_t state, int *important) {
             }
         }
         /* the edges a parent attached to `here`, among those of its block */
-        Py_ssize_t lo = self->extra_first[at[0]], hi = self->extra_stop[at[0]];
-        Py_ssize_t stop = hi;
-        while (lo < hi) {
-            Py_ssize_t mid = (lo + hi) / 2;
-            if (self->extra_src[mid] < here)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        Py_ssize_t stop = self->extra_stop[at[0]];
+        Py_ssize_t lo = first_extra_from(self, here, self->extra_first[at[0]], stop);
         if (lo < stop && self->extra_src[lo] == here) {
             for (int64_t k = self->extra_off[lo]; k < self->extra_off[lo + 1]; k++)
                 if (vec_push(out, self->extra_dst[k]) < 0) return -1;
@@ -654,18 +661,6 @@ static int offsets_valid(const int64_t *offsets, Py_ssize_t n, Py_ssize_t size) 
     return offsets[n] <= size;
 }
 
-/* The first extra whose source is at least `state` (extra_src is sorted). */
-static Py_ssize_t first_extra_from(const Nfa *self, int64_t state) {
-    Py_ssize_t lo = 0, hi = self->nextras;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (self->extra_src[mid] < state)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 /* Each block's range of extras (extra_first, extra_stop): O(blocks log extras) once, so
  * that a closure's step searches the few of its block, not all of them. */
@@ -679,8 +674,9 @@ static int index_extras_by_block(Nfa *self) {
     }
     for (Py_ssize_t i = 0; i < self->nblocks; i++) {
         const Block *block = &self->blocks[i];
-        self->extra_first[i] = first_extra_from(self, block->base);
-        self->extra_stop[i] = first_extra_from(self, block->base + block->copies * block->span);
+        int64_t end = block->base + block->copies * block->span;
+        self->extra_first[i] = first_extra_from(self, block->base, 0, self->nextras);
+        self->extra_stop[i] = first_extra_from(self, end, 0, self->nextras);
     }
     return 0;
 }
