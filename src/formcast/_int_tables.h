@@ -480,4 +480,28 @@ done:
     return result;
 }
 
+/* The module of `def`, holding `type` as `type_name` and, as the capsule `_build_state`
+ * named `api`, the construction of one row (`build`): formcast._subset's and
+ * formcast._pushdown's, whose rows formcast._trie_walk builds through that capsule.
+ * NULL with an exception set. */
+static PyObject *module_with_rows(PyModuleDef *def, PyTypeObject *type, const char *type_name,
+                                  void *build, const char *api) {
+    if (PyType_Ready(type) < 0) return NULL;
+    PyObject *module = PyModule_Create(def);
+    if (!module) return NULL;
+    Py_INCREF(type);
+    if (PyModule_AddObject(module, type_name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
+        Py_DECREF(module);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(build, api, NULL);
+    if (!capsule || PyModule_AddObject(module, "_build_state", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
+
 #endif

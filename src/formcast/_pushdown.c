@@ -888,20 +888,6 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__pushdown(void) {
-    if (PyType_Ready(&StacksType) < 0) return NULL;
-    PyObject *module = PyModule_Create(&module_def);
-    if (!module) return NULL;
-    Py_INCREF(&StacksType);
-    if (PyModule_AddObject(module, "Stacks", (PyObject *)&StacksType) < 0) {
-        Py_DECREF(&StacksType);
-        Py_DECREF(module);
-        return NULL;
-    }
-    PyObject *api = PyCapsule_New((void *)build_state_api, PUSHDOWN_API, NULL);
-    if (!api || PyModule_AddObject(module, "_build_state", api) < 0) {
-        Py_XDECREF(api);
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
+    return module_with_rows(&module_def, &StacksType, "Stacks", (void *)build_state_api,
+                            PUSHDOWN_API);
 }

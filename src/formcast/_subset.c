@@ -793,20 +793,5 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__subset(void) {
-    if (PyType_Ready(&NfaType) < 0) return NULL;
-    PyObject *module = PyModule_Create(&module_def);
-    if (!module) return NULL;
-    Py_INCREF(&NfaType);
-    if (PyModule_AddObject(module, "Nfa", (PyObject *)&NfaType) < 0) {
-        Py_DECREF(&NfaType);
-        Py_DECREF(module);
-        return NULL;
-    }
-    PyObject *api = PyCapsule_New((void *)build_state_api, SUBSET_API, NULL);
-    if (!api || PyModule_AddObject(module, "_build_state", api) < 0) {
-        Py_XDECREF(api);
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
+    return module_with_rows(&module_def, &NfaType, "Nfa", (void *)build_state_api, SUBSET_API);
 }
