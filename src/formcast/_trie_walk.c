@@ -317,18 +317,18 @@ PyDoc_STRVAR(walk_doc,
 "\n"
 "Walk the flattened trie (the tuple node_byte, node_token, child_first, child_count,\n"
 "subtree_first, subtree_stop, node_large, below_bytes, token_ids, node_records) through\n"
-"the table\n"
-"from each (frontier node, state). Every token reached is written with its state to\n"
-"out_ids/out_states from index `filled` on; each (node, state) whose row is not built\n"
-"yet to the pending buffers. Returns the new filled count and the pending count.\n"
+"the table from each (frontier node, state). Every token reached is written with its\n"
+"state to out_ids/out_states from index `filled` on; each (node, state) whose row is\n"
+"not built yet to the pending buffers. Returns the new filled count and the pending\n"
+"count.\n"
 "\n"
 "builder: None, or the tuple (nfa, accepting, sets) of a LazyAutomaton whose rows\n"
 "formcast._subset builds (its Nfa, its acceptance flags and its list of states), or\n"
 "(stacks, accepting, sets, capsule) of a PushdownAutomaton whose rows formcast._pushdown\n"
-"builds through the capsule (its _build_state): the\n"
-"walk then builds the rows it reaches in the table (writable) itself,\n"
-"holding the GIL, and leaves a (node, state) pending only when the table lacks room for\n"
-"the states its row would add. Without it the walk releases the GIL.");
+"builds through the capsule (its _build_state): the walk then builds the rows it\n"
+"reaches in the table (writable) itself, holding the GIL, and leaves a (node, state)\n"
+"pending only when the table lacks room for the states its row would add. Without it\n"
+"the walk releases the GIL.");
 
 /* The row builder of formcast._subset, found once. */
 BuildState subset_builder(void) {

@@ -200,19 +200,17 @@ class _Row:
 
     @property
     def stepped_directly(self) -> bool:
-        """Whether :meth:`next_state` reads this row without its sorted arrays."""
-        return self.dense is not None or self.lookup is not None or self._raw is not None
+        """Whether :meth:`next_state` reads this row without its sorted arrays (a
+        visit's answer is searched in C, where that module is still on: the tests turn
+        it off after rows were made)."""
+        raw = self._raw is not None and native_walk is not None
+        return raw or self.dense is not None or self.lookup is not None
 
     def next_state(self, token_id: int) -> int:
         """The state ``token_id`` leads to (:data:`DEAD` if none) in a dense row, one read
         by first byte, or one a visit answered (:attr:`stepped_directly`)."""
-        if self._raw is not None:
-            if native_walk is not None:
-                return int(native_walk.state_after(self._raw[0], self._raw[1], token_id))
-            ids = self.token_ids  # the module switched off since (as tests do)
-            position = int(ids.searchsorted(np.int32(token_id)))
-            found = position < ids.size and ids[position] == token_id
-            return int(self.next_states[position]) if found else DEAD
+        if self._raw is not None and native_walk is not None:
+            return int(native_walk.state_after(self._raw[0], self._raw[1], token_id))
         if self.lookup is not None:
             return self.lookup.state_of(token_id)
         dense = self.dense
@@ -278,8 +276,7 @@ class TokenIndex:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"]
-        for looked_up in ("_visit", "_visit_building"):  # bound to this process's objects
-            state.pop(looked_up, None)
+        state.pop("_visit", None)  # bound to this process's Visitor
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -531,23 +528,21 @@ class TokenIndex:
         cached = self._packed.get(key)
         if cached is not None:
             return cached
-        found = self._rows.get(state)
-        if found is None:
-            found = self._row(state)
+        found = self._row(state)
         words = (width + 31) // 32
         eos = self._eos_ids
-        accepting = eos.size > 0 and self.automaton.is_accepting(state)
-        if found.bits is not None and found.bits.size == words and not (accepting and eos.size):
+        with_eos = eos.size > 0 and self.automaton.is_accepting(state)  # EOS set too
+        if found.bits is not None and found.bits.size == words and not with_eos:
             packed = found.bits  # read-only from here: the row's bits are never written
         elif found.bits is not None and found.bits.size <= words:
             # the bits the C scatter wrote: no pass over the row's ~50k ids
             packed = np.zeros(words, dtype=np.uint32)
             packed[: found.bits.size] = found.bits
-            if accepting and eos.size:
+            if with_eos:
                 packed |= _packed_bits(eos, words)
         else:
             ids = found.token_ids
-            if accepting:
+            if with_eos:
                 ids = np.union1d(ids, eos).astype(np.int32)
             packed = _packed_bits(ids, words)
         packed.setflags(write=False)
@@ -666,7 +661,9 @@ class TokenIndex:
         (see :func:`_row_of_visit`)."""
         if state == DEAD or not self._visits:
             return None
-        found = self._visit_building(self._visit, state)
+        automaton = self.automaton
+        assert isinstance(automaton, TableAutomaton)  # as _visits says
+        found = automaton.visit_building(self._visit, state)
         return None if found is None else _row_of_visit(found, self.vocabulary)
 
     @cached_property
@@ -674,14 +671,6 @@ class TokenIndex:
         """The visit of this vocabulary's Visitor (see :meth:`_visited`), looked up once."""
         visit: Callable[..., tuple[Any, ...]] = _visitor(self.vocabulary).visit
         return visit
-
-    @cached_property
-    def _visit_building(self) -> Callable[..., tuple[Any, ...] | None]:
-        """The automaton's :meth:`TableAutomaton.visit_building
-        <formcast.automaton.table.TableAutomaton.visit_building>` (where :attr:`_visits`)."""
-        automaton = self.automaton
-        assert isinstance(automaton, TableAutomaton)
-        return automaton.visit_building
 
     @cached_property
     def _visits(self) -> bool:

@@ -267,9 +267,15 @@ class TableAutomaton(Generic[Members]):
         with self._lock:
             self._reserve(BUILD_ROOM)
             try:
-                return run(self._table, (native[0], self._accepting, self._sets, *native[1:]))
+                return run(self._table, self._builder(native))
             finally:
                 self._took_in()
+
+    def _builder(self, native: tuple[Any, ...]) -> tuple[Any, ...]:
+        """What a walk of :mod:`formcast._trie_walk` builds rows with: ``(builder object,
+        accepting, sets[, capsule])`` from :meth:`_native_rows`' answer (the flags and the
+        list as they are now: read after any growth of the table)."""
+        return (native[0], self._accepting, self._sets, *native[1:])
 
     def visit_building(
         self, visit: Callable[[IntArray, int, tuple[Any, ...]], tuple[Any, ...]], state: int
@@ -296,12 +302,9 @@ class TableAutomaton(Generic[Members]):
             room = max(room, VISIT_ROOM_MAPPED)
         with self._lock:
             while True:
-                if len(self._sets) + room > self._accepting.shape[0]:
-                    self._reserve(room)
+                self._reserve(room)
                 try:
-                    found = visit(
-                        self._table, state, (native[0], self._accepting, self._sets, *native[1:])
-                    )
+                    found = visit(self._table, state, self._builder(native))
                 finally:
                     self._took_in()
                 if found[0]:
@@ -420,12 +423,11 @@ def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     array over it."""
     if capacity * _ROW_BYTES < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty((capacity, 256), dtype=np.int32), None  # Windows: nothing advised
-    reserving = _may_reserve()
     # private: a forked process gets its own copy on write, as with numpy's memory (a
     # shared mapping would let a child's new rows, naming states only it has, show here)
     private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
     mapping = None
-    if reserving:
+    if _may_reserve():
         rows = max(_reserved_rows(), 2 * capacity)
         try:
             mapping = mmap.mmap(-1, rows * _ROW_BYTES, flags=private | _NO_RESERVE)
