@@ -39,7 +39,7 @@ def _round(
     pending, pending_states = np.empty((2, FLAT.node_count), dtype=np.int32)
     filled, count = native_walk.walk(
         automaton.table if table is None else table,
-        FLAT.arrays,
+        FLAT.walk_arrays,
         np.asarray(nodes, dtype=np.int32),
         np.asarray(states, dtype=np.int32),
         out,
@@ -686,7 +686,7 @@ def test_the_plain_tokens_by_the_bytes_they_hold() -> None:
 
 
 def test_a_visitor_refuses_bad_arguments() -> None:
-    """A Visitor checks what it is given against what it reads: tries of ten arrays,
+    """A Visitor checks what it is given against what it reads: tries of three arrays,
     token ids below the size, plain_root nodes of the plain trie, a live state of the
     table and a writable table; each otherwise raises instead of reading out of bounds."""
     import formcast.index
@@ -695,9 +695,9 @@ def test_a_visitor_refuses_bad_arguments() -> None:
     vocabulary = Vocabulary.from_token_bytes(VISIT_TOKENS, [0])
     plain_trie = vocabulary.plain_trie
     arguments: list[Any] = [
-        vocabulary.token_trie.flat.arrays,
-        vocabulary.other_trie.flat.arrays,
-        plain_trie.flat.arrays,
+        vocabulary.token_trie.flat.walk_arrays,
+        vocabulary.other_trie.flat.walk_arrays,
+        plain_trie.flat.walk_arrays,
         plain_trie.flat.root_children,
         formcast.index._PLAIN_BYTES_U8,
         vocabulary.plain_bits,
@@ -711,7 +711,7 @@ def test_a_visitor_refuses_bad_arguments() -> None:
     ]
     native_walk.Visitor(*arguments)  # the arguments as index.py gives them
     changes: list[tuple[int, Any, str]] = [
-        (0, vocabulary.token_trie.flat.arrays[:9], "as 10 arrays"),
+        (0, vocabulary.token_trie.flat.walk_arrays[:2], "as 3 arrays"),
         (8, 3, "token ids below"),
         (3, np.full(256, plain_trie.flat.node_count, dtype=np.int32), "plain_root"),
         (6, vocabulary.plain_bits_by_first[:10], "bits_by_first"),

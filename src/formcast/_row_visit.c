@@ -746,7 +746,7 @@ PyDoc_STRVAR(visitor_doc,
 "        size, links, first_byte_min, sorted_share, template_of)\n"
 "\n"
 "One vocabulary's arrays, held for a state's first visit in one call (visit()): the\n"
-"flattened tries of every token, the other tokens and the plain ones (FlatTrie.arrays),\n"
+"flattened tries of every token, the other tokens and the plain ones (walk_arrays),\n"
 "the plain trie's node of each first byte, the plain bytes, the plain tokens' bits and\n"
 "their bits by first byte, the repeated tokens of the whole trie and the tokens they\n"
 "repeat, then the other trie's (four int32 arrays), the vocabulary's size, the links of\n"

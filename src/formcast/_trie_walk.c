@@ -253,32 +253,19 @@ static int take_two(PyObject *args, const char *format, Held held[2], int first_
     return take(second, &held[1], 1, 4, 0, second_name);
 }
 
-/* Take the ten buffers of a flattened trie (see vocabulary.FlatTrie.arrays), each
- * checked against the node count. Returns -1 with an exception set; the caller releases
- * `held` (TRIE_ARRAYS entries) either way. */
+/* Take the three buffers of a flattened trie the walk reads (see
+ * vocabulary.FlatTrie.walk_arrays), the bytes below checked against the node count.
+ * Returns -1 with an exception set; the caller releases `held` (TRIE_ARRAYS entries)
+ * either way. */
 int take_trie(PyObject *const *arrays, Held *held, TrieArrays *trie) {
-    if (take(arrays[0], &held[0], 0, 1, 1, "node_byte") < 0) return -1;
-    trie->node_byte = held[0].view.buf;
-    trie->nodes = held[0].view.len;
-    const char *names[] = {"node_token", "child_first", "child_count", "subtree_first",
-                           "subtree_stop"};
-    const int32_t **node_arrays[] = {&trie->node_token, &trie->child_first,
-                                     &trie->child_count, &trie->subtree_first,
-                                     &trie->subtree_stop};
-    for (int i = 0; i < 5; i++) {
-        if (take(arrays[1 + i], &held[1 + i], 0, 4, trie->nodes, names[i]) < 0) return -1;
-        *node_arrays[i] = held[1 + i].view.buf;
-    }
-    if (take(arrays[6], &held[6], 0, 1, trie->nodes, "node_large") < 0) return -1;
-    trie->node_large = held[6].view.buf;
-    if (take(arrays[7], &held[7], 0, 8, 4 * trie->nodes, "below_bytes") < 0) return -1;
-    trie->below_bytes = held[7].view.buf;
-    if (take(arrays[8], &held[8], 0, 4, 0, "token_ids") < 0) return -1;
-    trie->token_ids = held[8].view.buf;
-    trie->tokens = held[8].view.len / 4;
-    if (take(arrays[9], &held[9], 0, sizeof(NodeRecord), trie->nodes, "node_records") < 0)
-        return -1;
-    trie->records = held[9].view.buf;
+    if (take(arrays[0], &held[0], 0, sizeof(NodeRecord), 1, "node_records") < 0) return -1;
+    trie->records = held[0].view.buf;
+    trie->nodes = held[0].view.len / (Py_ssize_t)sizeof(NodeRecord);
+    if (take(arrays[1], &held[1], 0, 8, 4 * trie->nodes, "below_bytes") < 0) return -1;
+    trie->below_bytes = held[1].view.buf;
+    if (take(arrays[2], &held[2], 0, 4, 0, "token_ids") < 0) return -1;
+    trie->token_ids = held[2].view.buf;
+    trie->tokens = held[2].view.len / 4;
     return 0;
 }
 
@@ -309,18 +296,17 @@ void release(Held *held, int count) {
         if (held[i].held) PyBuffer_Release(&held[i].view);
 }
 
-#define ARGUMENTS 18 /* buffers: 17 arguments and the builder's acceptance flags */
+#define ARGUMENTS 11 /* buffers: 10 arguments and the builder's acceptance flags */
 
 PyDoc_STRVAR(walk_doc,
 "walk(table, trie, frontier_nodes, frontier_states, out_ids, out_states, filled,\n"
 "     pending_nodes, pending_states, builder=None) -> (filled, pending)\n"
 "\n"
-"Walk the flattened trie (the tuple node_byte, node_token, child_first, child_count,\n"
-"subtree_first, subtree_stop, node_large, below_bytes, token_ids, node_records) through\n"
-"the table from each (frontier node, state). Every token reached is written with its\n"
-"state to out_ids/out_states from index `filled` on; each (node, state) whose row is\n"
-"not built yet to the pending buffers. Returns the new filled count and the pending\n"
-"count.\n"
+"Walk the flattened trie (the tuple node_records, below_bytes, token_ids of\n"
+"FlatTrie.walk_arrays) through the table from each (frontier node, state). Every token\n"
+"reached is written with its state to out_ids/out_states from index `filled` on; each\n"
+"(node, state) whose row is not built yet to the pending buffers. Returns the new filled\n"
+"count and the pending count.\n"
 "\n"
 "builder: None, or the tuple (nfa, accepting, sets) of a LazyAutomaton whose rows\n"
 "formcast._subset builds (its Nfa, its acceptance flags and its list of states), or\n"
@@ -367,11 +353,9 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     PyObject *objects[ARGUMENTS];
     PyObject *builder = Py_None;
     Py_ssize_t filled;
-    if (!PyArg_ParseTuple(args, "O(OOOOOOOOOO)OOOOnOO|O:walk", &objects[0], &objects[1],
-                          &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
-                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11],
-                          &objects[12], &objects[13], &objects[14], &filled, &objects[15],
-                          &objects[16], &builder))
+    if (!PyArg_ParseTuple(args, "O(OOO)OOOOnOO|O:walk", &objects[0], &objects[1], &objects[2],
+                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7],
+                          &filled, &objects[8], &objects[9], &builder))
         return NULL;
     Held held[ARGUMENTS];
     memset(held, 0, sizeof(held));
@@ -383,23 +367,23 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     if (take(objects[0], &held[0], building, 4, 256, "the table") < 0) goto done;
     w.table = held[0].view.buf;
     w.states = held[0].view.len / 4 / 256;
-    if (building && start_building(&w, builder, &held[17]) < 0) goto done;
+    if (building && start_building(&w, builder, &held[10]) < 0) goto done;
     TrieArrays trie;
     if (take_trie(objects + 1, held + 1, &trie) < 0) goto done;
     use_trie(&w, &trie);
-    if (take(objects[11], &held[11], 0, 4, 0, "frontier_nodes") < 0) goto done;
-    Py_ssize_t frontier = held[11].view.len / 4;
-    if (take(objects[12], &held[12], 0, 4, frontier, "frontier_states") < 0) goto done;
-    if (take(objects[13], &held[13], 1, 4, 0, "out_ids") < 0) goto done;
-    w.out_ids = held[13].view.buf;
-    w.out_size = held[13].view.len / 4;
-    if (take(objects[14], &held[14], 1, 4, w.out_size, "out_states") < 0) goto done;
-    w.out_states = held[14].view.buf;
-    if (take(objects[15], &held[15], 1, 4, 0, "pending nodes") < 0) goto done;
-    w.pending_nodes = held[15].view.buf;
-    w.pending_size = held[15].view.len / 4;
-    if (take(objects[16], &held[16], 1, 4, w.pending_size, "pending states") < 0) goto done;
-    w.pending_states = held[16].view.buf;
+    if (take(objects[4], &held[4], 0, 4, 0, "frontier_nodes") < 0) goto done;
+    Py_ssize_t frontier = held[4].view.len / 4;
+    if (take(objects[5], &held[5], 0, 4, frontier, "frontier_states") < 0) goto done;
+    if (take(objects[6], &held[6], 1, 4, 0, "out_ids") < 0) goto done;
+    w.out_ids = held[6].view.buf;
+    w.out_size = held[6].view.len / 4;
+    if (take(objects[7], &held[7], 1, 4, w.out_size, "out_states") < 0) goto done;
+    w.out_states = held[7].view.buf;
+    if (take(objects[8], &held[8], 1, 4, 0, "pending nodes") < 0) goto done;
+    w.pending_nodes = held[8].view.buf;
+    w.pending_size = held[8].view.len / 4;
+    if (take(objects[9], &held[9], 1, 4, w.pending_size, "pending states") < 0) goto done;
+    w.pending_states = held[9].view.buf;
     if (filled < 0 || filled > w.out_size) {
         PyErr_Format(PyExc_ValueError, "expected filled in [0, %zd], found %zd", w.out_size,
                      filled);
@@ -409,10 +393,10 @@ static PyObject *walk(PyObject *module, PyObject *args) {
 
     int status;
     if (building) { /* the builder makes Python objects: the GIL stays held */
-        status = run(&w, held[11].view.buf, held[12].view.buf, frontier);
+        status = run(&w, held[4].view.buf, held[5].view.buf, frontier);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        status = run(&w, held[11].view.buf, held[12].view.buf, frontier);
+        status = run(&w, held[4].view.buf, held[5].view.buf, frontier);
         Py_END_ALLOW_THREADS
     }
     if (status == WALK_OK) result = Py_BuildValue("(nn)", w.filled, w.pending);

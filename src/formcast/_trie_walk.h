@@ -29,20 +29,13 @@ typedef struct {
     int32_t child_first, child_count, token, subtree_first, subtree_stop, byte, large, unused;
 } NodeRecord;
 
-/* The arrays of a flattened trie (vocabulary.FlatTrie.arrays), read by the walk. */
+/* The arrays of a flattened trie the walk reads (vocabulary.FlatTrie.walk_arrays). */
 typedef struct {
-    const uint8_t *node_byte;
-    const int32_t *node_token;
-    const int32_t *child_first;
-    const int32_t *child_count;
-    const int32_t *subtree_first;
-    const int32_t *subtree_stop;
-    const uint8_t *node_large;
-    const uint64_t *below_bytes; /* four words a node */
+    const NodeRecord *records; /* one a node */
     Py_ssize_t nodes;
+    const uint64_t *below_bytes; /* four words a node */
     const int32_t *token_ids;
     Py_ssize_t tokens;
-    const NodeRecord *records; /* one a node */
 } TrieArrays;
 
 /* A state's loop mask: the bytes on which it stays where it is (LOOP_SLOTS of them kept
@@ -93,7 +86,7 @@ typedef struct {
 } Held;
 
 
-#define TRIE_ARRAYS 10 /* the buffers of a flattened trie */
+#define TRIE_ARRAYS 3 /* the buffers of a flattened trie */
 
 int take(PyObject *object, Held *held, int writable, Py_ssize_t itemsize, Py_ssize_t minimum,
          const char *name);

@@ -997,7 +997,9 @@ def _walk_natively(
         builds_rows = automaton.rows_in_c
         building = builds_rows and not automaton.rows_built_ahead
         while True:
-            walk_round = _WalkRound(flat.arrays, frontier_nodes, frontier_states, buffers, filled)
+            walk_round = _WalkRound(
+                flat.walk_arrays, frontier_nodes, frontier_states, buffers, filled
+            )
             if building:
                 filled, pending = automaton.walk_building(walk_round.run)
             else:
@@ -1566,9 +1568,9 @@ def _new_visitor(
     plain_trie, whole, other = vocabulary.plain_trie, vocabulary.token_trie, vocabulary.other_trie
     repeats = (whole.repeats, whole.repeated, other.repeats, other.repeated)
     return native_walk.Visitor(
-        whole.flat.arrays,
-        other.flat.arrays,
-        plain_trie.flat.arrays,
+        whole.flat.walk_arrays,
+        other.flat.walk_arrays,
+        plain_trie.flat.walk_arrays,
         plain_trie.flat.root_children,
         _PLAIN_BYTES_U8,
         vocabulary.plain_bits,

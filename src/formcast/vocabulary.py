@@ -20,7 +20,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -439,22 +439,18 @@ eight int32, 32 bytes, two nodes a cache line."""
 class FlatTrie:
     """A :class:`TokenTrie` with its levels concatenated, for the C walk
     (``formcast/_trie_walk.c``): node 0 is the root (the empty prefix), then the nodes of
-    depth 1, 2, ... in order; ``child_first`` holds these global numbers. A node's subtree
-    is ``token_ids[subtree_first[n]:subtree_stop[n]]``; ``below_bytes`` holds four words a
-    node (:attr:`TrieLevel.below_bytes`, flattened). ``node_records`` repeats what the
-    walk reads of a node side by side, eight int32 a node (:data:`RECORD_FIELDS`): a
-    node's fields in one cache line, and its children's in one to a few, where the arrays
-    apart cost a cache miss each for a walk that reaches the trie's far corners (3.2 MB
-    for 100k nodes). The fields are declared in the order the C walk takes them
-    (:attr:`arrays`)."""
+    depth 1, 2, ... in order; ``child_first`` holds these global numbers (with
+    ``node_bytes`` and ``child_count``, what Python reads of the trie: :meth:`child_bytes`,
+    :attr:`root_children`). ``node_records`` holds what the walk reads of a node side by
+    side, eight int32 a node (:data:`RECORD_FIELDS`; a node's subtree is
+    ``token_ids[subtree_first:subtree_stop]``): a node's fields in one cache line, and its
+    children's in one to a few, where arrays apart cost a cache miss each for a walk that
+    reaches the trie's far corners (3.2 MB for 100k nodes). ``below_bytes`` holds four
+    words a node (:attr:`TrieLevel.below_bytes`, flattened)."""
 
     node_bytes: npt.NDArray[np.uint8]
-    node_token: npt.NDArray[np.int32]
     child_first: npt.NDArray[np.int32]
     child_count: npt.NDArray[np.int32]
-    subtree_first: npt.NDArray[np.int32]
-    subtree_stop: npt.NDArray[np.int32]
-    node_large: npt.NDArray[np.uint8]
     below_bytes: npt.NDArray[np.uint64]
     token_ids: npt.NDArray[np.int32]
     node_records: npt.NDArray[np.int32]
@@ -468,10 +464,10 @@ class FlatTrie:
         return int(self.token_ids.size)
 
     @cached_property
-    def arrays(self) -> tuple[npt.NDArray[Any], ...]:
-        """The fields in the order they are declared, which is the order the C walk
-        takes them."""
-        return tuple(getattr(self, declared.name) for declared in fields(self))
+    def walk_arrays(self) -> tuple[npt.NDArray[Any], ...]:
+        """What the C walk reads, in the order it takes them: ``node_records`` (each
+        node's fields side by side), ``below_bytes`` and ``token_ids``."""
+        return (self.node_records, self.below_bytes, self.token_ids)
 
     @cached_property
     def _node_bytes_data(self) -> bytes:
@@ -509,25 +505,24 @@ class FlatTrie:
         # the root is never a large node, so the walk never reads the bytes below it
         below = [np.zeros((1, 4), dtype=np.uint64), *(level.below_bytes for level in levels)]
         node_bytes = joined("node_bytes", 0, np.uint8)
-        node_token = joined("node_token", -1, np.int32)
         first = np.ascontiguousarray(np.concatenate(child_first))
         count = joined("child_count", sizes[0] if sizes else 0, np.int32)
-        subtree_first = joined("node_first", 0, np.int32)
-        subtree_stop = joined("node_stop", trie.token_ids.size, np.int32)
-        node_large = joined("node_large", False, np.uint8)
+        columns = (
+            first,
+            count,
+            joined("node_token", -1, np.int32),
+            joined("node_first", 0, np.int32),  # subtree_first
+            joined("node_stop", trie.token_ids.size, np.int32),  # subtree_stop
+            node_bytes,
+            joined("node_large", False, np.uint8),
+        )
         records = np.zeros((node_bytes.size, len(RECORD_FIELDS)), dtype=np.int32)
-        for column, values in enumerate(
-            (first, count, node_token, subtree_first, subtree_stop, node_bytes, node_large)
-        ):
+        for column, values in enumerate(columns):
             records[:, column] = values
         return cls(
             node_bytes=node_bytes,
-            node_token=node_token,
             child_first=first,
             child_count=count,
-            subtree_first=subtree_first,
-            subtree_stop=subtree_stop,
-            node_large=node_large,
             below_bytes=np.ascontiguousarray(np.concatenate(below).reshape(-1)),
             token_ids=np.ascontiguousarray(trie.token_ids, dtype=np.int32),
             node_records=records,
