@@ -1268,6 +1268,78 @@ def test_a_limit_on_address_space_bounds_a_tables_reservation(
     assert sizes == {"none": 1 << 20, "4 GiB": 1 << 18, "64 MiB": 10_000}
 
 
+def _mapping_of(automaton: LazyAutomaton) -> Any:
+    mapping = automaton._mapping
+    assert mapping is not None
+    return mapping
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="tables reserve room on Linux only")
+def test_a_dead_tables_reservation_carries_the_next_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When an automaton whose table lies in a reservation dies, the next table that
+    reserves as much takes that reservation (its pages already given: no page faults),
+    over whatever rows were left there, and reads as a fresh automaton's. A reservation
+    with an array still over it is never taken."""
+    import gc
+
+    from formcast.automaton import table as table_module
+
+    monkeypatch.setattr(table_module, "_reserve_verdict", True)
+    monkeypatch.setattr(table_module, "_kept", [])
+    first = LazyAutomaton("(?:ab){0,6000}")
+    first.walk(b"ab" * 2600)  # past 4,096 states: a mapped table
+    reservation = id(_mapping_of(first))
+    del first
+    gc.collect()
+    second = LazyAutomaton("(?:ab|cd){0,6000}")
+    end = second.walk(b"cd" * 2600)
+    assert id(_mapping_of(second)) == reservation  # the dead table's memory
+    fresh = LazyAutomaton("(?:ab|cd){0,6000}")
+    text = b"cdab" * 1300
+    assert second.walk(text) == fresh.walk(text) == end != DEAD
+    assert second.is_accepting(end) and not second.matches(b"ac")
+
+    del fresh
+    gc.collect()
+    table_module._kept.clear()
+    held = second.table  # an array a caller keeps over the table: its memory stays its own
+    held_rows = held[:5000].copy()
+    del second
+    gc.collect()
+    assert [id(kept) for kept in table_module._kept] == [reservation]
+    third = LazyAutomaton("(?:ab){0,6000}")
+    third.walk(b"ab" * 2600)
+    assert id(_mapping_of(third)) != reservation
+    assert np.array_equal(held[:5000], held_rows)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="tables reserve room on Linux only")
+def test_a_table_past_64_megabytes_leaves_no_reservation_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dead table whose capacity passed :data:`_KEPT_BYTES` gives its memory back
+    rather than keeping it given to the process."""
+    import gc
+
+    from formcast.automaton import table as table_module
+
+    monkeypatch.setattr(table_module, "_reserve_verdict", True)
+    monkeypatch.setattr(table_module, "_kept", [])
+    monkeypatch.setattr(table_module, "_KEPT_BYTES", 4 << 20)  # 4,096 states
+    grown = LazyAutomaton("(?:ab){0,9000}")
+    grown.walk(b"ab" * 2600)  # 8,192 states of capacity: past the bound
+    del grown
+    gc.collect()
+    assert table_module._kept == []
+    small = LazyAutomaton("(?:ab){0,9000}")
+    small._allocate(4_096)  # within it: kept
+    del small
+    gc.collect()
+    assert len(table_module._kept) == 1
+
+
 @pytest.mark.parametrize("recursive", [False, True])
 def test_a_mapped_table_pickles_as_an_array_and_grows_again(recursive: bool) -> None:
     """An automaton whose table lies in a mapping of its own (past 4,096 states) pickles

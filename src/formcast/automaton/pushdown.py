@@ -205,6 +205,7 @@ class PushdownAutomaton(SetStatesAutomaton):
             state = self.__dict__.copy()
             del state["_lock"], state["_flat"], state["_native"]
             state.pop("_mapping", None)  # the table travels as an array; a copy maps anew
+            state.pop("_released", None)
             state["_sets"] = [self._members(sid) for sid in range(len(self._sets))]
             state["_frames"] = self._all_frames()
         return state

@@ -22,6 +22,7 @@ from __future__ import annotations
 import mmap
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -61,6 +62,10 @@ VISIT_ROOM_MAPPED = 1024
 _FILL_CHUNK = 256  # rows marked UNBUILT at once ahead of registration (256 KB)
 _SHIFT_SAFE = 1 << 23  # below this many states, (state << 8) | byte fits an int32
 _MAPPED_BYTES = 1 << 22  # from this size on, a table gets a mapping of its own (_new_table)
+# A dead table's mapping is kept for a later table where its capacity was this size at
+# most (64 MB), and so many mappings at once (see _kept)
+_KEPT_BYTES = 1 << 26
+_KEPT_MAPPINGS = 2
 _ROW_BYTES = 256 * 4
 _RESERVED_ROWS = 1 << 20  # address space a mapped table reserves: 1 GiB, touched as used
 _OVERCOMMIT_SETTING = "/proc/sys/vm/overcommit_memory"
@@ -92,6 +97,7 @@ class TableAutomaton(Generic[Members]):
     _filled: int  # the rows below this one are written (see _register)
     _lock: threading.Lock
     _mapping: mmap.mmap | None = None  # the memory the table lies in, when mapped
+    _released: list[Any]  # [_mapping, capacity], what _release is given when this dies
     _rows_ahead: bool = False  # rows were built before any walk asked (see rows_built_ahead)
     _visit_room: int = BUILD_ROOM  # the room a visit asks first (see visit_building)
 
@@ -111,8 +117,12 @@ class TableAutomaton(Generic[Members]):
         in_place = mapping is not None and capacity * _ROW_BYTES <= len(mapping)
         if mapping is not None and in_place:
             table = _rows_of(mapping, capacity)  # the rows so far are already there
+            self._released[1] = capacity
         else:
             table, self._mapping = _new_table(capacity)
+            if self._mapping is not None:  # kept for a later table once this one dies
+                self._released = [self._mapping, capacity]
+                weakref.finalize(self, _release, self._released).atexit = False
             if count:
                 table[:count] = self._table[:count]
         if count:
@@ -419,8 +429,15 @@ def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     -v``, ``RLIMIT_AS``), which reservations count against in full, a table reserves a
     sixteenth of that limit at most (:func:`_reserved_rows`). Under strict accounting
     (``vm.overcommit_memory = 2``), where a reservation would count in full, or where it
-    is refused, the mapping is ``capacity`` rows. The mapping is released with the last
-    array over it."""
+    is refused, the mapping is ``capacity`` rows.
+
+    When the automaton dies, its reservation is kept for the next table that reserves as
+    much (:func:`_release`, :func:`_kept_mapping`), unless its table passed 64 MB; the
+    two newest are kept. Its pages stay given to the process, so the next table's rows
+    are written without page faults: over detekt's 33k rows, 42k faults fell to 31k,
+    and a Snowplow schema's 5.7k to 50 (16 ms of masks, from 26). Such a mapping is
+    taken only once no array lies over it; one that is not kept is released with the
+    last array over it."""
     if capacity * _ROW_BYTES < _MAPPED_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty((capacity, 256), dtype=np.int32), None  # Windows: nothing advised
     # private: a forked process gets its own copy on write, as with numpy's memory (a
@@ -429,6 +446,9 @@ def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     mapping = None
     if _may_reserve():
         rows = max(_reserved_rows(), 2 * capacity)
+        mapping = _kept_mapping(rows * _ROW_BYTES)
+        if mapping is not None:
+            return _rows_of(mapping, capacity), mapping
         try:
             mapping = mmap.mmap(-1, rows * _ROW_BYTES, flags=private | _NO_RESERVE)
         except OSError:  # a limit on address space (ulimit -v): map what is asked
@@ -436,6 +456,37 @@ def _new_table(capacity: int) -> tuple[IntArray, mmap.mmap | None]:
     if mapping is None:
         mapping = mmap.mmap(-1, capacity * _ROW_BYTES, flags=private)
     return _rows_of(mapping, capacity), mapping
+
+
+# Mappings of tables that died, newest last, for the next tables (see _new_table). Their
+# pages stay given to the process: a new table's rows then land on memory the kernel
+# gave before, where a fresh mapping takes a page fault (~1.3 us) every fourth row.
+_kept: list[mmap.mmap] = []
+_kept_lock = threading.Lock()  # its sections allocate nothing: no collection runs inside
+
+
+def _release(released: list[Any]) -> None:
+    """Keep the mapping of a table that died (``released``: ``[mapping, capacity]``) for
+    a later table, unless its capacity passed :data:`_KEPT_BYTES`; the
+    :data:`_KEPT_MAPPINGS` newest are kept. Run by the automaton's finalizer."""
+    mapping, capacity = released
+    released.clear()
+    if capacity * _ROW_BYTES <= _KEPT_BYTES:
+        with _kept_lock:
+            _kept.append(mapping)
+            del _kept[:-_KEPT_MAPPINGS]
+
+
+def _kept_mapping(size: int) -> mmap.mmap | None:
+    """A kept mapping of exactly ``size`` bytes over which no array lies any longer,
+    taken out of the kept ones; None where there is none. The finalizer that keeps a
+    mapping runs before the dead automaton's arrays are dropped, so whether they are gone
+    is read here: the list and this call's argument are then its only references."""
+    with _kept_lock:
+        for k in range(len(_kept) - 1, -1, -1):
+            if len(_kept[k]) == size and sys.getrefcount(_kept[k]) == 2:
+                return _kept.pop(k)
+    return None
 
 
 def _rows_of(mapping: mmap.mmap, capacity: int) -> IntArray:
