@@ -604,6 +604,8 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
     if way in (1, 2):  # strings: from a template, or left to index.py without one
         assert (formcast.index._VISIT_CHAIN in kinds) != templated
         assert bool(templates._kept) or not templated
+        # a large row on its template: the template's codes and the tokens apart from it
+        assert (formcast.index._VISIT_TEMPLATED in kinds) == templated
     if way == 4:  # the plain tokens by the bytes they hold: asked only by that way
         assert (templates._by_byte is not None) == templated
 

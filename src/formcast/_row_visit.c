@@ -36,7 +36,8 @@ enum {
     VISIT_FIRST_BYTE = 3,
     VISIT_CHAIN = 4,
     VISIT_CODED = 5,
-    VISIT_TABLE = 6
+    VISIT_TABLE = 6,
+    VISIT_TEMPLATED = 7
 };
 enum { TRIE_ALL = 0, TRIE_OTHER = 1, TRIE_PLAIN = 2, TRIES = 3 };
 
@@ -333,17 +334,55 @@ static void drop_excluded(const Visitor *v, uint8_t *codes, uint32_t *bits, Py_s
     }
 }
 
+/* A large row on its template (VISIT_TEMPLATED): the template's codes, shared, and the
+ * tokens whose code differs from theirs (walked tokens and repeats, none of them plain
+ * but the repeats of plain tokens) as sorted (id, state) pairs, written over the walk's
+ * buffers (the walk's own pairs are read first, each pair written at or before its
+ * place). The row's codes were 49 KB of new memory a row, 12 page faults where the heap
+ * grew; the pairs are a few KB. NULL on error. */
+static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_codes,
+                               const uint8_t *codes, const uint8_t *template_of_codes,
+                               const int32_t *palette, Py_ssize_t distinct, PyObject *bits) {
+    int32_t *ids = w->out_ids, *states = w->out_states;
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < w->filled; i++) {
+        int32_t id = ids[i];
+        if (codes[id] != template_of_codes[id]) {
+            ids[count] = id;
+            states[count++] = palette[codes[id]];
+        }
+    }
+    for (Py_ssize_t k = 0; k < v->repeats[1]; k++) {
+        int32_t id = v->repeat[1][k];
+        if (codes[id] != template_of_codes[id]) {
+            ids[count] = id;
+            states[count++] = palette[codes[id]];
+        }
+    }
+    count = sort_pairs_in_place(ids, states, count); /* a DEAD pair's bit is clear */
+    if (count < 0) {
+        Py_DECREF(bits);
+        return PyErr_NoMemory();
+    }
+    PyObject *items[6] = {PyLong_FromLong(VISIT_TEMPLATED), Py_NewRef(template_codes),
+                          bytes_of(palette, distinct * 4), bytes_of(ids, count * 4),
+                          bytes_of(states, count * 4), bits};
+    return tuple_of(items, 6);
+}
+
 /* index._templated: the plain tokens' template of the chain's shape, the walked tokens
- * and the repeats written over it, less the plain tokens holding one of the `count`
- * bytes `excluded` (exclusions_visit). Py_None where it does not apply (more than 255
- * states): the caller then leaves the row to index.py, or walks the whole trie. */
+ * and the repeats written over it (in `codes`, the visit's scratch of a byte a token),
+ * less the plain tokens holding one of the `count` bytes `excluded` (exclusions_visit):
+ * sorted when small, else on its template (templated_row). Py_None where it does not
+ * apply (more than 255 states): the caller then leaves the row to index.py, or walks the
+ * whole trie. */
 static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
-                             const uint8_t *excluded, int count) {
+                             const uint8_t *excluded, int count, uint8_t *codes) {
     PyObject *template = PyObject_CallOneArg(v->template_of, shape);
     if (template == NULL) return NULL;
     Held held[2];
     memset(held, 0, sizeof(held));
-    PyObject *result = NULL, *codes = NULL, *bits = NULL;
+    PyObject *result = NULL, *bits = NULL;
     if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 2) {
         PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits)");
         goto done;
@@ -351,31 +390,47 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
     if (take(PyTuple_GET_ITEM(template, 0), &held[0], 0, 1, v->size, "template codes") < 0 ||
         take(PyTuple_GET_ITEM(template, 1), &held[1], 0, 4, v->words, "template bits") < 0)
         goto done;
-    codes = PyBytes_FromStringAndSize(NULL, v->size);
     bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
-    if (!codes || !bits) goto done;
+    if (!bits) goto done;
     int32_t palette[256];
     Py_ssize_t kept, distinct;
     int status = template_core(
         w->out_ids, w->out_states, w->filled, chain, (const uint8_t *)PyBytes_AS_STRING(shape),
         v->links, held[0].view.buf, held[1].view.buf, v->plain_bits, v->size, v->repeat[1],
-        v->original[1], v->repeats[1], (uint8_t *)PyBytes_AS_STRING(codes),
-        (uint32_t *)PyBytes_AS_STRING(bits), v->words, palette, &kept, &distinct);
+        v->original[1], v->repeats[1], codes, (uint32_t *)PyBytes_AS_STRING(bits), v->words,
+        palette, &kept, &distinct);
     if (status == TOO_MANY) {
         result = Py_NewRef(Py_None);
     } else if (status != FINE) {
         PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
     } else {
-        if (count)
-            drop_excluded(v, (uint8_t *)PyBytes_AS_STRING(codes),
-                          (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count,
-                          (uint32_t *)w->out_states); /* free now: the walk is written */
-        result = coded_row(v, codes, bits, palette, distinct, kept, w->out_ids, w->out_states);
-        codes = bits = NULL; /* coded_row took them */
+        if (count) /* the walk's states are read no more: their buffer is free */
+            drop_excluded(v, codes, (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count,
+                          (uint32_t *)w->out_states);
+        if (kept * v->sorted_share <= v->size) {
+            Py_ssize_t sorted = 0;
+            for (Py_ssize_t token = 0; token < v->size; token++)
+                if (codes[token]) {
+                    w->out_ids[sorted] = (int32_t)token;
+                    w->out_states[sorted++] = palette[codes[token]];
+                }
+            result = sorted_row(v, w->out_ids, w->out_states, sorted);
+            Py_CLEAR(bits);
+        } else if (w->filled + v->repeats[1] > v->out_size) { /* no room for the pairs */
+            PyObject *own = bytes_of(codes, v->size);
+            result = own ? coded_row(v, own, bits, palette, distinct, kept, w->out_ids,
+                                     w->out_states)
+                         : NULL;
+            if (!own) Py_DECREF(bits);
+            bits = NULL; /* coded_row took it */
+        } else {
+            result = templated_row(v, w, PyTuple_GET_ITEM(template, 0), codes, held[0].view.buf,
+                                   palette, distinct, bits);
+            bits = NULL; /* templated_row took it */
+        }
     }
 done:
     release(held, 2);
-    Py_XDECREF(codes);
     Py_XDECREF(bits);
     Py_DECREF(template);
     return result;
@@ -404,7 +459,7 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
     PyObject *shape = chain_shape(v, chain);
     if (shape == NULL) return NULL;
     if (shape != Py_None && v->template_of != Py_None) {
-        PyObject *row = on_template(v, w, chain, shape, NULL, 0);
+        PyObject *row = on_template(v, w, chain, shape, NULL, 0, (uint8_t *)table);
         if (row != Py_None) {
             Py_DECREF(shape);
             return row;
@@ -445,7 +500,8 @@ static int hold_by_byte(Visitor *v) {
  * chain's shape, then the plain tokens holding an excluded byte are dropped: no walk of
  * the plain trie, whose every node such a chain would otherwise visit (~100k). The same
  * row as the whole trie's walk; NOT_EXCLUDED where the way does not apply. */
-static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *chain) {
+static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *chain,
+                                  uint8_t *codes) {
     if (v->by_byte_of == Py_None || v->template_of == Py_None || v->links < 2)
         return NOT_EXCLUDED;
     uint8_t excluded[256];
@@ -462,7 +518,7 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
     }
     int walked = walk_root(v, w, TRIE_OTHER, state);
     PyObject *row = walked <= 0 ? (walked < 0 ? NULL : retry())
-                                : on_template(v, w, chain, shape, excluded, count);
+                                : on_template(v, w, chain, shape, excluded, count, codes);
     Py_DECREF(shape);
     if (row != Py_None) return row;
     Py_DECREF(row);
@@ -559,7 +615,7 @@ static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *
         if (whole == 2) return retry();
         if (whole == 1) return chain_visit(v, w, state, chain, scratch->table);
     } else {
-        PyObject *excluding = exclusions_visit(v, w, state, chain);
+        PyObject *excluding = exclusions_visit(v, w, state, chain, (uint8_t *)scratch->table);
         if (excluding != NOT_EXCLUDED) return excluding;
     }
     PyObject *key = first_byte_visit(v, w, state);
@@ -588,7 +644,10 @@ PyDoc_STRVAR(visit_doc,
 "      tokens' pairs;\n"
 "  (5, codes, palette, bits): a large row, one code a token (uint8) standing for\n"
 "      palette[code] (code 0: DEAD);\n"
-"  (6, table, bits): a large row of more than 255 states, its state a token.\n"
+"  (6, table, bits): a large row of more than 255 states, its state a token;\n"
+"  (7, codes, palette, ids, states, bits): a large row inside a string: the template's\n"
+"      codes (shared: one code a token, palette[code] its state) but at the sorted ids,\n"
+"      whose states are given; bits decide which tokens are allowed.\n"
 "The arrays come as bytes (int32 ids and states, uint32 bits, uint8 by_first).");
 
 static PyObject *Visitor_visit(Visitor *self, PyObject *args) {

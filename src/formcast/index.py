@@ -141,7 +141,12 @@ class _Row:
     states themselves (int32). A mask then copies the bits and a step reads one entry;
     the sorted ``token_ids`` and ``next_states`` are derived from it the first time they
     are read (O(vocabulary), once). A quarter of the memory of the two arrays for a row of
-    ~50k tokens (fresh memory costs its page faults: ~0.1 ms for those two arrays)."""
+    ~50k tokens (fresh memory costs its page faults: ~0.1 ms for those two arrays).
+
+    A string's large row a visit made on its template holds the template's codes as
+    ``dense`` (shared with every row of that template) and, as ``overrides``, the tokens
+    whose state differs from the template's (sorted int32 ids and states, as bytes);
+    ``bits`` then decide which tokens are allowed."""
 
     __slots__ = (
         "_ids",
@@ -152,6 +157,7 @@ class _Row:
         "distances",
         "longest",
         "lookup",
+        "overrides",
         "palette",
     )
 
@@ -164,6 +170,7 @@ class _Row:
         palette: IntArray | None = None,
         lookup: _FirstByteLookup | None = None,
         raw: tuple[bytes, bytes] | None = None,
+        overrides: tuple[bytes, bytes] | None = None,
     ) -> None:
         if (
             dense is None
@@ -181,6 +188,9 @@ class _Row:
         self.dense = dense
         self.palette = palette
         self.lookup = lookup
+        self.overrides = overrides
+        if overrides is not None and (bits is None or dense is None or palette is None):
+            raise ValueError("expected a templated row's bits, codes and palette")
         self.distances: IntArray | None = None
         self.longest: tuple[int, int] | None = None  # see TokenIndex._longest
 
@@ -215,10 +225,28 @@ class _Row:
             return self.lookup.state_of(token_id)
         dense = self.dense
         assert dense is not None
-        if token_id >= dense.size:
+        if token_id >= dense.size or token_id < 0:
             return DEAD
+        if self.overrides is not None:
+            return self._templated_state(token_id)
         entry = int(dense[token_id])
         return entry if self.palette is None else int(self.palette[entry])
+
+    def _templated_state(self, token_id: int) -> int:
+        """:meth:`next_state` of a row on its template (see the class docstring)."""
+        bits, dense, palette, overrides = self.bits, self.dense, self.palette, self.overrides
+        assert bits is not None and dense is not None and palette is not None
+        assert overrides is not None
+        if not (int(bits[token_id >> 5]) >> (token_id & 31)) & 1:
+            return DEAD
+        if native_walk is not None:
+            state = int(native_walk.state_after(overrides[0], overrides[1], token_id))
+        else:
+            ids = _ints(overrides[0])
+            at = int(np.searchsorted(ids, token_id))
+            found = at < ids.size and int(ids[at]) == token_id
+            state = int(_ints(overrides[1])[at]) if found else DEAD
+        return state if state != DEAD else int(palette[dense[token_id]])
 
     def _unpack(self) -> None:
         """The sorted tokens and states of a dense row (readers racing here compute the
@@ -233,11 +261,32 @@ class _Row:
             self.dense, self.palette = self.lookup.table()
         dense = self.dense
         assert dense is not None
+        if self.overrides is not None:
+            self._unpack_templated()
+            return
         ids = np.flatnonzero(dense).astype(np.int32)
         entries = dense[ids]
         self._next = (entries if self.palette is None else self.palette[entries]).astype(
             np.int32, copy=False
         )
+        self._ids = ids
+
+    def _unpack_templated(self) -> None:
+        """:meth:`_unpack` of a row on its template: the allowed tokens from the bits, their
+        states from the template's codes, then the overrides' (O(vocabulary), once)."""
+        bits, dense, palette, overrides = self.bits, self.dense, self.palette, self.overrides
+        assert bits is not None and dense is not None and palette is not None
+        assert overrides is not None
+        allowed = np.unpackbits(bits.view(np.uint8), bitorder="little")[: dense.size]
+        ids = np.flatnonzero(allowed).astype(np.int32)
+        states = palette[dense[ids]].astype(np.int32)
+        changed, changed_states = _ints(overrides[0]), _ints(overrides[1])
+        at = np.searchsorted(ids, changed)
+        inside = at < ids.size
+        hit = inside.copy()
+        hit[inside] = ids[at[inside]] == changed[inside]
+        states[at[hit]] = changed_states[hit]
+        self._next = states
         self._ids = ids
 
 
@@ -1534,6 +1583,7 @@ def _looked_up(
 
 # What a Visitor's visit answers (formcast/_row_visit.c): its first item
 _VISIT_SORTED, _VISIT_FIRST_BYTE, _VISIT_CHAIN, _VISIT_CODED, _VISIT_TABLE = 1, 3, 4, 5, 6
+_VISIT_TEMPLATED = 7
 _VISITORS: weakref.WeakKeyDictionary[Vocabulary, Any] = weakref.WeakKeyDictionary()
 
 
@@ -1592,9 +1642,10 @@ def _ints(data: bytes) -> IntArray:
 
 def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
     """The row a Visitor's visit answered (its arrays as bytes, read in place): sorted
-    with its bits; coded one byte a token, or a table of states, with its bits; an object
-    key's row (:meth:`TokenIndex._first_byte_row`); or a row inside a string that its
-    template could not make (:func:`_scattered`)."""
+    with its bits; coded one byte a token, or a table of states, with its bits; a
+    string's on its template (the template's codes and the tokens apart from them); an
+    object key's row (:meth:`TokenIndex._first_byte_row`); or a row inside a string that
+    its template could not make (:func:`_scattered`)."""
     kind = found[0]
     if kind == _VISIT_SORTED:
         return _Row(None, None, np.frombuffer(found[3], dtype=np.uint32), raw=found[1:3])
@@ -1603,6 +1654,10 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
         return _Row(None, None, np.frombuffer(found[3], dtype=np.uint32), codes, _ints(found[2]))
     if kind == _VISIT_TABLE:
         return _Row(None, None, np.frombuffer(found[2], dtype=np.uint32), _ints(found[1]))
+    if kind == _VISIT_TEMPLATED:
+        _, template_codes, palette, ids, states, bits = found
+        bits_array = np.frombuffer(bits, dtype=np.uint32)
+        return _Row(None, None, bits_array, template_codes, _ints(palette), overrides=(ids, states))
     if kind == _VISIT_FIRST_BYTE:
         _, ids, states, bits, by_first, palette, unread = found
         by_first_codes = np.frombuffer(by_first, dtype=np.uint8)
