@@ -610,6 +610,40 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
         assert (templates._by_byte is not None) == templated
 
 
+def test_a_row_on_its_template_steps_and_unpacks_without_the_c_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A string's large row made on its template (the template's codes and the tokens
+    apart from them) answers every step, and its sorted arrays, as brute force does, with
+    the C module on and then off (a binary search in numpy)."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    index = TokenIndex(LazyAutomaton(VISIT_PATTERNS[1]), vocabulary)
+    templated = [
+        state
+        for state in _reachable(index, 150)
+        if index._row(state).overrides is not None and index._row(state).overrides[0]
+    ]
+    assert templated  # rows with tokens apart from their template (quotes, escapes)
+    probes = range(vocabulary.size)
+    for native in (formcast.index.native_walk, None):
+        monkeypatch.setattr(formcast.index, "native_walk", native)
+        for state in templated:
+            expected = brute_force_row(index, state)
+            assert [index.next_state(state, t) for t in probes] == [
+                expected.get(t, -1) for t in probes
+            ]
+    for state in templated:
+        row = index._row(state)
+        assert dict(zip(row.token_ids.tolist(), row.next_states.tolist(), strict=True)) == (
+            brute_force_row(index, state)
+        )
+
+
 def _reachable(index: TokenIndex, limit: int) -> list[int]:
     seen, frontier = {index.initial_state}, [index.initial_state]
     while frontier and len(seen) < limit:
