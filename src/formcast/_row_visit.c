@@ -335,34 +335,27 @@ static void drop_excluded(const Visitor *v, uint8_t *codes, uint32_t *bits, Py_s
 }
 
 /* A large row on its template (VISIT_TEMPLATED): the template's codes, shared, and the
- * tokens whose code differs from theirs (walked tokens and repeats, none of them plain
- * but the repeats of plain tokens) as sorted (id, state) pairs, written over the walk's
- * buffers (the walk's own pairs are read first, each pair written at or before its
- * place). The row's codes were 49 KB of new memory a row, 12 page faults where the heap
- * grew; the pairs are a few KB. NULL on error. */
+ * tokens whose code differs from theirs as (id, state) pairs, ascending. Only a token
+ * that is not plain can differ (a plain one keeps its length's code, its repeats too;
+ * one dropped for an excluded byte has its bit clear, which decides): the non-plain ids
+ * are read off the plain tokens' bits in order, so the pairs need no sort. They are
+ * written over the walk's buffers, read no more. The row's codes were 49 KB of new
+ * memory a row, 12 page faults where the heap grew; the pairs are a few KB. */
 static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_codes,
                                const uint8_t *codes, const uint8_t *template_of_codes,
                                const int32_t *palette, Py_ssize_t distinct, PyObject *bits) {
     int32_t *ids = w->out_ids, *states = w->out_states;
     Py_ssize_t count = 0;
-    for (Py_ssize_t i = 0; i < w->filled; i++) {
-        int32_t id = ids[i];
-        if (codes[id] != template_of_codes[id]) {
-            ids[count] = id;
-            states[count++] = palette[codes[id]];
+    for (Py_ssize_t word = 0; word < v->words; word++) {
+        uint32_t others = ~v->plain_bits[word];
+        for (; others; others &= others - 1) {
+            Py_ssize_t id = word * 32 + __builtin_ctz(others);
+            if (id >= v->size) break;
+            if (codes[id] != template_of_codes[id] && codes[id]) {
+                ids[count] = (int32_t)id;
+                states[count++] = palette[codes[id]];
+            }
         }
-    }
-    for (Py_ssize_t k = 0; k < v->repeats[1]; k++) {
-        int32_t id = v->repeat[1][k];
-        if (codes[id] != template_of_codes[id]) {
-            ids[count] = id;
-            states[count++] = palette[codes[id]];
-        }
-    }
-    count = sort_pairs_in_place(ids, states, count); /* a DEAD pair's bit is clear */
-    if (count < 0) {
-        Py_DECREF(bits);
-        return PyErr_NoMemory();
     }
     PyObject *items[6] = {PyLong_FromLong(VISIT_TEMPLATED), Py_NewRef(template_codes),
                           bytes_of(palette, distinct * 4), bytes_of(ids, count * 4),
@@ -416,13 +409,6 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
                 }
             result = sorted_row(v, w->out_ids, w->out_states, sorted);
             Py_CLEAR(bits);
-        } else if (w->filled + v->repeats[1] > v->out_size) { /* no room for the pairs */
-            PyObject *own = bytes_of(codes, v->size);
-            result = own ? coded_row(v, own, bits, palette, distinct, kept, w->out_ids,
-                                     w->out_states)
-                         : NULL;
-            if (!own) Py_DECREF(bits);
-            bits = NULL; /* coded_row took it */
         } else {
             result = templated_row(v, w, PyTuple_GET_ITEM(template, 0), codes, held[0].view.buf,
                                    palette, distinct, bits);
@@ -786,6 +772,9 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
         if (trie->tokens > self->out_size) self->out_size = trie->tokens;
         if (trie->nodes > self->pending_size) self->pending_size = trie->nodes;
     }
+    /* room for a row on its template's pairs too: one a token that is not plain, repeats
+     * among them (templated_row) */
+    if (self->size > self->out_size) self->out_size = self->size;
     for (int b = 0; b < 256; b++)
         if (self->plain_root[b] >= self->tries[TRIE_PLAIN].nodes) {
             PyErr_SetString(PyExc_ValueError, "expected plain_root nodes of the plain trie");
