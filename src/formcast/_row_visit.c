@@ -253,22 +253,30 @@ static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t 
     return tuple_of(items, 4);
 }
 
+/* A small row coded one byte a token (`code`, palette[code] its state), sorted with its
+ * bits, its pairs written to ids and states. */
+static PyObject *sorted_of_codes(const Visitor *v, const uint8_t *code, const int32_t *palette,
+                                 int32_t *ids, int32_t *states) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t token = 0; token < v->size; token++)
+        if (code[token]) {
+            ids[count] = (int32_t)token;
+            states[count++] = palette[code[token]];
+        }
+    return sorted_row(v, ids, states, count);
+}
+
 /* A row coded one byte a token (codes, bits and the palette's `distinct` states): sorted
  * when it holds at most 1 / sorted_share of the vocabulary, else as it is. */
 static PyObject *coded_row(const Visitor *v, PyObject *codes, PyObject *bits,
                            const int32_t *palette, Py_ssize_t distinct, Py_ssize_t kept,
                            int32_t *ids, int32_t *states) {
     if (kept * v->sorted_share <= v->size) {
-        const uint8_t *code = (const uint8_t *)PyBytes_AS_STRING(codes);
-        Py_ssize_t count = 0;
-        for (Py_ssize_t token = 0; token < v->size; token++)
-            if (code[token]) {
-                ids[count] = (int32_t)token;
-                states[count++] = palette[code[token]];
-            }
+        PyObject *row =
+            sorted_of_codes(v, (const uint8_t *)PyBytes_AS_STRING(codes), palette, ids, states);
         Py_DECREF(codes);
         Py_DECREF(bits);
-        return sorted_row(v, ids, states, count);
+        return row;
     }
     PyObject *items[4] = {PyLong_FromLong(VISIT_CODED), codes, bytes_of(palette, distinct * 4),
                           bits};
@@ -401,13 +409,7 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
             drop_excluded(v, codes, (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count,
                           (uint32_t *)w->out_states);
         if (kept * v->sorted_share <= v->size) {
-            Py_ssize_t sorted = 0;
-            for (Py_ssize_t token = 0; token < v->size; token++)
-                if (codes[token]) {
-                    w->out_ids[sorted] = (int32_t)token;
-                    w->out_states[sorted++] = palette[codes[token]];
-                }
-            result = sorted_row(v, w->out_ids, w->out_states, sorted);
+            result = sorted_of_codes(v, codes, palette, w->out_ids, w->out_states);
             Py_CLEAR(bits);
         } else {
             result = templated_row(v, w, PyTuple_GET_ITEM(template, 0), codes, held[0].view.buf,
