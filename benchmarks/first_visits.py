@@ -49,8 +49,17 @@ instance walked cold as maskbench does, the page faults taken inside the masks: 
 a mask, and a mask of the p90-p98 band of mask times (where p95 lies), beside the masks'
 mean and p95. A fault costs ~1.3 us (a page of memory new to the process, zeroed).
 
+``band``: over every ``--every``-th maskbench schema, each valid instance walked cold as
+maskbench does, then again over a fresh ``TokenIndex`` of the same automaton (the DFA
+rows the cold walk built, built). The masks of the p92-p98 band of the cold times (where
+p95 lies), by the way the Visitor took (its answer's kind; ``cached`` where the mask was
+kept, ``no visit`` where index.py made the row): their count, mean cold time, the part
+of it inside the Visitor's C call (the rest is the Python around the visit), and the mean
+with the rows built (cold minus it: the rows' share). The C call is timed from Python:
+~0.1 us of the wrapper counts inside it.
+
     OMP_NUM_THREADS=1 python benchmarks/first_visits.py \
-        [split|string|small|recursive|excluded|rows|growth|slowest|faults] [--every N]
+        [split|string|small|recursive|excluded|rows|growth|slowest|faults|band] [--every N]
 
 Compare two commits by running it with ``PYTHONPATH=<worktree>/src`` (that worktree's C
 modules built in place) and without.
@@ -376,6 +385,94 @@ def faults(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
     )
 
 
+_VISIT_KINDS = {
+    1: "sorted",
+    3: "object key",
+    4: "chain",
+    5: "coded",
+    6: "table",
+    7: "string on template",
+}
+
+
+def _timed_visits(vocabulary: Vocabulary) -> tuple[list[float], list[str]]:
+    """Every visit of this vocabulary's Visitor timed (seconds, added to ``[0]``) and its
+    kind noted (``[0]``), by wrapping ``TokenIndex._visit`` and ``_row_of_visit``."""
+    inside, kind = [0.0], ["no visit"]
+    visit = index_module._visitor(vocabulary).visit
+    clock = time.perf_counter
+
+    def timed(table: Any, state: int, builder: Any) -> Any:
+        started = clock()
+        found = visit(table, state, builder)
+        inside[0] += clock() - started
+        return found
+
+    row_of_visit = index_module._row_of_visit
+
+    def noted(found: tuple[Any, ...], vocabulary: Vocabulary) -> Any:
+        kind[0] = _VISIT_KINDS.get(found[0], str(found[0]))
+        return row_of_visit(found, vocabulary)
+
+    TokenIndex._visit = property(lambda self: timed)  # type: ignore[assignment]
+    index_module._row_of_visit = noted
+    return inside, kind
+
+
+def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
+    inside, kind = _timed_visits(vocabulary)
+    masks: list[tuple[float, float, str, float]] = []  # cold, inside C, kind, rows built
+
+    def walk(index: TokenIndex, instances: list[list[int]]) -> list[tuple[float, float, str]]:
+        buffer = Cursor(index).bitmask(vocabulary.size)
+        words = buffer.reshape(-1)
+        out = []
+        for tokens in instances:
+            cursor = Cursor(index)
+            for token in tokens:
+                inside[0], kind[0] = 0.0, "no visit"
+                cached = index.cached_packed_mask(cursor.state, vocabulary.size) is not None
+                started = time.perf_counter()
+                cursor.bitmask(vocabulary.size, out=buffer)
+                spent = time.perf_counter() - started
+                out.append((spent * 1e6, inside[0] * 1e6, "cached" if cached else kind[0]))
+                if not (int(words[token // 32]) >> (token % 32)) & 1:
+                    break
+                cursor.advance(token)
+        return out
+
+    for path in maskbench.schema_files(every):
+        document = json.loads(path.read_text())
+        try:
+            index = compile_index(document["schema"], vocabulary, mode="specification")
+            Cursor(index).bitmask(vocabulary.size)
+        except Exception:  # refused or unsupported: no masks to time
+            continue
+        instances = _instances(tokenizer, document)
+        cold = walk(index, instances)
+        built = walk(TokenIndex(index.automaton, vocabulary), instances)
+        masks += [(c[0], c[1], c[2], b[0]) for c, b in zip(cold, built, strict=True)]
+        clear_memory_cache()
+    times = np.array([mask[0] for mask in masks])
+    low, high = np.percentile(times, [92, 98])
+    print(
+        f"every {every}th schema, {times.size:,} masks: mean {times.mean():.2f} us, p95 "
+        f"{np.percentile(times, 95):.1f} us; the p92-p98 band ({low:.1f}-{high:.1f} us), "
+        "by the Visitor's way:"
+    )
+    print(f"  {'way':<20}{'masks':>7}{'cold us':>9}{'in C':>7}{'Python':>8}{'rows built':>12}")
+    by_kind: dict[str, list[tuple[float, float, str, float]]] = {}
+    for mask in masks:
+        if low <= mask[0] <= high:
+            by_kind.setdefault(mask[2], []).append(mask)
+    for name, group in sorted(by_kind.items(), key=lambda item: -len(item[1])):
+        cold_us, in_c, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 1, 3))
+        print(
+            f"  {name:<20}{len(group):>7,}{cold_us:>9.1f}{in_c:>7.1f}{cold_us - in_c:>8.1f}"
+            f"{built_us:>12.1f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -392,13 +489,14 @@ def main() -> None:
             "growth",
             "slowest",
             "faults",
+            "band",
         ),
     )
     parser.add_argument(
         "--every",
         type=int,
         default=4,
-        help="take every Nth schema (split, recursive, rows, growth, faults)",
+        help="take every Nth schema (split, recursive, rows, growth, faults, band)",
     )
     parser.add_argument("--rows", type=int, default=300, help="rows built a schema (rows)")
     parser.add_argument(
@@ -430,6 +528,8 @@ def main() -> None:
         slowest(tokenizer, vocabulary, args.names or _SLOWEST)
     elif args.what == "faults":
         faults(tokenizer, vocabulary, args.every)
+    elif args.what == "band":
+        band(tokenizer, vocabulary, args.every)
     else:
         small(vocabulary)
 
