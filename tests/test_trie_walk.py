@@ -610,6 +610,55 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
         assert (templates._by_byte is not None) == templated
 
 
+@pytest.mark.parametrize(
+    ("pattern", "read_off"),
+    [
+        (VISIT_PATTERNS[0], True),  # free keys start with any byte: all under "a" live
+        (r'\{(?:"(?:alpha|alps|[^a"\\][^"\\]*)":[0-9]{1,3},?)*\}', False),  # "abc" dies
+    ],
+    ids=["every token lives", "some die"],
+)
+def test_a_key_row_reads_a_declared_initial_off_its_first_byte_where_its_tokens_live(
+    pattern: str, read_off: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a declared name's initial, the tokens that leave every name (to the free
+    key's looping state) are read off their first byte, and the row's pairs are the
+    tokens on a name's way, where every token under the initial lives; where some die,
+    the initial stays unread and each of its live tokens is a pair. Either way the row,
+    its mask and its steps are those of index.py's own ways."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    automaton = LazyAutomaton(pattern)
+    visited = TokenIndex(automaton, vocabulary)
+    state = automaton.walk(b'{"')
+    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
+    assert found is not None and found[0] == formcast.index._VISIT_FIRST_BYTE
+    ids = np.frombuffer(found[1], dtype=np.int32).tolist()
+    by_first, unread = found[4], np.frombuffer(found[6], dtype=np.int32).tolist()
+    under_a = {vocabulary.token_bytes[t] for t in ids if vocabulary.token_bytes[t][:1] == b"a"}
+    assert (by_first[ord("a")] == 1) == read_off
+    assert (ord("a") in unread) != read_off
+    # the pairs under "a": tokens on a name's way ("alps" and "alpha" may end where a free
+    # key loops, and then are read off too); never "abc", which leaves every name
+    assert {b"a", b"al"} <= under_a <= {b"a", b"al", b"alps", b"alpha"}
+    abc = vocabulary.token_bytes.index(b"abc")
+    assert (visited.next_state(state, abc) >= 0) == read_off  # it dies where not read off
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    reference = TokenIndex(automaton, vocabulary)
+    assert index_row(visited, state) == index_row(reference, state)
+    assert np.array_equal(
+        visited.packed_mask(state, vocabulary.size), reference.packed_mask(state, vocabulary.size)
+    )
+    probes = range(vocabulary.size)
+    assert [visited.next_state(state, t) for t in probes] == [
+        reference.next_state(state, t) for t in probes
+    ]
+
+
 def test_a_row_on_its_template_steps_and_unpacks_without_the_c_module(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

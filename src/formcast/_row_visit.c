@@ -11,8 +11,11 @@
  *   of plain bytes (a string's characters): the other tokens are walked and written over
  *   the plain tokens' template of the chain's shape (index._templated);
  * - else an object's key, where most plain bytes lead to states that loop on every plain
- *   byte (index._first_byte_row): the plain tokens under the other first bytes and the
- *   other tokens are walked, and the row's bits are the plain tokens' by first byte;
+ *   byte (index._first_byte_row): the plain tokens under the other first bytes (declared
+ *   names' initials) and the other tokens are walked, and the row's bits are the plain
+ *   tokens' by first byte; under an initial whose tokens all live, those that leave
+ *   every name are read off the first byte too (walk_initials): the row lists only the
+ *   tokens on a name's way;
  * - else the whole trie is walked.
  *
  * A row of at most 1 / sorted_share of the vocabulary comes back sorted, with its bits; a
@@ -517,6 +520,47 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
 #define NOT_A_KEY ((PyObject *)1) /* first_byte_visit: the way does not apply */
 
 /* index._first_byte_row, and index._looked_up's bits where no token repeats another. */
+/* Walk the plain tokens under each declared name's initial (lists[256 + i], its state
+ * lists[512 + i]; `walked` of them). Most of them leave every name for the first looping
+ * state (lists[0]): those are counted, not written out, and where every token under the
+ * initial is live (written out, or counted), the initial reads that state off by_first
+ * (code 1) and only the tokens apart from it are the row's pairs (a few dozen of a few
+ * thousand). Where some die there, its tokens are walked again, each written out (the
+ * initial stays unread). 1 done, 0 no room, -1 error. */
+static int walk_initials(const Visitor *v, Walk *w, const int32_t *lists, Py_ssize_t walked,
+                         uint8_t *by_first) {
+    const TrieArrays *plain = &v->tries[TRIE_PLAIN];
+    int status = 1;
+    for (Py_ssize_t i = 0; i < walked && status == 1; i++) {
+        uint8_t initial = (uint8_t)lists[256 + i];
+        int32_t node = v->plain_root[initial], start = lists[512 + i];
+        if (node < 0) continue;
+        const NodeRecord *record = plain->records + node;
+        Py_ssize_t before = w->filled, under = record->subtree_stop - record->subtree_first;
+        w->counted_state = lists[0];
+        w->counted = 0;
+        status = walk_from(v, w, TRIE_PLAIN, &node, &start, 1);
+        if (status == 1 && (w->filled - before) + w->counted == under) {
+            by_first[initial] = 1;
+            continue;
+        }
+        w->filled = before; /* some died: every token written out */
+        w->counted_state = DEAD;
+        if (status == 1) status = walk_from(v, w, TRIE_PLAIN, &node, &start, 1);
+    }
+    w->counted_state = DEAD;
+    return status;
+}
+
+/* The unread bytes (`count` of them, in place) less those by_first now reads (see
+ * walk_initials); their new count. */
+static Py_ssize_t still_unread(int32_t *unread, Py_ssize_t count, const uint8_t *by_first) {
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (!by_first[unread[i] & 255]) unread[kept++] = unread[i];
+    return kept;
+}
+
 static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
     /* an undeclared key starts with any byte no declared name starts with: '~' or '`' */
@@ -547,20 +591,13 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
     int done = walk_root(v, w, TRIE_OTHER, state);
     if (done <= 0) return done < 0 ? NULL : retry();
     if (walked) {
-        int32_t nodes[256], states[256];
-        Py_ssize_t starts = 0;
-        for (Py_ssize_t i = 0; i < walked; i++) {
-            int32_t node = v->plain_root[lists[256 + i] & 255];
-            if (node < 0) continue;
-            nodes[starts] = node;
-            states[starts++] = lists[512 + i];
-        }
         /* below a declared name's initial, a token that leaves every name stands in a
          * state looping on every plain byte: with its loop mask known from the start, its
          * subtree ends there unwalked, however small */
         for (Py_ssize_t k = 0; k < looped; k++) loop_mask(w, lists[k], 1);
-        done = walk_from(v, w, TRIE_PLAIN, nodes, states, starts);
+        done = walk_initials(v, w, lists, walked, by_first);
         if (done <= 0) return done < 0 ? NULL : retry();
+        unread = still_unread(lists + 768, unread, by_first);
     }
     PyObject *bits = Py_NewRef(Py_None);
     if (!v->repeats[0]) { /* index._looked_up's bits; with repeats, it finishes the row */
@@ -625,8 +662,10 @@ PyDoc_STRVAR(visit_doc,
 "  (1, ids, states, bits): a row sorted by token, with its packed bits;\n"
 "  (3, ids, states, bits, by_first, palette, unread): an object key's row\n"
 "      (index._first_byte_row): palette is DEAD, then the looping states that by_first's\n"
-"      codes 1, 2, ... stand for; unread the bytes by_first leaves at 0; bits None\n"
-"      where the vocabulary repeats tokens;\n"
+"      codes 1, 2, ... stand for; a plain token not among ids takes its first byte's\n"
+"      (a declared name's initial reads code 1 where every token under it lives);\n"
+"      unread the bytes by_first leaves at 0; bits None where the vocabulary repeats\n"
+"      tokens;\n"
 "  (4, chain, ids, states): a row inside a string that its template cannot make (no\n"
 "      template_of, or past 255 states): the chain of plain bytes' states and the other\n"
 "      tokens' pairs;\n"

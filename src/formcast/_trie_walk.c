@@ -112,6 +112,10 @@ static int loops_below(Walk *w, int32_t node, int large, int32_t state) {
 }
 
 static int emit(Walk *w, int32_t token, int32_t state) {
+    if (state == w->counted_state) {
+        w->counted++;
+        return WALK_OK;
+    }
     if (w->filled >= w->out_size) return WALK_FULL;
     w->out_ids[w->filled] = token;
     w->out_states[w->filled] = state;
@@ -122,6 +126,10 @@ static int emit(Walk *w, int32_t token, int32_t state) {
 static int emit_subtree(Walk *w, const NodeRecord *record, int32_t state) {
     int32_t first = record->subtree_first, stop = record->subtree_stop;
     if (first < 0 || stop < first || stop > w->trie.tokens) return WALK_BAD_NODE;
+    if (state == w->counted_state) {
+        w->counted += stop - first;
+        return WALK_OK;
+    }
     if (w->filled + (stop - first) > w->out_size) return WALK_FULL;
     for (int32_t i = first; i < stop; i++) {
         w->out_ids[w->filled] = w->trie.token_ids[i];
