@@ -624,7 +624,8 @@ def test_a_key_row_reads_a_declared_initial_off_its_first_byte_where_its_tokens_
     """Under a declared name's initial, the tokens that leave every name (to the free
     key's looping state) are read off their first byte, and the row's pairs are the
     tokens on a name's way, where every token under the initial lives; where some die,
-    the initial stays unread and each of its live tokens is a pair. Either way the row,
+    the initial stays unread and each of its live tokens is a pair. A token that is not
+    plain and ends in the free key is a bit of the row, not a pair. Either way the row,
     its mask and its steps are those of index.py's own ways."""
     import formcast.automaton.lazy as lazy_module
     import formcast.index
@@ -647,6 +648,12 @@ def test_a_key_row_reads_a_declared_initial_off_its_first_byte_where_its_tokens_
     assert {b"a", b"al"} <= under_a <= {b"a", b"al", b"alps", b"alpha"}
     abc = vocabulary.token_bytes.index(b"abc")
     assert (visited.next_state(state, abc) >= 0) == read_off  # it dies where not read off
+    # "é" (not plain) starts a free key: a bit of the row, not a pair, and its state the
+    # first looping one's (others)
+    e_acute = vocabulary.token_bytes.index("é".encode())
+    loop = int(np.frombuffer(found[5], dtype=np.int32)[1])
+    assert e_acute not in ids and found[7] == loop
+    assert visited.next_state(state, e_acute) == loop
     monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
     reference = TokenIndex(automaton, vocabulary)
     assert index_row(visited, state) == index_row(reference, state)

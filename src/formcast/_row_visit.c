@@ -14,8 +14,9 @@
  *   byte (index._first_byte_row): the plain tokens under the other first bytes (declared
  *   names' initials) and the other tokens are walked, and the row's bits are the plain
  *   tokens' by first byte; under an initial whose tokens all live, those that leave
- *   every name are read off the first byte too (walk_initials): the row lists only the
- *   tokens on a name's way;
+ *   every name are read off the first byte too (walk_initials), and the other tokens
+ *   that end in a free key (its UTF-8 characters) are bits alone: the row lists only
+ *   the tokens on a name's way and the other tokens apart;
  * - else the whole trie is walked.
  *
  * A row of at most 1 / sorted_share of the vocabulary comes back sorted, with its bits; a
@@ -588,45 +589,61 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
         return NULL;
     Py_ssize_t looped = counts[0], walked = counts[1], unread = counts[2];
     if (!looped) return NOT_A_KEY;
+    /* Without repeats, the row's bits are made here, and the other tokens that end where
+     * the first looping state loops (a free key's UTF-8 characters) are set in them, not
+     * listed: index._FirstByteLookup reads an allowed token that is neither plain nor
+     * listed as that state (`others`). With repeats, index._looked_up finishes the row. */
+    PyObject *bits = NULL;
+    uint32_t *out = NULL;
+    int32_t others = DEAD;
+    if (!v->repeats[0]) {
+        bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
+        if (!bits) return NULL;
+        out = (uint32_t *)PyBytes_AS_STRING(bits);
+        memcpy(out, v->plain_bits, (size_t)v->words * 4);
+        others = lists[0];
+    }
+    w->counted_state = others;
+    w->counted_bits = out;
     int done = walk_root(v, w, TRIE_OTHER, state);
-    if (done <= 0) return done < 0 ? NULL : retry();
-    if (walked) {
+    w->counted_state = DEAD;
+    w->counted_bits = NULL;
+    if (done > 0 && walked) {
         /* below a declared name's initial, a token that leaves every name stands in a
          * state looping on every plain byte: with its loop mask known from the start, its
          * subtree ends there unwalked, however small */
         for (Py_ssize_t k = 0; k < looped; k++) loop_mask(w, lists[k], 1);
         done = walk_initials(v, w, lists, walked, by_first);
-        if (done <= 0) return done < 0 ? NULL : retry();
-        unread = still_unread(lists + 768, unread, by_first);
+        if (done > 0) unread = still_unread(lists + 768, unread, by_first);
     }
-    PyObject *bits = Py_NewRef(Py_None);
-    if (!v->repeats[0]) { /* index._looked_up's bits; with repeats, it finishes the row */
-        Py_DECREF(bits);
-        bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
-        if (bits) {
-            uint32_t *out = (uint32_t *)PyBytes_AS_STRING(bits);
-            memcpy(out, v->plain_bits, (size_t)v->words * 4);
-            for (Py_ssize_t i = 0; i < unread; i++) {
-                const uint32_t *dropped = v->bits_by_first + (Py_ssize_t)lists[768 + i] * v->words;
-                for (Py_ssize_t k = 0; k < v->words; k++) out[k] &= ~dropped[k];
-            }
-            for (Py_ssize_t i = 0; i < w->filled; i++)
-                out[w->out_ids[i] >> 5] |= (uint32_t)1 << (w->out_ids[i] & 31);
+    if (done <= 0) {
+        Py_XDECREF(bits);
+        return done < 0 ? NULL : retry();
+    }
+    if (out) {
+        for (Py_ssize_t i = 0; i < unread; i++) {
+            const uint32_t *dropped = v->bits_by_first + (Py_ssize_t)lists[768 + i] * v->words;
+            for (Py_ssize_t k = 0; k < v->words; k++) out[k] &= ~dropped[k];
         }
+        for (Py_ssize_t i = 0; i < w->filled; i++)
+            out[w->out_ids[i] >> 5] |= (uint32_t)1 << (w->out_ids[i] & 31);
+    } else {
+        bits = Py_NewRef(Py_None);
     }
-    PyObject *items[7] = {PyLong_FromLong(VISIT_FIRST_BYTE),
+    PyObject *items[8] = {PyLong_FromLong(VISIT_FIRST_BYTE),
                           bytes_of(w->out_ids, w->filled * 4),
                           bytes_of(w->out_states, w->filled * 4),
                           bits,
                           bytes_of(by_first, 256),
                           NULL,
-                          bytes_of(lists + 768, unread * 4)};
+                          bytes_of(lists + 768, unread * 4),
+                          PyLong_FromLong(others)};
     /* the palette of by_first's codes: DEAD, then the looping states */
     int32_t palette[257];
     palette[0] = DEAD;
     memcpy(palette + 1, lists, (size_t)looped * 4);
     items[5] = bytes_of(palette, (looped + 1) * 4);
-    return tuple_of(items, 7);
+    return tuple_of(items, 8);
 }
 
 static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *scratch) {
@@ -660,12 +677,13 @@ PyDoc_STRVAR(visit_doc,
 "walk(). Returns one of\n"
 "  (0,): the table lacks room; grow it and call again;\n"
 "  (1, ids, states, bits): a row sorted by token, with its packed bits;\n"
-"  (3, ids, states, bits, by_first, palette, unread): an object key's row\n"
+"  (3, ids, states, bits, by_first, palette, unread, others): an object key's row\n"
 "      (index._first_byte_row): palette is DEAD, then the looping states that by_first's\n"
 "      codes 1, 2, ... stand for; a plain token not among ids takes its first byte's\n"
-"      (a declared name's initial reads code 1 where every token under it lives);\n"
-"      unread the bytes by_first leaves at 0; bits None where the vocabulary repeats\n"
-"      tokens;\n"
+"      (a declared name's initial reads code 1 where every token under it lives), and\n"
+"      an allowed token that is not plain, not among ids, the state `others`; unread the\n"
+"      bytes by_first leaves at 0; bits None (and others DEAD) where the vocabulary\n"
+"      repeats tokens;\n"
 "  (4, chain, ids, states): a row inside a string that its template cannot make (no\n"
 "      template_of, or past 255 states): the chain of plain bytes' states and the other\n"
 "      tokens' pairs;\n"

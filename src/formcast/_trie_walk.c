@@ -114,6 +114,7 @@ static int loops_below(Walk *w, int32_t node, int large, int32_t state) {
 static int emit(Walk *w, int32_t token, int32_t state) {
     if (state == w->counted_state) {
         w->counted++;
+        if (w->counted_bits) w->counted_bits[token >> 5] |= (uint32_t)1 << (token & 31);
         return WALK_OK;
     }
     if (w->filled >= w->out_size) return WALK_FULL;
@@ -128,6 +129,11 @@ static int emit_subtree(Walk *w, const NodeRecord *record, int32_t state) {
     if (first < 0 || stop < first || stop > w->trie.tokens) return WALK_BAD_NODE;
     if (state == w->counted_state) {
         w->counted += stop - first;
+        if (w->counted_bits)
+            for (int32_t i = first; i < stop; i++) {
+                int32_t token = w->trie.token_ids[i];
+                w->counted_bits[token >> 5] |= (uint32_t)1 << (token & 31);
+            }
         return WALK_OK;
     }
     if (w->filled + (stop - first) > w->out_size) return WALK_FULL;

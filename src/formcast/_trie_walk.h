@@ -68,10 +68,12 @@ typedef struct {
     int whole_rows;
     /* the loop masks of states met so far (LOOP_SLOTS, zeroed before the walk) */
     LoopMask *loops;
-    /* tokens reaching this state are counted (`counted`), not written out; DEAD (the
-     * zeroed walk's): none is (no token is written with DEAD) */
+    /* tokens reaching this state are counted (`counted`), not written out, and their
+     * bits set in counted_bits where it is not NULL; DEAD (the zeroed walk's): none is
+     * (no token is written with DEAD) */
     int32_t counted_state;
     Py_ssize_t counted;
+    uint32_t *counted_bits;
 } Walk;
 
 enum {

@@ -1486,9 +1486,14 @@ class _FirstByteLookup:
     The walked pairs come in the walk's order (by bytes, not ids). The first
     :data:`_SCANNED_LOOKUPS` steps scan them (~2 us for a few thousand); the next one
     orders them by id (~15 us, the sort a row of a single step never needs), and each step
-    after is a binary search. A plain token's step is two reads."""
+    after is a binary search. A plain token's step is two reads.
 
-    __slots__ = ("_scans_left", "by_first", "pairs", "palette", "vocabulary")
+    ``others``, where the visit gave it, is ``(state, bits)``: an allowed token (its bit
+    set in the row's ``bits``) that is neither plain nor among the pairs leads to
+    ``state`` (a free key's UTF-8 characters, which the visit set in the bits instead of
+    listing them); else such a token is :data:`DEAD`."""
+
+    __slots__ = ("_scans_left", "by_first", "others", "pairs", "palette", "vocabulary")
 
     def __init__(
         self,
@@ -1499,10 +1504,12 @@ class _FirstByteLookup:
         states: IntArray,
         *,
         ordered: bool = False,
+        others: tuple[int, npt.NDArray[np.uint32]] | None = None,
     ) -> None:
         self.vocabulary = vocabulary
         self.by_first = by_first
         self.palette = palette
+        self.others = None if others is None or others[0] == DEAD else others
         # (ids, states, whether ordered by id) in one attribute: a reader never sees ids
         # from one ordering with states, or the flag, from the other
         self.pairs = (ids, states, ordered)
@@ -1524,7 +1531,12 @@ class _FirstByteLookup:
             if position < ids.size and ids[position] == token_id:
                 return int(states[position])
         vocabulary = self.vocabulary
-        if token_id >= vocabulary.size or not vocabulary.plain_flags[token_id]:
+        if token_id >= vocabulary.size:
+            return DEAD
+        if not vocabulary.plain_flags[token_id]:
+            others = self.others
+            if others is not None and int(others[1][token_id >> 5]) >> (token_id & 31) & 1:
+                return others[0]
             return DEAD
         return int(self.palette[self.by_first[vocabulary.first_bytes[token_id]]])
 
@@ -1534,6 +1546,10 @@ class _FirstByteLookup:
         table = np.zeros(vocabulary.size, dtype=np.int32)
         codes = self.by_first[vocabulary.plain_token_firsts]
         table[vocabulary.plain_token_ids] = self.palette[codes]
+        if self.others is not None:  # the allowed tokens that are not plain
+            state, bits = self.others
+            allowed = np.unpackbits(bits.view(np.uint8), bitorder="little")[: vocabulary.size]
+            table[np.flatnonzero(allowed.astype(bool) & ~vocabulary.plain_flags)] = state
         ids, states, _ = self.pairs
         table[ids] = states
         return table, None
@@ -1659,7 +1675,7 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
         bits_array = np.frombuffer(bits, dtype=np.uint32)
         return _Row(None, None, bits_array, template_codes, _ints(palette), overrides=(ids, states))
     if kind == _VISIT_FIRST_BYTE:
-        _, ids, states, bits, by_first, palette, unread = found
+        _, ids, states, bits, by_first, palette, unread, others = found
         by_first_codes = np.frombuffer(by_first, dtype=np.uint8)
         palette_states = _ints(palette)
         if bits is None:  # tokens repeat others: their states are looked up there
@@ -1667,10 +1683,16 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
             return _looked_up(
                 vocabulary, by_first_codes, looping, _ints(unread), [_ints(ids)], [_ints(states)]
             )
+        bits_array = np.frombuffer(bits, dtype=np.uint32)
         lookup = _FirstByteLookup(
-            vocabulary, by_first_codes, palette_states, _ints(ids), _ints(states)
+            vocabulary,
+            by_first_codes,
+            palette_states,
+            _ints(ids),
+            _ints(states),
+            others=(others, bits_array),
         )
-        return _Row(None, None, np.frombuffer(bits, dtype=np.uint32), lookup=lookup)
+        return _Row(None, None, bits_array, lookup=lookup)
     if kind != _VISIT_CHAIN:
         raise AssertionError(f"expected a visit's answer, found {found!r:.80}")
     _, chain, ids, states = found
