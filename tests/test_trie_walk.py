@@ -666,6 +666,42 @@ def test_a_key_row_reads_a_declared_initial_off_its_first_byte_where_its_tokens_
     ]
 
 
+def test_a_string_row_takes_its_characters_that_are_not_plain_as_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A free string's large row on its template: "é" (not plain) ends where one plain
+    character leads, so the row takes it as a bit of code 0 whose state is palette[0],
+    not as a listed pair; its mask and steps are those of index.py's own ways."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    automaton = LazyAutomaton(r'"(?:[^"\\\x00-\x1f]|\\n)*"')
+    visited = TokenIndex(automaton, vocabulary)
+    state = automaton.walk(b'"')
+    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
+    assert found is not None and found[0] == formcast.index._VISIT_TEMPLATED
+    ids = np.frombuffer(found[3], dtype=np.int32).tolist()
+    palette = np.frombuffer(found[2], dtype=np.int32)
+    e_acute = vocabulary.token_bytes.index("é".encode())
+    after_one = int(automaton.table[state][ord("x")])  # where one plain byte leads
+    assert e_acute not in ids and int(palette[0]) == after_one
+    assert visited.next_state(state, e_acute) == after_one
+    assert ids  # the tokens apart remain listed: the closing quote's, the escape's
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    reference = TokenIndex(automaton, vocabulary)
+    assert index_row(visited, state) == index_row(reference, state)
+    assert np.array_equal(
+        visited.packed_mask(state, vocabulary.size), reference.packed_mask(state, vocabulary.size)
+    )
+    probes = range(vocabulary.size)
+    assert [visited.next_state(state, t) for t in probes] == [
+        reference.next_state(state, t) for t in probes
+    ]
+
+
 def test_a_row_on_its_template_steps_and_unpacks_without_the_c_module(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -382,8 +382,9 @@ static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_cod
  * apply (more than 255 states): the caller then leaves the row to index.py, or walks the
  * whole trie. */
 static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
-                             const uint8_t *excluded, int count, uint8_t *codes) {
-    PyObject *template = PyObject_CallOneArg(v->template_of, shape);
+                             const uint8_t *excluded, int count, uint8_t *codes,
+                             const uint32_t *counted_bits, PyObject *fetched) {
+    PyObject *template = fetched ? Py_NewRef(fetched) : PyObject_CallOneArg(v->template_of, shape);
     if (template == NULL) return NULL;
     Held held[2];
     memset(held, 0, sizeof(held));
@@ -412,7 +413,12 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
         if (count) /* the walk's states are read no more: their buffer is free */
             drop_excluded(v, codes, (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count,
                           (uint32_t *)w->out_states);
-        if (kept * v->sorted_share <= v->size) {
+        if (counted_bits) { /* tokens at chain[1] the walk counted (chain_visit): bits alone */
+            uint32_t *out = (uint32_t *)PyBytes_AS_STRING(bits);
+            for (Py_ssize_t word = 0; word < v->words; word++) out[word] |= counted_bits[word];
+            palette[0] = chain[1]; /* an allowed token of code 0 that no pair names */
+        }
+        if (kept * v->sorted_share <= v->size && !counted_bits) {
             result = sorted_of_codes(v, codes, palette, w->out_ids, w->out_states);
             Py_CLEAR(bits);
         } else {
@@ -442,22 +448,84 @@ static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie, int32_t *tabl
 
 /* -- the three ways ------------------------------------------------------------------ */
 
+/* Whether the template of `shape` (*template, a new reference) alone makes a row large
+ * (more than 1 / sorted_share of the vocabulary): 1, 0, or -1 with an exception set. */
+static int large_on_template(const Visitor *v, PyObject *shape, PyObject **template) {
+    *template = PyObject_CallOneArg(v->template_of, shape);
+    if (*template == NULL) return -1;
+    Held held;
+    memset(&held, 0, sizeof(held));
+    int large = -1;
+    if (!PyTuple_Check(*template) || PyTuple_GET_SIZE(*template) != 2)
+        PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits)");
+    else if (take(PyTuple_GET_ITEM(*template, 1), &held, 0, 4, v->words, "template bits") == 0)
+        large = count_word_bits(held.view.buf, v->words) * v->sorted_share > v->size;
+    release(&held, 1);
+    return large;
+}
+
+/* The walk of the other tokens below a string's state. Where the row will lie on its
+ * template (large by the template alone, no token repeated), the tokens that end where
+ * one plain byte leads (chain[1]: a string's characters that are not plain, UTF-8 ones
+ * mostly) are counted into `counted` (words, zeroed here) rather than listed: the row
+ * takes them as bits, their state palette[0] (on_template). 1 done, 0 no room, -1 error;
+ * *shape is the chain's shape and *template its template where they were needed (new
+ * references), else NULL. */
+static int walk_string_others(const Visitor *v, Walk *w, int32_t state, const int32_t *chain,
+                              uint32_t *counted, PyObject **shape, PyObject **template,
+                              int *counting) {
+    *shape = *template = NULL;
+    *counting = 0;
+    if (v->links >= 2 && chain[1] != DEAD && v->template_of != Py_None && !v->repeats[1]) {
+        *shape = chain_shape(v, chain);
+        if (*shape == NULL) return -1;
+        int large = *shape == Py_None ? 0 : large_on_template(v, *shape, template);
+        if (large < 0) return -1;
+        *counting = large;
+    }
+    if (*counting) memset(counted, 0, (size_t)v->words * 4);
+    w->counted_state = *counting ? chain[1] : DEAD;
+    w->counted_bits = *counting ? counted : NULL;
+    int walked = walk_root(v, w, TRIE_OTHER, state);
+    w->counted_state = DEAD;
+    w->counted_bits = NULL;
+    return walked;
+}
+
 static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int32_t *chain,
                              int32_t *table) {
-    int walked = walk_root(v, w, TRIE_OTHER, state);
-    if (walked <= 0) return walked < 0 ? NULL : retry();
+    /* the counted bits lie past the codes (a byte a token) in the table's scratch */
+    uint32_t *counted = (uint32_t *)((uint8_t *)table + ((v->size + 3) & ~(Py_ssize_t)3));
+    PyObject *shape, *template;
+    int counting;
+    int walked = walk_string_others(v, w, state, chain, counted, &shape, &template, &counting);
+    if (walked <= 0) {
+        Py_XDECREF(shape);
+        Py_XDECREF(template);
+        return walked < 0 ? NULL : retry();
+    }
     if (v->links < 2 || chain[1] == DEAD) /* no plain token */
         return finish_pairs(v, w, TRIE_OTHER, table);
-    PyObject *shape = chain_shape(v, chain);
-    if (shape == NULL) return NULL;
+    if (shape == NULL && (shape = chain_shape(v, chain)) == NULL) return NULL;
     if (shape != Py_None && v->template_of != Py_None) {
-        PyObject *row = on_template(v, w, chain, shape, NULL, 0, (uint8_t *)table);
+        PyObject *row = on_template(v, w, chain, shape, NULL, 0, (uint8_t *)table,
+                                    counting ? counted : NULL, template);
+        Py_CLEAR(template);
         if (row != Py_None) {
             Py_DECREF(shape);
             return row;
         }
         Py_DECREF(row);
+        if (counting) { /* past 255 states: walked again, every token listed */
+            w->filled = 0;
+            walked = walk_root(v, w, TRIE_OTHER, state);
+            if (walked <= 0) {
+                Py_DECREF(shape);
+                return walked < 0 ? NULL : retry();
+            }
+        }
     }
+    Py_XDECREF(template);
     Py_DECREF(shape);
     PyObject *items[4] = {PyLong_FromLong(VISIT_CHAIN), bytes_of(chain, v->links * 4),
                           bytes_of(w->out_ids, w->filled * 4),
@@ -510,7 +578,7 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
     }
     int walked = walk_root(v, w, TRIE_OTHER, state);
     PyObject *row = walked <= 0 ? (walked < 0 ? NULL : retry())
-                                : on_template(v, w, chain, shape, excluded, count, codes);
+                                : on_template(v, w, chain, shape, excluded, count, codes, NULL, NULL);
     Py_DECREF(shape);
     if (row != Py_None) return row;
     Py_DECREF(row);
@@ -692,7 +760,8 @@ PyDoc_STRVAR(visit_doc,
 "  (6, table, bits): a large row of more than 255 states, its state a token;\n"
 "  (7, codes, palette, ids, states, bits): a large row inside a string: the template's\n"
 "      codes (shared: one code a token, palette[code] its state) but at the sorted ids,\n"
-"      whose states are given; bits decide which tokens are allowed.\n"
+"      whose states are given; bits decide which tokens are allowed (an allowed token of\n"
+"      code 0 that ids do not name, a character that is not plain: palette[0]).\n"
 "The arrays come as bytes (int32 ids and states, uint32 bits, uint8 by_first).");
 
 static PyObject *Visitor_visit(Visitor *self, PyObject *args) {

@@ -70,7 +70,7 @@ static int children_built(const Walk *w, const NodeRecord *record, int32_t state
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 __attribute__((target_clones("popcnt", "default")))
 #endif
-static Py_ssize_t count_word_bits(const uint32_t *words, Py_ssize_t count) {
+Py_ssize_t count_word_bits(const uint32_t *words, Py_ssize_t count) {
     Py_ssize_t kept = 0;
     for (Py_ssize_t word = 0; word < count; word++) {
 #if defined(__GNUC__) || defined(__clang__)

@@ -129,6 +129,8 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
                   uint32_t *out_bits, Py_ssize_t out_words, int32_t *palette,
                   Py_ssize_t *kept_out, Py_ssize_t *distinct_out);
 
+Py_ssize_t count_word_bits(const uint32_t *words, Py_ssize_t count); /* set bits */
+
 /* The Visitor type of _row_visit.c, added to the module by PyInit__trie_walk. */
 int add_visitor_type(PyObject *module);
 
