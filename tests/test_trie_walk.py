@@ -615,8 +615,10 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
     [
         (VISIT_PATTERNS[0], True),  # free keys start with any byte: all under "a" live
         (r'\{(?:"(?:alpha|alps|[^a"\\][^"\\]*)":[0-9]{1,3},?)*\}', False),  # "abc" dies
+        # "abc" dies, and "alps" leaves every name for the free key: listed all the same
+        (r'\{(?:"(?:alpha|(?:a[^b"\\]|[^a"\\])[^"\\]*)":[0-9]{1,3},?)*\}', False),
     ],
-    ids=["every token lives", "some die"],
+    ids=["every token lives", "some die", "some die, some leave the names"],
 )
 def test_a_key_row_reads_a_declared_initial_off_its_first_byte_where_its_tokens_live(
     pattern: str, read_off: bool, monkeypatch: pytest.MonkeyPatch

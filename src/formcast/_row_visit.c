@@ -594,12 +594,14 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
  * state (lists[0]): those are counted, not written out, and where every token under the
  * initial is live (written out, or counted), the initial reads that state off by_first
  * (code 1) and only the tokens apart from it are the row's pairs (a few dozen of a few
- * thousand). Where some die there, its tokens are walked again, each written out (the
- * initial stays unread). 1 done, 0 no room, -1 error. */
+ * thousand). Where some die there (a grammar's identifiers, say), the counted ones (kept
+ * in `spare`, room for the vocabulary) are written out too, and the initial stays
+ * unread. 1 done, 0 no room, -1 error. */
 static int walk_initials(const Visitor *v, Walk *w, const int32_t *lists, Py_ssize_t walked,
-                         uint8_t *by_first) {
+                         uint8_t *by_first, int32_t *spare) {
     const TrieArrays *plain = &v->tries[TRIE_PLAIN];
     int status = 1;
+    w->counted_ids = spare;
     for (Py_ssize_t i = 0; i < walked && status == 1; i++) {
         uint8_t initial = (uint8_t)lists[256 + i];
         int32_t node = v->plain_root[initial], start = lists[512 + i];
@@ -609,15 +611,23 @@ static int walk_initials(const Visitor *v, Walk *w, const int32_t *lists, Py_ssi
         w->counted_state = lists[0];
         w->counted = 0;
         status = walk_from(v, w, TRIE_PLAIN, &node, &start, 1);
-        if (status == 1 && (w->filled - before) + w->counted == under) {
+        if (status != 1) break;
+        if ((w->filled - before) + w->counted == under) {
             by_first[initial] = 1;
             continue;
         }
-        w->filled = before; /* some died: every token written out */
-        w->counted_state = DEAD;
-        if (status == 1) status = walk_from(v, w, TRIE_PLAIN, &node, &start, 1);
+        if (w->filled + w->counted > w->out_size) { /* as the walk says of a full buffer */
+            status = -1;
+            set_walk_error(WALK_FULL);
+            break;
+        }
+        for (Py_ssize_t k = 0; k < w->counted; k++) {
+            w->out_ids[w->filled] = spare[k];
+            w->out_states[w->filled++] = lists[0];
+        }
     }
     w->counted_state = DEAD;
+    w->counted_ids = NULL;
     return status;
 }
 
@@ -630,7 +640,7 @@ static Py_ssize_t still_unread(int32_t *unread, Py_ssize_t count, const uint8_t 
     return kept;
 }
 
-static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
+static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state, int32_t *spare) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
     /* an undeclared key starts with any byte no declared name starts with: '~' or '`' */
     int32_t probe = row['~'] ? row['~'] : row['`'];
@@ -681,7 +691,7 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state) {
          * state looping on every plain byte: with its loop mask known from the start, its
          * subtree ends there unwalked, however small */
         for (Py_ssize_t k = 0; k < looped; k++) loop_mask(w, lists[k], 1);
-        done = walk_initials(v, w, lists, walked, by_first);
+        done = walk_initials(v, w, lists, walked, by_first, spare);
         if (done > 0) unread = still_unread(lists + 768, unread, by_first);
     }
     if (done <= 0) {
@@ -728,7 +738,7 @@ static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *
         PyObject *excluding = exclusions_visit(v, w, state, chain, (uint8_t *)scratch->table);
         if (excluding != NOT_EXCLUDED) return excluding;
     }
-    PyObject *key = first_byte_visit(v, w, state);
+    PyObject *key = first_byte_visit(v, w, state, scratch->table);
     if (key != NOT_A_KEY) return key;
     int walked = walk_root(v, w, TRIE_ALL, state);
     if (walked <= 0) return walked < 0 ? NULL : retry();

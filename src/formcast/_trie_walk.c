@@ -113,6 +113,7 @@ static int loops_below(Walk *w, int32_t node, int large, int32_t state) {
 
 static int emit(Walk *w, int32_t token, int32_t state) {
     if (state == w->counted_state) {
+        if (w->counted_ids) w->counted_ids[w->counted] = token;
         w->counted++;
         if (w->counted_bits) w->counted_bits[token >> 5] |= (uint32_t)1 << (token & 31);
         return WALK_OK;
@@ -128,6 +129,9 @@ static int emit_subtree(Walk *w, const NodeRecord *record, int32_t state) {
     int32_t first = record->subtree_first, stop = record->subtree_stop;
     if (first < 0 || stop < first || stop > w->trie.tokens) return WALK_BAD_NODE;
     if (state == w->counted_state) {
+        if (w->counted_ids)
+            memcpy(w->counted_ids + w->counted, w->trie.token_ids + first,
+                   (size_t)(stop - first) * sizeof(int32_t));
         w->counted += stop - first;
         if (w->counted_bits)
             for (int32_t i = first; i < stop; i++) {

@@ -68,12 +68,13 @@ typedef struct {
     int whole_rows;
     /* the loop masks of states met so far (LOOP_SLOTS, zeroed before the walk) */
     LoopMask *loops;
-    /* tokens reaching this state are counted (`counted`), not written out, and their
-     * bits set in counted_bits where it is not NULL; DEAD (the zeroed walk's): none is
-     * (no token is written with DEAD) */
+    /* tokens reaching this state are counted (`counted`), not written out as pairs:
+     * their bits set in counted_bits and their ids kept in counted_ids where those are
+     * not NULL; DEAD (the zeroed walk's): none is (no token is written with DEAD) */
     int32_t counted_state;
     Py_ssize_t counted;
     uint32_t *counted_bits;
+    int32_t *counted_ids; /* where not NULL, the counted tokens in order (room for all) */
 } Walk;
 
 enum {
