@@ -610,6 +610,21 @@ def test_a_visit_gives_the_row_the_ways_give_one_call_at_a_time(
         assert (templates._by_byte is not None) == templated
 
 
+def _assert_as_index_py_makes_it(
+    visited: TokenIndex, state: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row of ``state`` the Visitor made in ``visited``: the same tokens, states, mask
+    and steps as index.py's own ways give on the same automaton."""
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    reference = TokenIndex(visited.automaton, visited.vocabulary)
+    size = visited.vocabulary.size
+    assert index_row(visited, state) == index_row(reference, state)
+    assert np.array_equal(visited.packed_mask(state, size), reference.packed_mask(state, size))
+    assert [visited.next_state(state, t) for t in range(size)] == [
+        reference.next_state(state, t) for t in range(size)
+    ]
+
+
 @pytest.mark.parametrize(
     ("pattern", "read_off"),
     [
@@ -656,16 +671,7 @@ def test_a_key_row_reads_a_declared_initial_off_its_first_byte_where_its_tokens_
     loop = int(np.frombuffer(found[5], dtype=np.int32)[1])
     assert e_acute not in ids and found[7] == loop
     assert visited.next_state(state, e_acute) == loop
-    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
-    reference = TokenIndex(automaton, vocabulary)
-    assert index_row(visited, state) == index_row(reference, state)
-    assert np.array_equal(
-        visited.packed_mask(state, vocabulary.size), reference.packed_mask(state, vocabulary.size)
-    )
-    probes = range(vocabulary.size)
-    assert [visited.next_state(state, t) for t in probes] == [
-        reference.next_state(state, t) for t in probes
-    ]
+    _assert_as_index_py_makes_it(visited, state, monkeypatch)
 
 
 def test_a_string_row_takes_its_characters_that_are_not_plain_as_bits(
@@ -692,16 +698,7 @@ def test_a_string_row_takes_its_characters_that_are_not_plain_as_bits(
     assert e_acute not in ids and int(palette[0]) == after_one
     assert visited.next_state(state, e_acute) == after_one
     assert ids  # the tokens apart remain listed: the closing quote's, the escape's
-    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
-    reference = TokenIndex(automaton, vocabulary)
-    assert index_row(visited, state) == index_row(reference, state)
-    assert np.array_equal(
-        visited.packed_mask(state, vocabulary.size), reference.packed_mask(state, vocabulary.size)
-    )
-    probes = range(vocabulary.size)
-    assert [visited.next_state(state, t) for t in probes] == [
-        reference.next_state(state, t) for t in probes
-    ]
+    _assert_as_index_py_makes_it(visited, state, monkeypatch)
 
 
 def test_a_row_on_its_template_steps_and_unpacks_without_the_c_module(
