@@ -375,6 +375,18 @@ static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_cod
     return tuple_of(items, 6);
 }
 
+/* The parts of what template_of gave (codes, bits), held in held[0] and held[1]: 0, or -1
+ * with an exception set (the caller releases `held` either way). */
+static int take_template(const Visitor *v, PyObject *template, Held held[2]) {
+    if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 2) {
+        PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits)");
+        return -1;
+    }
+    if (take(PyTuple_GET_ITEM(template, 0), &held[0], 0, 1, v->size, "template codes") < 0)
+        return -1;
+    return take(PyTuple_GET_ITEM(template, 1), &held[1], 0, 4, v->words, "template bits");
+}
+
 /* index._templated: the plain tokens' template of the chain's shape, the walked tokens
  * and the repeats written over it (in `codes`, the visit's scratch of a byte a token),
  * less the plain tokens holding one of the `count` bytes `excluded` (exclusions_visit):
@@ -384,18 +396,13 @@ static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_cod
 static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
                              const uint8_t *excluded, int count, uint8_t *codes,
                              const uint32_t *counted_bits, PyObject *fetched) {
-    PyObject *template = fetched ? Py_NewRef(fetched) : PyObject_CallOneArg(v->template_of, shape);
+    PyObject *template =
+        fetched ? Py_NewRef(fetched) : PyObject_CallOneArg(v->template_of, shape);
     if (template == NULL) return NULL;
     Held held[2];
     memset(held, 0, sizeof(held));
     PyObject *result = NULL, *bits = NULL;
-    if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 2) {
-        PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits)");
-        goto done;
-    }
-    if (take(PyTuple_GET_ITEM(template, 0), &held[0], 0, 1, v->size, "template codes") < 0 ||
-        take(PyTuple_GET_ITEM(template, 1), &held[1], 0, 4, v->words, "template bits") < 0)
-        goto done;
+    if (take_template(v, template, held) < 0) goto done;
     bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
     if (!bits) goto done;
     int32_t palette[256];
@@ -453,14 +460,12 @@ static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie, int32_t *tabl
 static int large_on_template(const Visitor *v, PyObject *shape, PyObject **template) {
     *template = PyObject_CallOneArg(v->template_of, shape);
     if (*template == NULL) return -1;
-    Held held;
-    memset(&held, 0, sizeof(held));
+    Held held[2];
+    memset(held, 0, sizeof(held));
     int large = -1;
-    if (!PyTuple_Check(*template) || PyTuple_GET_SIZE(*template) != 2)
-        PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits)");
-    else if (take(PyTuple_GET_ITEM(*template, 1), &held, 0, 4, v->words, "template bits") == 0)
-        large = count_word_bits(held.view.buf, v->words) * v->sorted_share > v->size;
-    release(&held, 1);
+    if (take_template(v, *template, held) == 0)
+        large = count_word_bits(held[1].view.buf, v->words) * v->sorted_share > v->size;
+    release(held, 2);
     return large;
 }
 
@@ -577,8 +582,9 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
         return shape ? NOT_EXCLUDED : NULL;
     }
     int walked = walk_root(v, w, TRIE_OTHER, state);
-    PyObject *row = walked <= 0 ? (walked < 0 ? NULL : retry())
-                                : on_template(v, w, chain, shape, excluded, count, codes, NULL, NULL);
+    PyObject *row = walked <= 0
+                        ? (walked < 0 ? NULL : retry())
+                        : on_template(v, w, chain, shape, excluded, count, codes, NULL, NULL);
     Py_DECREF(shape);
     if (row != Py_None) return row;
     Py_DECREF(row);
@@ -588,7 +594,6 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
 
 #define NOT_A_KEY ((PyObject *)1) /* first_byte_visit: the way does not apply */
 
-/* index._first_byte_row, and index._looked_up's bits where no token repeats another. */
 /* Walk the plain tokens under each declared name's initial (lists[256 + i], its state
  * lists[512 + i]; `walked` of them). Most of them leave every name for the first looping
  * state (lists[0]): those are counted, not written out, and where every token under the
@@ -640,6 +645,7 @@ static Py_ssize_t still_unread(int32_t *unread, Py_ssize_t count, const uint8_t 
     return kept;
 }
 
+/* index._first_byte_row, and index._looked_up's bits where no token repeats another. */
 static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state, int32_t *spare) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
     /* an undeclared key starts with any byte no declared name starts with: '~' or '`' */
