@@ -146,7 +146,9 @@ class _Row:
     A string's large row a visit made on its template holds the template's codes as
     ``dense`` (shared with every row of that template) and, as ``overrides``, the tokens
     whose state differs from the template's (sorted int32 ids and states, as bytes);
-    ``bits`` then decide which tokens are allowed."""
+    ``bits`` then decide which tokens are allowed. There an allowed token of code 0 that
+    no override names (a character that is not plain, which the visit set in the bits
+    instead of listing it) takes ``palette[0]``, which is :data:`DEAD` in other rows."""
 
     __slots__ = (
         "_ids",
@@ -277,8 +279,7 @@ class _Row:
         bits, dense, palette, overrides = self.bits, self.dense, self.palette, self.overrides
         assert bits is not None and dense is not None and palette is not None
         assert overrides is not None
-        allowed = np.unpackbits(bits.view(np.uint8), bitorder="little")[: dense.size]
-        ids = np.flatnonzero(allowed).astype(np.int32)
+        ids = np.flatnonzero(_unpacked_bits(bits, dense.size)).astype(np.int32)
         states = palette[dense[ids]].astype(np.int32)
         changed, changed_states = _ints(overrides[0]), _ints(overrides[1])
         at = np.searchsorted(ids, changed)
@@ -1166,6 +1167,12 @@ def _plain_target(row: IntArray) -> int:
     return _PARTED if bool(differs.any()) else int(first)
 
 
+def _unpacked_bits(bits: npt.NDArray[np.uint32], size: int) -> npt.NDArray[np.bool_]:
+    """Whether each of the first ``size`` tokens has its bit set in ``bits`` (bit ``i % 32``
+    of word ``i // 32``): the inverse of :func:`_packed_bits`, O(size)."""
+    return np.unpackbits(bits.view(np.uint8), bitorder="little")[:size].astype(np.bool_)
+
+
 def _packed_bits(ids: IntArray, words: int) -> npt.NDArray[np.uint32]:
     """``words`` uint32 words with bit ``i % 32`` of word ``i // 32`` set for each of the
     distinct ``ids``. In C where the module is built (one pass over the ids); else a
@@ -1548,8 +1555,8 @@ class _FirstByteLookup:
         table[vocabulary.plain_token_ids] = self.palette[codes]
         if self.others is not None:  # the allowed tokens that are not plain
             state, bits = self.others
-            allowed = np.unpackbits(bits.view(np.uint8), bitorder="little")[: vocabulary.size]
-            table[np.flatnonzero(allowed.astype(bool) & ~vocabulary.plain_flags)] = state
+            allowed = _unpacked_bits(bits, vocabulary.size)
+            table[np.flatnonzero(allowed & ~vocabulary.plain_flags)] = state
         ids, states, _ = self.pairs
         table[ids] = states
         return table, None
