@@ -83,6 +83,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import maskbench
 import numpy as np
+import numpy.typing as npt
 
 from formcast import index as index_module
 from formcast.automaton import pushdown as pushdown_module
@@ -97,26 +98,41 @@ from formcast.vocabulary import Vocabulary
 _STRING = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
 
 
+def _walk(
+    index: TokenIndex,
+    instances: list[list[int]],
+    size: int,
+    mask: Callable[[Cursor, npt.NDArray[np.uint32]], None],
+) -> None:
+    """Every instance walked token by token as maskbench does: ``mask(cursor, buffer)``
+    writes each mask into ``buffer`` (timing it as it likes), until a token it refuses."""
+    buffer = Cursor(index).bitmask(size)
+    words = buffer.reshape(-1)
+    for tokens in instances:
+        cursor = Cursor(index)
+        for token in tokens:
+            mask(cursor, buffer)
+            if not (int(words[token // 32]) >> (token % 32)) & 1:
+                break
+            cursor.advance(token)
+
+
 def _walk_ms(
     index: TokenIndex, instances: list[list[int]], size: int, kept: list[Any] | None = None
 ) -> float:
     """The masks' total time, in ms, for every instance walked token by token (each mask
     appended to ``kept`` when given)."""
-    buffer = Cursor(index).bitmask(size)
-    words = buffer.reshape(-1)
-    total = 0.0
-    for tokens in instances:
-        cursor = Cursor(index)
-        for token in tokens:
-            started = time.perf_counter()
-            cursor.bitmask(size, out=buffer)
-            total += time.perf_counter() - started
-            if kept is not None:
-                kept.append(buffer.copy())
-            if not (int(words[token // 32]) >> (token % 32)) & 1:
-                break
-            cursor.advance(token)
-    return total * 1e3
+    total = [0.0]
+
+    def timed(cursor: Cursor, buffer: npt.NDArray[np.uint32]) -> None:
+        started = time.perf_counter()
+        cursor.bitmask(size, out=buffer)
+        total[0] += time.perf_counter() - started
+        if kept is not None:
+            kept.append(buffer.copy())
+
+    _walk(index, instances, size, timed)
+    return total[0] * 1e3
 
 
 def _instances(tokenizer: Any, document: dict[str, Any]) -> list[list[int]]:
@@ -360,19 +376,15 @@ def faults(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
             index = compile_index(document["schema"], vocabulary, mode="specification")
         except Exception:  # refused or unsupported: no masks to time
             continue
-        buffer = Cursor(index).bitmask(vocabulary.size)
-        words = buffer.reshape(-1)
-        for tokens in _instances(tokenizer, document):
-            cursor = Cursor(index)
-            for token in tokens:
-                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-                started = time.perf_counter()
-                cursor.bitmask(vocabulary.size, out=buffer)
-                spent.append((time.perf_counter() - started) * 1e6)
-                taken.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-                if not (int(words[token // 32]) >> (token % 32)) & 1:
-                    break
-                cursor.advance(token)
+
+        def counted(cursor: Cursor, buffer: npt.NDArray[np.uint32]) -> None:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            started = time.perf_counter()
+            cursor.bitmask(vocabulary.size, out=buffer)
+            spent.append((time.perf_counter() - started) * 1e6)
+            taken.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+
+        _walk(index, _instances(tokenizer, document), vocabulary.size, counted)
         clear_memory_cache()
     times, counts = np.array(spent), np.array(taken)
     low, high = np.percentile(times, [90, 98])
@@ -424,21 +436,17 @@ def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
     masks: list[tuple[float, float, str, float]] = []  # cold, inside C, kind, rows built
 
     def walk(index: TokenIndex, instances: list[list[int]]) -> list[tuple[float, float, str]]:
-        buffer = Cursor(index).bitmask(vocabulary.size)
-        words = buffer.reshape(-1)
         out = []
-        for tokens in instances:
-            cursor = Cursor(index)
-            for token in tokens:
-                inside[0], kind[0] = 0.0, "no visit"
-                cached = index.cached_packed_mask(cursor.state, vocabulary.size) is not None
-                started = time.perf_counter()
-                cursor.bitmask(vocabulary.size, out=buffer)
-                spent = time.perf_counter() - started
-                out.append((spent * 1e6, inside[0] * 1e6, "cached" if cached else kind[0]))
-                if not (int(words[token // 32]) >> (token % 32)) & 1:
-                    break
-                cursor.advance(token)
+
+        def noted(cursor: Cursor, buffer: npt.NDArray[np.uint32]) -> None:
+            inside[0], kind[0] = 0.0, "no visit"
+            cached = index.cached_packed_mask(cursor.state, vocabulary.size) is not None
+            started = time.perf_counter()
+            cursor.bitmask(vocabulary.size, out=buffer)
+            spent = time.perf_counter() - started
+            out.append((spent * 1e6, inside[0] * 1e6, "cached" if cached else kind[0]))
+
+        _walk(index, instances, vocabulary.size, noted)
         return out
 
     for path in maskbench.schema_files(every):
