@@ -13,7 +13,8 @@ masks' total time printed for each walk:
 and the Python around them.
 
 ``string``: one free string's first visit, its DFA rows built (the Visitor's C call and
-the automaton's lock around it), in us.
+the automaton's lock around it), in us, and the tokens its row lists apart from its
+template.
 
 ``small``: ``TokenIndex.packed_mask`` over 2,500 fresh states of a counted number (small
 rows, their DFA rows built), in us a state, beside the visit alone (the C call under
@@ -55,11 +56,19 @@ rows the cold walk built, built). The masks of the p92-p98 band of the cold time
 p95 lies), by the way the Visitor took (its answer's kind; ``cached`` where the mask was
 kept, ``no visit`` where index.py made the row): their count, mean cold time, the part
 of it inside the Visitor's C call (the rest is the Python around the visit), and the mean
-with the rows built (cold minus it: the rows' share). The C call is timed from Python:
-~0.1 us of the wrapper counts inside it.
+with the rows built (cold minus it: the rows' share), and the median of the (token,
+state) pairs the row lists (an object key's: those not read off their first byte; a
+string's: those apart from its template). The C call is timed from Python: ~0.1 us of
+the wrapper counts inside it.
+
+``keys``: over every ``--every``-th maskbench schema, each valid instance walked as
+maskbench does, every object key's row the Visitor made compared with the row
+index.py's own ways make on the same automaton: tokens, states, mask, and the steps of
+300 random tokens; the rows compared and those that differ.
 
     OMP_NUM_THREADS=1 python benchmarks/first_visits.py \
-        [split|string|small|recursive|excluded|rows|growth|slowest|faults|band] [--every N]
+        [split|string|small|recursive|excluded|rows|growth|slowest|faults|band|keys]
+        [--every N]
 
 Compare two commits by running it with ``PYTHONPATH=<worktree>/src`` (that worktree's C
 modules built in place) and without.
@@ -244,7 +253,12 @@ def string(vocabulary: Vocabulary) -> None:
         _per_call_us([state] * 3_000, lambda s: automaton.visit_building(visit, s))
         for _ in range(5)
     )
-    print(f"a free string's first visit, its DFA rows built: {best:.2f} us (best of 5)")
+    found = automaton.visit_building(visit, state)
+    assert found is not None
+    print(
+        f"a free string's first visit, its DFA rows built: {best:.2f} us (best of 5); its row "
+        f"lists {_listed(found)} tokens apart from its template"
+    )
 
 
 def small(vocabulary: Vocabulary) -> None:
@@ -397,6 +411,13 @@ def faults(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
     )
 
 
+def _listed(found: tuple[Any, ...]) -> int:
+    """The (token, state) pairs a visit's answer lists: a sorted row's, an object key's
+    (those not read off their first byte), a string's apart from its template; 0 else."""
+    at = {1: 1, 3: 1, 7: 3}.get(found[0])
+    return 0 if at is None else len(found[at]) // 4
+
+
 _VISIT_KINDS = {
     1: "sorted",
     3: "object key",
@@ -407,10 +428,11 @@ _VISIT_KINDS = {
 }
 
 
-def _timed_visits(vocabulary: Vocabulary) -> tuple[list[float], list[str]]:
-    """Every visit of this vocabulary's Visitor timed (seconds, added to ``[0]``) and its
-    kind noted (``[0]``), by wrapping ``TokenIndex._visit`` and ``_row_of_visit``."""
-    inside, kind = [0.0], ["no visit"]
+def _timed_visits(vocabulary: Vocabulary) -> tuple[list[float], list[str], list[int]]:
+    """Every visit of this vocabulary's Visitor timed (seconds, added to ``[0]``), its
+    kind and the pairs its row lists noted (``[0]``), by wrapping ``TokenIndex._visit`` and
+    ``_row_of_visit``."""
+    inside, kind, listed = [0.0], ["no visit"], [0]
     visit = index_module._visitor(vocabulary).visit
     clock = time.perf_counter
 
@@ -424,27 +446,31 @@ def _timed_visits(vocabulary: Vocabulary) -> tuple[list[float], list[str]]:
 
     def noted(found: tuple[Any, ...], vocabulary: Vocabulary) -> Any:
         kind[0] = _VISIT_KINDS.get(found[0], str(found[0]))
+        listed[0] = _listed(found)
         return row_of_visit(found, vocabulary)
 
     TokenIndex._visit = property(lambda self: timed)  # type: ignore[assignment]
     index_module._row_of_visit = noted
-    return inside, kind
+    return inside, kind, listed
 
 
 def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
-    inside, kind = _timed_visits(vocabulary)
-    masks: list[tuple[float, float, str, float]] = []  # cold, inside C, kind, rows built
+    inside, kind, listed = _timed_visits(vocabulary)
+    # each mask: its cold time, the part inside the C visit (us), its way, the pairs its
+    # row lists, then its time with the rows built
+    masks: list[tuple[float, float, str, int, float]] = []
 
-    def walk(index: TokenIndex, instances: list[list[int]]) -> list[tuple[float, float, str]]:
+    def walk(index: TokenIndex, instances: list[list[int]]) -> list[tuple[float, float, str, int]]:
         out = []
 
         def noted(cursor: Cursor, buffer: npt.NDArray[np.uint32]) -> None:
-            inside[0], kind[0] = 0.0, "no visit"
+            inside[0], kind[0], listed[0] = 0.0, "no visit", 0
             cached = index.cached_packed_mask(cursor.state, vocabulary.size) is not None
             started = time.perf_counter()
             cursor.bitmask(vocabulary.size, out=buffer)
             spent = time.perf_counter() - started
-            out.append((spent * 1e6, inside[0] * 1e6, "cached" if cached else kind[0]))
+            way = "cached" if cached else kind[0]
+            out.append((spent * 1e6, inside[0] * 1e6, way, listed[0]))
 
         _walk(index, instances, vocabulary.size, noted)
         return out
@@ -459,7 +485,7 @@ def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
         instances = _instances(tokenizer, document)
         cold = walk(index, instances)
         built = walk(TokenIndex(index.automaton, vocabulary), instances)
-        masks += [(c[0], c[1], c[2], b[0]) for c, b in zip(cold, built, strict=True)]
+        masks += [(*c, b[0]) for c, b in zip(cold, built, strict=True)]
         clear_memory_cache()
     times = np.array([mask[0] for mask in masks])
     low, high = np.percentile(times, [92, 98])
@@ -468,17 +494,71 @@ def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
         f"{np.percentile(times, 95):.1f} us; the p92-p98 band ({low:.1f}-{high:.1f} us), "
         "by the Visitor's way:"
     )
-    print(f"  {'way':<20}{'masks':>7}{'cold us':>9}{'in C':>7}{'Python':>8}{'rows built':>12}")
-    by_kind: dict[str, list[tuple[float, float, str, float]]] = {}
+    print(
+        f"  {'way':<20}{'masks':>7}{'cold us':>9}{'in C':>7}{'Python':>8}{'rows built':>12}"
+        f"{'pairs (median)':>16}"
+    )
+    by_way: dict[str, list[tuple[float, float, str, int, float]]] = {}
     for mask in masks:
         if low <= mask[0] <= high:
-            by_kind.setdefault(mask[2], []).append(mask)
-    for name, group in sorted(by_kind.items(), key=lambda item: -len(item[1])):
-        cold_us, in_c, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 1, 3))
+            by_way.setdefault(mask[2], []).append(mask)
+    for name, group in sorted(by_way.items(), key=lambda item: -len(item[1])):
+        cold_us, in_c, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 1, 4))
+        pairs = float(np.median([m[3] for m in group]))
         print(
             f"  {name:<20}{len(group):>7,}{cold_us:>9.1f}{in_c:>7.1f}{cold_us - in_c:>8.1f}"
-            f"{built_us:>12.1f}"
+            f"{built_us:>12.1f}{pairs:>16,.0f}"
         )
+
+
+def _key_states(index: TokenIndex, instances: list[list[int]], kind: list[str]) -> list[int]:
+    """The states whose first mask the Visitor made as an object key's row (``kind`` as
+    :func:`_timed_visits` notes it), over the instances walked as maskbench does."""
+    found: list[int] = []
+    size = index.vocabulary.size
+
+    def noted(cursor: Cursor, buffer: npt.NDArray[np.uint32]) -> None:
+        kind[0] = "no visit"
+        cursor.bitmask(size, out=buffer)
+        if kind[0] == "object key":
+            found.append(cursor.state)
+
+    _walk(index, instances, size, noted)
+    return found
+
+
+def keys(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
+    _, kind, _ = _timed_visits(vocabulary)
+    rng = np.random.default_rng(0)
+    checked = differing = 0
+    for path in maskbench.schema_files(every):
+        document = json.loads(path.read_text())
+        try:
+            index = compile_index(document["schema"], vocabulary, mode="specification")
+        except Exception:  # refused or unsupported: no rows to compare
+            continue
+        key_states = _key_states(index, _instances(tokenizer, document), kind)
+        reference = TokenIndex(index.automaton, vocabulary)
+        reference.__dict__["_visits"] = False  # index.py's own ways, one call at a time
+        for state in key_states:
+            mine, theirs = index._row(state), reference._row(state)
+            probes = rng.integers(0, vocabulary.size, 300).tolist()
+            same = (
+                np.array_equal(mine.token_ids, theirs.token_ids)
+                and np.array_equal(mine.next_states, theirs.next_states)
+                and np.array_equal(
+                    index.packed_mask(state, vocabulary.size),
+                    reference.packed_mask(state, vocabulary.size),
+                )
+                and [index.next_state(state, t) for t in probes]
+                == [reference.next_state(state, t) for t in probes]
+            )
+            checked += 1
+            if not same:
+                differing += 1
+                print(f"{path.name}: state {state}'s row differs")
+        clear_memory_cache()
+    print(f"every {every}th schema: {checked:,} object-key rows compared, {differing} differ")
 
 
 def main() -> None:
@@ -498,13 +578,14 @@ def main() -> None:
             "slowest",
             "faults",
             "band",
+            "keys",
         ),
     )
     parser.add_argument(
         "--every",
         type=int,
         default=4,
-        help="take every Nth schema (split, recursive, rows, growth, faults, band)",
+        help="take every Nth schema (split, recursive, rows, growth, faults, band, keys)",
     )
     parser.add_argument("--rows", type=int, default=300, help="rows built a schema (rows)")
     parser.add_argument(
@@ -538,6 +619,8 @@ def main() -> None:
         faults(tokenizer, vocabulary, args.every)
     elif args.what == "band":
         band(tokenizer, vocabulary, args.every)
+    elif args.what == "keys":
+        keys(tokenizer, vocabulary, args.every)
     else:
         small(vocabulary)
 
