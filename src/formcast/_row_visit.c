@@ -261,8 +261,20 @@ static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t 
  * bits, its pairs written to ids and states. */
 static PyObject *sorted_of_codes(const Visitor *v, const uint8_t *code, const int32_t *palette,
                                  int32_t *ids, int32_t *states) {
-    Py_ssize_t count = 0;
-    for (Py_ssize_t token = 0; token < v->size; token++)
+    Py_ssize_t count = 0, token = 0;
+    /* eight codes a load: a small row's codes are nearly all 0, and a byte-by-byte scan
+     * of the vocabulary's ~50k was ~15 us, most of such a visit */
+    for (; token + 8 <= v->size; token += 8) {
+        uint64_t eight;
+        memcpy(&eight, code + token, 8);
+        if (!eight) continue;
+        for (Py_ssize_t k = token; k < token + 8; k++)
+            if (code[k]) {
+                ids[count] = (int32_t)k;
+                states[count++] = palette[code[k]];
+            }
+    }
+    for (; token < v->size; token++)
         if (code[token]) {
             ids[count] = (int32_t)token;
             states[count++] = palette[code[token]];
