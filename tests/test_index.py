@@ -493,6 +493,7 @@ def test_plain_templates_are_kept_per_shape_for_the_last_shapes_used() -> None:
     template = templates.of(first)
     assert templates.of(first) is template and not template[0].flags.writeable
     assert template[0][1:].tolist() == [1, 2, *[0] * (links - 3)]  # token k: k bytes
+    assert template[2] == 2 == int(np.bitwise_count(template[1]).sum())  # its bits set, kept
     for left in range(3, _TEMPLATES_KEPT + 8):
         chain = np.zeros(links, dtype=np.int32)
         chain[1 : left + 1] = np.arange(10, left + 10)

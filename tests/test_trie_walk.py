@@ -7,6 +7,7 @@ by the tests that take the ``trie_walk`` fixture (``test_index``, ``grammar/test
 from __future__ import annotations
 
 import random
+import re
 import threading
 from typing import Any
 
@@ -743,6 +744,35 @@ def _reachable(index: TokenIndex, limit: int) -> list[int]:
                 seen.add(following)
                 frontier.append(following)
     return sorted(seen)[:limit]
+
+
+@pytest.mark.parametrize(
+    ("broken", "error", "message"),
+    [
+        (lambda t: t[:2], TypeError, "(codes, bits, kept)"),
+        (lambda t: (t[0], t[1], -1), ValueError, "count in [0,"),
+        (lambda t: (t[0], t[1], "2"), TypeError, "integer"),
+    ],
+)
+def test_a_visit_refuses_a_template_without_its_count(
+    monkeypatch: pytest.MonkeyPatch, broken: Any, error: type[Exception], message: str
+) -> None:
+    """A string's visit reads the template's bits set from what template_of gives, not
+    counting them again: a template without that count, or with one outside the
+    vocabulary, is refused with what was expected."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    templates = formcast.index._plain_templates(vocabulary)
+    visitor = formcast.index._new_visitor(vocabulary, lambda shape: broken(templates.of(shape)))
+    monkeypatch.setitem(formcast.index._VISITORS, vocabulary, visitor)
+    automaton = LazyAutomaton(VISIT_PATTERNS[1])
+    index = TokenIndex(automaton, vocabulary)
+    with pytest.raises(error, match=re.escape(message)):
+        index.packed_mask(automaton.walk(b'"'), vocabulary.size)
 
 
 def test_a_visit_inside_a_visit_gets_buffers_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -387,11 +387,20 @@ static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_cod
     return tuple_of(items, 6);
 }
 
-/* The parts of what template_of gave (codes, bits), held in held[0] and held[1]: 0, or -1
- * with an exception set (the caller releases `held` either way). */
-static int take_template(const Visitor *v, PyObject *template, Held held[2]) {
-    if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 2) {
-        PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits)");
+/* The parts of what template_of gave (codes, bits, the bits set), held in held[0] and
+ * held[1], the count in *kept: 0, or -1 with an exception set (the caller releases `held`
+ * either way). The count is the template's, kept with it: counted at each visit, the
+ * vocabulary's ~1,500 words twice were a tenth of a string's first visit. */
+static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_ssize_t *kept) {
+    if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 3) {
+        PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits, kept)");
+        return -1;
+    }
+    *kept = PyLong_AsSsize_t(PyTuple_GET_ITEM(template, 2));
+    if (*kept == -1 && PyErr_Occurred()) return -1;
+    if (*kept < 0 || *kept > v->size) {
+        PyErr_Format(PyExc_ValueError, "expected a template's count in [0, %zd], found %zd",
+                     v->size, *kept);
         return -1;
     }
     if (take(PyTuple_GET_ITEM(template, 0), &held[0], 0, 1, v->size, "template codes") < 0)
@@ -414,16 +423,16 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
     Held held[2];
     memset(held, 0, sizeof(held));
     PyObject *result = NULL, *bits = NULL;
-    if (take_template(v, template, held) < 0) goto done;
+    Py_ssize_t kept, distinct;
+    if (take_template(v, template, held, &kept) < 0) goto done;
     bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
     if (!bits) goto done;
     int32_t palette[256];
-    Py_ssize_t kept, distinct;
     int status = template_core(
         w->out_ids, w->out_states, w->filled, chain, (const uint8_t *)PyBytes_AS_STRING(shape),
-        v->links, held[0].view.buf, held[1].view.buf, v->plain_bits, v->size, v->repeat[1],
-        v->original[1], v->repeats[1], codes, (uint32_t *)PyBytes_AS_STRING(bits), v->words,
-        palette, &kept, &distinct);
+        v->links, held[0].view.buf, held[1].view.buf, kept, v->plain_bits, v->size,
+        v->repeat[1], v->original[1], v->repeats[1], codes, (uint32_t *)PyBytes_AS_STRING(bits),
+        v->words, palette, &kept, &distinct);
     if (status == TOO_MANY) {
         result = Py_NewRef(Py_None);
     } else if (status != FINE) {
@@ -475,8 +484,8 @@ static int large_on_template(const Visitor *v, PyObject *shape, PyObject **templ
     Held held[2];
     memset(held, 0, sizeof(held));
     int large = -1;
-    if (take_template(v, *template, held) == 0)
-        large = count_word_bits(held[1].view.buf, v->words) * v->sorted_share > v->size;
+    Py_ssize_t kept;
+    if (take_template(v, *template, held, &kept) == 0) large = kept * v->sorted_share > v->size;
     release(held, 2);
     return large;
 }

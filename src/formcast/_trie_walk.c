@@ -911,11 +911,13 @@ static void set_code(uint8_t *codes, uint32_t *bits, Py_ssize_t *kept, int32_t t
 }
 
 /* The core of scatter_on_template (see its docstring), without the GIL: FINE with *kept
- * and *distinct set (distinct -1 past 255 states: TOO_MANY), or BAD_SHAPE, BAD_ID. */
+ * and *distinct set (distinct -1 past 255 states: TOO_MANY), or BAD_SHAPE, BAD_ID.
+ * template_kept: the template's bits set, where known (else -1: counted here). */
 int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
                   const int32_t *chain, const uint8_t *shape, Py_ssize_t links,
                   const uint8_t *template_codes, const uint32_t *template_bits,
-                  const uint32_t *plain_bits, Py_ssize_t size, const int32_t *repeat,
+                  Py_ssize_t template_kept, const uint32_t *plain_bits, Py_ssize_t size,
+                  const int32_t *repeat,
                   const int32_t *original, Py_ssize_t repeats, uint8_t *codes,
                   uint32_t *out_bits, Py_ssize_t out_words, int32_t *palette,
                   Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
@@ -948,7 +950,7 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
         memcpy(out_bits, template_bits, (size_t)words * 4);
         if (out_words > words) memset(out_bits + words, 0, (size_t)(out_words - words) * 4);
         if (size % 32) out_bits[words - 1] &= ((uint32_t)1 << (size % 32)) - 1;
-        kept = count_word_bits(out_bits, words);
+        kept = template_kept >= 0 ? template_kept : count_word_bits(out_bits, words);
     }
     for (Py_ssize_t i = 0; i < count && status == FINE; i++) {
         int32_t id = ids[i], state = states[i];
@@ -1037,7 +1039,7 @@ static PyObject *scatter_on_template(PyObject *module, PyObject *args) {
     int status;
     Py_BEGIN_ALLOW_THREADS
     status = template_core(ids, states, count, chain, shape, links, template_codes,
-                           template_bits, plain_bits, size, repeat, original, repeats, codes,
+                           template_bits, -1, plain_bits, size, repeat, original, repeats, codes,
                            out_bits, out_words, palette, &kept, &distinct);
     Py_END_ALLOW_THREADS
     if (status == BAD_SHAPE)

@@ -1297,7 +1297,8 @@ def _scattered(
 # schema's strings use a few (a free string one; a bounded one a shape per count of
 # characters left below the longest plain token, reached near its end only).
 _TEMPLATES_KEPT = 64
-_Template = tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32]]
+# a template's codes, its bits and how many are set (what the C visit would count anew)
+_Template = tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32], int]
 
 
 class _PlainTemplates:
@@ -1351,13 +1352,13 @@ class _PlainTemplates:
         assert native_walk is not None
         codes = np.empty(self.size, dtype=np.uint8)
         bits = np.empty((self.size + 31) // 32, dtype=np.uint32)
-        native_walk.plain_template(
+        kept = native_walk.plain_template(
             self.ids, self.lengths, np.frombuffer(shape, dtype=np.uint8), codes, bits
         )
         codes.setflags(write=False)
         bits.setflags(write=False)
         with self._lock:
-            found = self._kept.setdefault(shape, (codes, bits))
+            found = self._kept.setdefault(shape, (codes, bits, kept))
             self._kept.move_to_end(shape)
             while len(self._kept) > _TEMPLATES_KEPT:
                 self._kept.popitem(last=False)
@@ -1457,7 +1458,7 @@ def _templated(
     shape = _chain_shape(chain)
     if shape is None:
         return None
-    template_codes, template_bits = templates.of(shape)
+    template_codes, template_bits, _ = templates.of(shape)
     codes = np.empty(size, dtype=np.uint8)
     bits = np.empty(template_bits.size, dtype=np.uint32)
     palette = np.empty(256, dtype=np.int32)
