@@ -55,6 +55,14 @@ struct Scratch {
 };
 
 /* Allocate the buffers (0), or none of them (-1: MemoryError set). */
+/* The bytes of a visit's scratch table: a row's states (int32 a token), or its codes (a
+ * byte a token) followed by two bitmasks over the vocabulary (see chain_visit). */
+static size_t scratch_table_bytes(Py_ssize_t size) {
+    size_t states = (size_t)size * 4, codes = (size_t)((size + 3) & ~(Py_ssize_t)3);
+    size_t masks = 2 * (size_t)((size + 31) / 32) * 4;
+    return states > codes + masks ? states : codes + masks;
+}
+
 static int scratch_alloc(Scratch *s, Py_ssize_t out_size, Py_ssize_t pending_size,
                          Py_ssize_t links, Py_ssize_t size) {
     s->out_ids = malloc((size_t)out_size * 4 + 4);
@@ -62,7 +70,7 @@ static int scratch_alloc(Scratch *s, Py_ssize_t out_size, Py_ssize_t pending_siz
     s->pending_nodes = malloc((size_t)pending_size * 4 + 4);
     s->pending_states = malloc((size_t)pending_size * 4 + 4);
     s->chain = malloc((size_t)links * 4);
-    s->table = malloc((size_t)size * 4);
+    s->table = malloc(scratch_table_bytes(size));
     if (s->out_ids && s->out_states && s->pending_nodes && s->pending_states && s->chain &&
         s->table)
         return 0;
@@ -362,16 +370,20 @@ static void drop_excluded(const Visitor *v, uint8_t *codes, uint32_t *bits, Py_s
  * tokens whose code differs from theirs as (id, state) pairs, ascending. Only a token
  * that is not plain can differ (a plain one keeps its length's code, its repeats too;
  * one dropped for an excluded byte has its bit clear, which decides): the non-plain ids
- * are read off the plain tokens' bits in order, so the pairs need no sort. They are
- * written over the walk's buffers, read no more. The row's codes were 49 KB of new
- * memory a row, 12 page faults where the heap grew; the pairs are a few KB. */
+ * are read off the plain tokens' bits in order, or off the codes `changed` marks set
+ * (template_core), so the pairs need no sort. They are written over the walk's buffers,
+ * read no more. The row's codes were 49 KB of new memory a row, 12 page faults where the
+ * heap grew; the pairs are a few KB. */
 static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_codes,
                                const uint8_t *codes, const uint8_t *template_of_codes,
-                               const int32_t *palette, Py_ssize_t distinct, PyObject *bits) {
+                               const uint32_t *changed, const int32_t *palette,
+                               Py_ssize_t distinct, PyObject *bits) {
     int32_t *ids = w->out_ids, *states = w->out_states;
     Py_ssize_t count = 0;
     for (Py_ssize_t word = 0; word < v->words; word++) {
-        uint32_t others = ~v->plain_bits[word];
+        /* the few hundred codes a string's row set, where marked: the vocabulary's ~1,300
+         * ids that are not plain, each read in two 49 KB arrays, were ~2 us a row */
+        uint32_t others = changed ? changed[word] & ~v->plain_bits[word] : ~v->plain_bits[word];
         for (; others; others &= others - 1) {
             Py_ssize_t id = word * 32 + __builtin_ctz(others);
             if (id >= v->size) break;
@@ -416,7 +428,8 @@ static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_
  * whole trie. */
 static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
                              const uint8_t *excluded, int count, uint8_t *codes,
-                             const uint32_t *counted_bits, PyObject *fetched) {
+                             const uint32_t *counted_bits, uint32_t *changed,
+                             PyObject *fetched) {
     PyObject *template =
         fetched ? Py_NewRef(fetched) : PyObject_CallOneArg(v->template_of, shape);
     if (template == NULL) return NULL;
@@ -431,8 +444,8 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
     int status = template_core(
         w->out_ids, w->out_states, w->filled, chain, (const uint8_t *)PyBytes_AS_STRING(shape),
         v->links, held[0].view.buf, held[1].view.buf, kept, v->plain_bits, v->size,
-        v->repeat[1], v->original[1], v->repeats[1], codes, (uint32_t *)PyBytes_AS_STRING(bits),
-        v->words, palette, &kept, &distinct);
+        v->repeat[1], v->original[1], v->repeats[1], codes, changed,
+        (uint32_t *)PyBytes_AS_STRING(bits), v->words, palette, &kept, &distinct);
     if (status == TOO_MANY) {
         result = Py_NewRef(Py_None);
     } else if (status != FINE) {
@@ -451,7 +464,7 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
             Py_CLEAR(bits);
         } else {
             result = templated_row(v, w, PyTuple_GET_ITEM(template, 0), codes, held[0].view.buf,
-                                   palette, distinct, bits);
+                                   changed, palette, distinct, bits);
             bits = NULL; /* templated_row took it */
         }
     }
@@ -520,7 +533,8 @@ static int walk_string_others(const Visitor *v, Walk *w, int32_t state, const in
 
 static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int32_t *chain,
                              int32_t *table) {
-    /* the counted bits lie past the codes (a byte a token) in the table's scratch */
+    /* the counted bits lie past the codes (a byte a token) in the table's scratch, and
+     * the marks of the codes a row on its template sets past them (scratch_table_bytes) */
     uint32_t *counted = (uint32_t *)((uint8_t *)table + ((v->size + 3) & ~(Py_ssize_t)3));
     PyObject *shape, *template;
     int counting;
@@ -534,8 +548,11 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
         return finish_pairs(v, w, TRIE_OTHER, table);
     if (shape == NULL && (shape = chain_shape(v, chain)) == NULL) return NULL;
     if (shape != Py_None && v->template_of != Py_None) {
+        /* a row with counted bits is templated whatever it keeps (on_template), so its
+         * codes need not be whole: those it sets are marked, past the counted bits */
         PyObject *row = on_template(v, w, chain, shape, NULL, 0, (uint8_t *)table,
-                                    counting ? counted : NULL, template);
+                                    counting ? counted : NULL, counting ? counted + v->words : NULL,
+                                    template);
         Py_CLEAR(template);
         if (row != Py_None) {
             Py_DECREF(shape);
@@ -605,7 +622,8 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
     int walked = walk_root(v, w, TRIE_OTHER, state);
     PyObject *row = walked <= 0
                         ? (walked < 0 ? NULL : retry())
-                        : on_template(v, w, chain, shape, excluded, count, codes, NULL, NULL);
+                        : on_template(v, w, chain, shape, excluded, count, codes, NULL, NULL,
+                                      NULL);
     Py_DECREF(shape);
     if (row != Py_None) return row;
     Py_DECREF(row);

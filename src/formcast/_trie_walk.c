@@ -896,11 +896,20 @@ done:
 }
 
 /* Give `token` the code `code`, keeping its bit and the count of kept tokens right. */
-static void set_code(uint8_t *codes, uint32_t *bits, Py_ssize_t *kept, int32_t token,
-                     uint8_t code) {
-    uint8_t old = codes[token];
+/* A token's code in a row on its template: its own where `changed` (NULL: every code
+ * is the row's own) marks it set, else the template's. */
+static inline uint8_t code_now(const uint8_t *codes, const uint8_t *template_codes,
+                               const uint32_t *changed, int32_t token) {
+    if (!changed || (changed[token >> 5] >> (token & 31) & 1)) return codes[token];
+    return template_codes[token];
+}
+
+static void set_code(uint8_t *codes, const uint8_t *template_codes, uint32_t *changed,
+                     uint32_t *bits, Py_ssize_t *kept, int32_t token, uint8_t code) {
+    uint8_t old = code_now(codes, template_codes, changed, token);
     uint32_t bit = (uint32_t)1 << (token & 31);
     codes[token] = code;
+    if (changed) changed[token >> 5] |= bit;
     if (old && !code) {
         bits[token >> 5] &= ~bit;
         (*kept)--;
@@ -912,15 +921,17 @@ static void set_code(uint8_t *codes, uint32_t *bits, Py_ssize_t *kept, int32_t t
 
 /* The core of scatter_on_template (see its docstring), without the GIL: FINE with *kept
  * and *distinct set (distinct -1 past 255 states: TOO_MANY), or BAD_SHAPE, BAD_ID.
- * template_kept: the template's bits set, where known (else -1: counted here). */
+ * template_kept: the template's bits set, where known (else -1: counted here). Where
+ * `changed` (bits over the vocabulary) is given, `codes` holds only the codes set over
+ * the template's, each marked there (code_now reads a token's code). */
 int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
                   const int32_t *chain, const uint8_t *shape, Py_ssize_t links,
                   const uint8_t *template_codes, const uint32_t *template_bits,
                   Py_ssize_t template_kept, const uint32_t *plain_bits, Py_ssize_t size,
                   const int32_t *repeat,
                   const int32_t *original, Py_ssize_t repeats, uint8_t *codes,
-                  uint32_t *out_bits, Py_ssize_t out_words, int32_t *palette,
-                  Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
+                  uint32_t *changed, uint32_t *out_bits, Py_ssize_t out_words,
+                  int32_t *palette, Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
     int status = FINE;
     Py_ssize_t kept = 0;
     Py_ssize_t words = (size + 31) / 32;
@@ -946,7 +957,10 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
         if (!named[code]) palette[code] = DEAD; /* a code no length has */
     map.distinct = top + 1;
     if (status == FINE) {
-        memcpy(codes, template_codes, (size_t)size);
+        if (changed) /* the codes set are marked: the template's are not copied */
+            memset(changed, 0, (size_t)words * 4);
+        else
+            memcpy(codes, template_codes, (size_t)size);
         memcpy(out_bits, template_bits, (size_t)words * 4);
         if (out_words > words) memset(out_bits + words, 0, (size_t)(out_words - words) * 4);
         if (size % 32) out_bits[words - 1] &= ((uint32_t)1 << (size % 32)) - 1;
@@ -961,14 +975,15 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
             if (code < 0)
                 status = TOO_MANY;
             else
-                set_code(codes, out_bits, &kept, id, (uint8_t)code);
+                set_code(codes, template_codes, changed, out_bits, &kept, id, (uint8_t)code);
         }
     }
     for (Py_ssize_t k = 0; k < repeats && status == FINE; k++) {
         if (repeat[k] < 0 || repeat[k] >= size || original[k] < 0 || original[k] >= size)
             status = BAD_ID;
         else
-            set_code(codes, out_bits, &kept, repeat[k], codes[original[k]]);
+            set_code(codes, template_codes, changed, out_bits, &kept, repeat[k],
+                     code_now(codes, template_codes, changed, original[k]));
     }
     *kept_out = kept;
     *distinct_out = status == TOO_MANY ? -1 : map.distinct;
@@ -1040,7 +1055,7 @@ static PyObject *scatter_on_template(PyObject *module, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     status = template_core(ids, states, count, chain, shape, links, template_codes,
                            template_bits, -1, plain_bits, size, repeat, original, repeats, codes,
-                           out_bits, out_words, palette, &kept, &distinct);
+                           NULL, out_bits, out_words, palette, &kept, &distinct);
     Py_END_ALLOW_THREADS
     if (status == BAD_SHAPE)
         PyErr_SetString(PyExc_ValueError,
