@@ -54,7 +54,6 @@ struct Scratch {
     int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain, *table;
 };
 
-/* Allocate the buffers (0), or none of them (-1: MemoryError set). */
 /* The bytes of a visit's scratch table: a row's states (int32 a token), or its codes (a
  * byte a token) followed by two bitmasks over the vocabulary (see chain_visit). */
 static size_t scratch_table_bytes(Py_ssize_t size) {
@@ -63,6 +62,7 @@ static size_t scratch_table_bytes(Py_ssize_t size) {
     return states > codes + masks ? states : codes + masks;
 }
 
+/* Allocate the buffers (0), or none of them (-1: MemoryError set). */
 static int scratch_alloc(Scratch *s, Py_ssize_t out_size, Py_ssize_t pending_size,
                          Py_ssize_t links, Py_ssize_t size) {
     s->out_ids = malloc((size_t)out_size * 4 + 4);
