@@ -50,16 +50,22 @@ instance walked cold as maskbench does, the page faults taken inside the masks: 
 a mask, and a mask of the p90-p98 band of mask times (where p95 lies), beside the masks'
 mean and p95. A fault costs ~1.3 us (a page of memory new to the process, zeroed).
 
-``band``: over every ``--every``-th maskbench schema, each valid instance walked cold as
-maskbench does, then again over a fresh ``TokenIndex`` of the same automaton (the DFA
-rows the cold walk built, built). The masks of the p92-p98 band of the cold times (where
-p95 lies), by the way the Visitor took (its answer's kind; ``cached`` where the mask was
-kept, ``no visit`` where index.py made the row): their count, mean cold time, the part
-of it inside the Visitor's C call (the rest is the Python around the visit), and the mean
-with the rows built (cold minus it: the rows' share), and the median of the (token,
-state) pairs the row lists (an object key's: those not read off their first byte; a
-string's: those apart from its template). The C call is timed from Python: ~0.1 us of
-the wrapper counts inside it.
+``band``: over every ``--every``-th maskbench schema (or those ``--names`` lists), each
+valid instance walked cold as maskbench does, then again over a fresh ``TokenIndex`` of
+the same automaton (the DFA rows the cold walk built, built). The masks of the p92-p98
+band of the cold times (where p95 lies), by the way the Visitor took (its answer's kind;
+``cached`` where the mask was kept, ``no visit`` where index.py made the row): their
+count, mean cold time, the part of it inside the Visitor's C call (the rest is the
+Python around the visit), and the mean with the rows built (cold minus it: the rows'
+share), and the median of the (token, state) pairs the row lists (an object key's: those
+not read off their first byte; a string's: those apart from its template). The C call is
+timed from Python: ~0.1 us of the wrapper counts inside it.
+
+``ways``: every mask of every ``--every``-th maskbench schema (or of those ``--names``
+lists), walked cold and again with its rows built as ``band`` does, by the Visitor's way:
+their count, mean cold time, mean time with the rows built, the DFA rows a cold mask
+computed (a ``LazyAutomaton``'s, counted by ``formcast._subset``), and the cold masks'
+total.
 
 ``keys``: over every ``--every``-th maskbench schema, each valid instance walked as
 maskbench does, every object key's row the Visitor made compared with the row
@@ -67,8 +73,8 @@ index.py's own ways make on the same automaton: tokens, states, mask, and the st
 300 random tokens; the rows compared and those that differ.
 
     OMP_NUM_THREADS=1 python benchmarks/first_visits.py \
-        [split|string|small|recursive|excluded|rows|growth|slowest|faults|band|keys]
-        [--every N]
+        [split|string|small|recursive|excluded|rows|growth|slowest|faults|band|keys|ways]
+        [--every N] [--names A.json,B.json]
 
 Compare two commits by running it with ``PYTHONPATH=<worktree>/src`` (that worktree's C
 modules built in place) and without.
@@ -454,28 +460,44 @@ def _timed_visits(vocabulary: Vocabulary) -> tuple[list[float], list[str], list[
     return inside, kind, listed
 
 
-def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
-    inside, kind, listed = _timed_visits(vocabulary)
-    # each mask: its cold time, the part inside the C visit (us), its way, the pairs its
-    # row lists, then its time with the rows built
-    masks: list[tuple[float, float, str, int, float]] = []
+def _paths(every: int, names: str | None) -> list[Path]:
+    """Every ``every``-th maskbench schema file, or those ``names`` lists."""
+    if names is None:
+        return maskbench.schema_files(every)
+    return [maskbench.schema_files(1)[0].parent / name for name in names.split(",")]
 
-    def walk(index: TokenIndex, instances: list[list[int]]) -> list[tuple[float, float, str, int]]:
-        out = []
+
+# a mask walked cold then with its rows built: its cold time and the part inside the C
+# visit (us), its way, the pairs its row lists, the DFA rows the cold mask computed, and
+# its time with the rows built (us)
+_Mask = tuple[float, float, str, int, int, float]
+
+
+def _cold_and_built(tokenizer: Any, vocabulary: Vocabulary, paths: list[Path]) -> list[_Mask]:
+    """Each schema's valid instances walked cold as maskbench does, then again over a
+    fresh ``TokenIndex`` of the same automaton (its DFA rows built): every mask."""
+    inside, kind, listed = _timed_visits(vocabulary)
+    masks: list[_Mask] = []
+
+    def walk(index: TokenIndex, instances: list[list[int]]) -> list[tuple[float, ...]]:
+        out: list[tuple[Any, ...]] = []
+        native = getattr(index.automaton, "_native", None)  # a LazyAutomaton's C rows
 
         def noted(cursor: Cursor, buffer: npt.NDArray[np.uint32]) -> None:
             inside[0], kind[0], listed[0] = 0.0, "no visit", 0
             cached = index.cached_packed_mask(cursor.state, vocabulary.size) is not None
+            rows_before = 0 if native is None else native.rows_computed
             started = time.perf_counter()
             cursor.bitmask(vocabulary.size, out=buffer)
             spent = time.perf_counter() - started
+            rows = 0 if native is None else native.rows_computed - rows_before
             way = "cached" if cached else kind[0]
-            out.append((spent * 1e6, inside[0] * 1e6, way, listed[0]))
+            out.append((spent * 1e6, inside[0] * 1e6, way, listed[0], rows))
 
         _walk(index, instances, vocabulary.size, noted)
         return out
 
-    for path in maskbench.schema_files(every):
+    for path in paths:
         document = json.loads(path.read_text())
         try:
             index = compile_index(document["schema"], vocabulary, mode="specification")
@@ -485,8 +507,35 @@ def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
         instances = _instances(tokenizer, document)
         cold = walk(index, instances)
         built = walk(TokenIndex(index.automaton, vocabulary), instances)
-        masks += [(*c, b[0]) for c, b in zip(cold, built, strict=True)]
+        masks += [(*c, b[0]) for c, b in zip(cold, built, strict=True)]  # type: ignore[misc]
         clear_memory_cache()
+    return masks
+
+
+def ways(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) -> None:
+    masks = _cold_and_built(tokenizer, vocabulary, _paths(every, names))
+    times = np.array([mask[0] for mask in masks])
+    print(
+        f"{len(masks):,} masks: mean {times.mean():.2f} us, p95 {np.percentile(times, 95):.1f} "
+        "us; every mask by the Visitor's way:"
+    )
+    print(
+        f"  {'way':<20}{'masks':>7}{'cold us':>9}{'rows built':>12}{'DFA rows a mask':>17}"
+        f"{'cold ms in all':>16}"
+    )
+    by_way: dict[str, list[_Mask]] = {}
+    for mask in masks:
+        by_way.setdefault(mask[2], []).append(mask)
+    for name, group in sorted(by_way.items(), key=lambda item: -len(item[1])):
+        cold_us, rows, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 4, 5))
+        print(
+            f"  {name:<20}{len(group):>7,}{cold_us:>9.1f}{built_us:>12.1f}{rows:>17.1f}"
+            f"{cold_us * len(group) / 1e3:>16.1f}"
+        )
+
+
+def band(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) -> None:
+    masks = _cold_and_built(tokenizer, vocabulary, _paths(every, names))
     times = np.array([mask[0] for mask in masks])
     low, high = np.percentile(times, [92, 98])
     print(
@@ -498,12 +547,12 @@ def band(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
         f"  {'way':<20}{'masks':>7}{'cold us':>9}{'in C':>7}{'Python':>8}{'rows built':>12}"
         f"{'pairs (median)':>16}"
     )
-    by_way: dict[str, list[tuple[float, float, str, int, float]]] = {}
+    by_way: dict[str, list[_Mask]] = {}
     for mask in masks:
         if low <= mask[0] <= high:
             by_way.setdefault(mask[2], []).append(mask)
     for name, group in sorted(by_way.items(), key=lambda item: -len(item[1])):
-        cold_us, in_c, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 1, 4))
+        cold_us, in_c, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 1, 5))
         pairs = float(np.median([m[3] for m in group]))
         print(
             f"  {name:<20}{len(group):>7,}{cold_us:>9.1f}{in_c:>7.1f}{cold_us - in_c:>8.1f}"
@@ -579,17 +628,19 @@ def main() -> None:
             "faults",
             "band",
             "keys",
+            "ways",
         ),
     )
     parser.add_argument(
         "--every",
         type=int,
         default=4,
-        help="take every Nth schema (split, recursive, rows, growth, faults, band, keys)",
+        help="take every Nth schema (split, recursive, rows, growth, faults, band, keys, ways)",
     )
     parser.add_argument("--rows", type=int, default=300, help="rows built a schema (rows)")
     parser.add_argument(
-        "--names", help=f"schema files, comma-separated (slowest: {_SLOWEST}; rows, growth)"
+        "--names",
+        help=f"schema files, comma-separated (slowest: {_SLOWEST}; rows, growth, band, ways)",
     )
     args = parser.parse_args()
     from transformers import AutoTokenizer
@@ -618,7 +669,9 @@ def main() -> None:
     elif args.what == "faults":
         faults(tokenizer, vocabulary, args.every)
     elif args.what == "band":
-        band(tokenizer, vocabulary, args.every)
+        band(tokenizer, vocabulary, args.every, args.names)
+    elif args.what == "ways":
+        ways(tokenizer, vocabulary, args.every, args.names)
     elif args.what == "keys":
         keys(tokenizer, vocabulary, args.every)
     else:
