@@ -512,6 +512,18 @@ def _cold_and_built(tokenizer: Any, vocabulary: Vocabulary, paths: list[Path]) -
     return masks
 
 
+def _by_way(
+    masks: list[_Mask], low: float = -np.inf, high: float = np.inf
+) -> list[tuple[str, list[_Mask]]]:
+    """The masks whose cold time lies in [low, high], by the Visitor's way, largest group
+    first."""
+    groups: dict[str, list[_Mask]] = {}
+    for mask in masks:
+        if low <= mask[0] <= high:
+            groups.setdefault(mask[2], []).append(mask)
+    return sorted(groups.items(), key=lambda item: -len(item[1]))
+
+
 def ways(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) -> None:
     masks = _cold_and_built(tokenizer, vocabulary, _paths(every, names))
     times = np.array([mask[0] for mask in masks])
@@ -523,10 +535,7 @@ def ways(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) 
         f"  {'way':<20}{'masks':>7}{'cold us':>9}{'rows built':>12}{'DFA rows a mask':>17}"
         f"{'cold ms in all':>16}"
     )
-    by_way: dict[str, list[_Mask]] = {}
-    for mask in masks:
-        by_way.setdefault(mask[2], []).append(mask)
-    for name, group in sorted(by_way.items(), key=lambda item: -len(item[1])):
+    for name, group in _by_way(masks):
         cold_us, rows, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 4, 5))
         print(
             f"  {name:<20}{len(group):>7,}{cold_us:>9.1f}{built_us:>12.1f}{rows:>17.1f}"
@@ -539,19 +548,14 @@ def band(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) 
     times = np.array([mask[0] for mask in masks])
     low, high = np.percentile(times, [92, 98])
     print(
-        f"every {every}th schema, {times.size:,} masks: mean {times.mean():.2f} us, p95 "
-        f"{np.percentile(times, 95):.1f} us; the p92-p98 band ({low:.1f}-{high:.1f} us), "
-        "by the Visitor's way:"
+        f"{times.size:,} masks: mean {times.mean():.2f} us, p95 {np.percentile(times, 95):.1f} "
+        f"us; the p92-p98 band ({low:.1f}-{high:.1f} us), by the Visitor's way:"
     )
     print(
         f"  {'way':<20}{'masks':>7}{'cold us':>9}{'in C':>7}{'Python':>8}{'rows built':>12}"
         f"{'pairs (median)':>16}"
     )
-    by_way: dict[str, list[_Mask]] = {}
-    for mask in masks:
-        if low <= mask[0] <= high:
-            by_way.setdefault(mask[2], []).append(mask)
-    for name, group in sorted(by_way.items(), key=lambda item: -len(item[1])):
+    for name, group in _by_way(masks, low, high):
         cold_us, in_c, built_us = (float(np.mean([m[i] for m in group])) for i in (0, 1, 5))
         pairs = float(np.median([m[3] for m in group]))
         print(
