@@ -895,7 +895,6 @@ done:
     return result;
 }
 
-/* Give `token` the code `code`, keeping its bit and the count of kept tokens right. */
 /* A token's code in a row on its template: its own where `changed` (NULL: every code
  * is the row's own) marks it set, else the template's. */
 static inline uint8_t code_now(const uint8_t *codes, const uint8_t *template_codes,
@@ -904,6 +903,8 @@ static inline uint8_t code_now(const uint8_t *codes, const uint8_t *template_cod
     return template_codes[token];
 }
 
+/* Give `token` the code `code`, keeping its bit and the count of kept tokens right (and
+ * its mark in `changed`, where given). */
 static void set_code(uint8_t *codes, const uint8_t *template_codes, uint32_t *changed,
                      uint32_t *bits, Py_ssize_t *kept, int32_t token, uint8_t code) {
     uint8_t old = code_now(codes, template_codes, changed, token);
@@ -928,9 +929,8 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
                   const int32_t *chain, const uint8_t *shape, Py_ssize_t links,
                   const uint8_t *template_codes, const uint32_t *template_bits,
                   Py_ssize_t template_kept, const uint32_t *plain_bits, Py_ssize_t size,
-                  const int32_t *repeat,
-                  const int32_t *original, Py_ssize_t repeats, uint8_t *codes,
-                  uint32_t *changed, uint32_t *out_bits, Py_ssize_t out_words,
+                  const int32_t *repeat, const int32_t *original, Py_ssize_t repeats,
+                  uint8_t *codes, uint32_t *changed, uint32_t *out_bits, Py_ssize_t out_words,
                   int32_t *palette, Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
     int status = FINE;
     Py_ssize_t kept = 0;
