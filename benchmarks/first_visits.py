@@ -89,7 +89,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -294,23 +294,38 @@ def small(vocabulary: Vocabulary) -> None:
     )
 
 
-def _lazy_schemas(every: int, vocabulary: Vocabulary, names: str | None = None) -> Any:
-    """``(document, index)`` of every ``every``-th maskbench schema (or of those
-    ``names`` lists) compiled to a ``LazyAutomaton`` (each index dropped from the memory
-    cache after its turn)."""
-    paths = maskbench.schema_files(every)
-    if names is not None:
-        paths = [maskbench.schema_files(1)[0].parent / name for name in names.split(",")]
+def _paths(every: int, names: str | None) -> list[Path]:
+    """Every ``every``-th maskbench schema file, or those ``names`` lists."""
+    if names is None:
+        return maskbench.schema_files(every)
+    return [maskbench.schema_files(1)[0].parent / name for name in names.split(",")]
+
+
+def _compiled(
+    paths: list[Path], vocabulary: Vocabulary, first_mask: bool = True
+) -> Iterator[tuple[Path, dict[str, Any], TokenIndex]]:
+    """``(path, document, index)`` of each schema file that compiles (with its first mask made,
+    where ``first_mask``), as maskbench compiles it; a refused or unsupported one is
+    skipped (nothing to time). Each index is dropped from the memory cache after its
+    turn."""
     for path in paths:
         document = json.loads(path.read_text())
         try:
             index = compile_index(document["schema"], vocabulary, mode="specification")
-            Cursor(index).bitmask(vocabulary.size)
-        except Exception:  # refused or unsupported: nothing to time
+            if first_mask:
+                Cursor(index).bitmask(vocabulary.size)
+        except Exception:
             continue
+        yield path, document, index
+        clear_memory_cache()
+
+
+def _lazy_schemas(every: int, vocabulary: Vocabulary, names: str | None = None) -> Any:
+    """``(document, index)`` of every ``every``-th maskbench schema (or of those
+    ``names`` lists) compiled to a ``LazyAutomaton`` (see :func:`_compiled`)."""
+    for _, document, index in _compiled(_paths(every, names), vocabulary):
         if type(index.automaton) is LazyAutomaton:
             yield document, index
-        clear_memory_cache()
 
 
 def rows(vocabulary: Vocabulary, every: int, limit: int, names: str | None) -> None:
@@ -390,12 +405,7 @@ def slowest(tokenizer: Any, vocabulary: Vocabulary, names: str) -> None:
 def faults(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
     spent: list[float] = []
     taken: list[int] = []
-    for path in maskbench.schema_files(every):
-        document = json.loads(path.read_text())
-        try:
-            index = compile_index(document["schema"], vocabulary, mode="specification")
-        except Exception:  # refused or unsupported: no masks to time
-            continue
+    for _, document, index in _compiled(maskbench.schema_files(every), vocabulary, False):
 
         def counted(cursor: Cursor, buffer: npt.NDArray[np.uint32]) -> None:
             before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -405,7 +415,6 @@ def faults(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
             taken.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
         _walk(index, _instances(tokenizer, document), vocabulary.size, counted)
-        clear_memory_cache()
     times, counts = np.array(spent), np.array(taken)
     low, high = np.percentile(times, [90, 98])
     band = (times >= low) & (times <= high)
@@ -460,13 +469,6 @@ def _timed_visits(vocabulary: Vocabulary) -> tuple[list[float], list[str], list[
     return inside, kind, listed
 
 
-def _paths(every: int, names: str | None) -> list[Path]:
-    """Every ``every``-th maskbench schema file, or those ``names`` lists."""
-    if names is None:
-        return maskbench.schema_files(every)
-    return [maskbench.schema_files(1)[0].parent / name for name in names.split(",")]
-
-
 # a mask walked cold then with its rows built: its cold time and the part inside the C
 # visit (us), its way, the pairs its row lists, the DFA rows the cold mask computed, and
 # its time with the rows built (us)
@@ -497,18 +499,11 @@ def _cold_and_built(tokenizer: Any, vocabulary: Vocabulary, paths: list[Path]) -
         _walk(index, instances, vocabulary.size, noted)
         return out
 
-    for path in paths:
-        document = json.loads(path.read_text())
-        try:
-            index = compile_index(document["schema"], vocabulary, mode="specification")
-            Cursor(index).bitmask(vocabulary.size)
-        except Exception:  # refused or unsupported: no masks to time
-            continue
+    for _, document, index in _compiled(paths, vocabulary):
         instances = _instances(tokenizer, document)
         cold = walk(index, instances)
         built = walk(TokenIndex(index.automaton, vocabulary), instances)
         masks += [(*c, b[0]) for c, b in zip(cold, built, strict=True)]  # type: ignore[misc]
-        clear_memory_cache()
     return masks
 
 
@@ -584,12 +579,7 @@ def keys(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
     _, kind, _ = _timed_visits(vocabulary)
     rng = np.random.default_rng(0)
     checked = differing = 0
-    for path in maskbench.schema_files(every):
-        document = json.loads(path.read_text())
-        try:
-            index = compile_index(document["schema"], vocabulary, mode="specification")
-        except Exception:  # refused or unsupported: no rows to compare
-            continue
+    for path, document, index in _compiled(maskbench.schema_files(every), vocabulary, False):
         key_states = _key_states(index, _instances(tokenizer, document), kind)
         reference = TokenIndex(index.automaton, vocabulary)
         reference.__dict__["_visits"] = False  # index.py's own ways, one call at a time
@@ -610,7 +600,6 @@ def keys(tokenizer: Any, vocabulary: Vocabulary, every: int) -> None:
             if not same:
                 differing += 1
                 print(f"{path.name}: state {state}'s row differs")
-        clear_memory_cache()
     print(f"every {every}th schema: {checked:,} object-key rows compared, {differing} differ")
 
 
