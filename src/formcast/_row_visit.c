@@ -399,11 +399,10 @@ static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_cod
     return tuple_of(items, 6);
 }
 
-/* The parts of what template_of gave (codes, bits, the bits set), held in held[0] and
- * held[1], the count in *kept: 0, or -1 with an exception set (the caller releases `held`
- * either way). The count is the template's, kept with it: counted at each visit, the
- * vocabulary's ~1,500 words twice were a tenth of a string's first visit. */
-static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_ssize_t *kept) {
+/* The bits set of what template_of gave (codes, bits, the bits set), in *kept: 0, or -1
+ * with an exception set. The count is the template's, kept with it: counted at each
+ * visit, the vocabulary's ~1,500 words twice were a tenth of a string's first visit. */
+static int template_count(const Visitor *v, PyObject *template, Py_ssize_t *kept) {
     if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) != 3) {
         PyErr_SetString(PyExc_TypeError, "expected template_of to give (codes, bits, kept)");
         return -1;
@@ -415,6 +414,14 @@ static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_
                      v->size, *kept);
         return -1;
     }
+    return 0;
+}
+
+/* The parts of what template_of gave, the codes and bits held in held[0] and held[1], the
+ * count in *kept (template_count): 0, or -1 with an exception set (the caller releases
+ * `held` either way). */
+static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_ssize_t *kept) {
+    if (template_count(v, template, kept) < 0) return -1;
     if (take(PyTuple_GET_ITEM(template, 0), &held[0], 0, 1, v->size, "template codes") < 0)
         return -1;
     return take(PyTuple_GET_ITEM(template, 1), &held[1], 0, 4, v->words, "template bits");
@@ -494,13 +501,9 @@ static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie, int32_t *tabl
 static int large_on_template(const Visitor *v, PyObject *shape, PyObject **template) {
     *template = PyObject_CallOneArg(v->template_of, shape);
     if (*template == NULL) return -1;
-    Held held[2];
-    memset(held, 0, sizeof(held));
-    int large = -1;
-    Py_ssize_t kept;
-    if (take_template(v, *template, held, &kept) == 0) large = kept * v->sorted_share > v->size;
-    release(held, 2);
-    return large;
+    Py_ssize_t kept; /* its arrays are taken by on_template, which uses them */
+    if (template_count(v, *template, &kept) < 0) return -1;
+    return kept * v->sorted_share > v->size;
 }
 
 /* The walk of the other tokens below a string's state. Where the row will lie on its
