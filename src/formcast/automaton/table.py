@@ -310,22 +310,16 @@ class TableAutomaton(Generic[Members]):
         room = self._visit_room
         if self._mapping is not None:
             room = max(room, VISIT_ROOM_MAPPED)
-        sets = self._sets
-        # _reserve, _builder and _took_in written out: a small first visit's C call is
-        # ~0.5 us, and their calls were as much again
         with self._lock:
             while True:
-                if len(sets) + room > self._accepting.shape[0]:
-                    self._allocate(max(2 * self._accepting.shape[0], len(sets) + room))
-                builder = (native[0], self._accepting, sets, *native[1:])
+                self._reserve(room)
                 try:
-                    found = visit(self._table, state, builder)
+                    found = visit(self._table, state, self._builder(native))
                 finally:
-                    if len(sets) > self._filled:
-                        self._filled = len(sets)
+                    self._took_in()
                 if found[0]:
                     return found
-                room = max(2 * room + 1, 2 * len(sets))
+                room = max(2 * room + 1, 2 * len(self._sets))
                 self._visit_room = max(self._visit_room, room)
 
     def build_rows(self, states: Iterable[int]) -> None:
