@@ -495,15 +495,9 @@ def run_all(
     progress: bool = False,
     engine: str = "formcast",
 ) -> Iterator[SchemaResult]:
-    pool = WorkerPool(timeout, memory_mb, engine)
-    try:
-        for number, path in enumerate(files, 1):
-            result = pool.run(path)
-            if progress and number % 100 == 0:
-                print(f"  {number} schemas", file=sys.stderr, flush=True)
-            yield result
-    finally:
-        pool.close()
+    """Each schema's result by ``engine`` alone (:func:`run_interleaved` with it)."""
+    for _, result in run_interleaved(list(files), timeout, memory_mb, [engine], progress=progress):
+        yield result
 
 
 def run_interleaved(
