@@ -524,6 +524,9 @@ VISIT_PATTERNS = [
     # strings leaving out a few plain bytes, bounded and free (exclusions_visit's way),
     # and one leaving out other bytes after its first character (the whole trie)
     r'\["[^,"\\]{1,30}"(?:,"[^,:"\\]*")*\]|"[^,"\\][^;"\\]{0,9}"',
+    # strings whose non-ASCII characters part ways (their text tokens walked), beside a
+    # free one (taken whole: formcast._subset's utf8_steps)
+    r'\["[^"\\é]*"(?:,"(?:[^"\\]|é{2})*")*(?:,"[^"\\]*")?\]',
 ]
 # printable ASCII and words, three of them repeated (their rows take the original's state)
 VISIT_TOKENS = [
@@ -532,6 +535,10 @@ VISIT_TOKENS = [
     *[w.encode() for w in ["alpha", "al", "alps", "beta", "name", "names", "pace", '":', '","']],
     *[w.encode() for w in ["abc", "12", "3.5", "true", "fa", "lse", "null", " de", "xyz", "\\n"]],
     b"\xc3\xa9",
+    # text tokens (non-ASCII characters, the last one whole or cut short), and tokens
+    # that are not: a quote after a character, malformed sequences, DEL
+    *[w.encode() for w in ["aé", "日本", "😀", 'é"', "\x7f"]],
+    *[b"\xe2", b"x\xe2\x80", b"\xf0\x9f\x98", b"\x80a", b"\xc3\x28", b"\xc3"],
     b"na",
     b"na",
     b'":',
@@ -699,6 +706,40 @@ def test_a_string_row_takes_its_characters_that_are_not_plain_as_bits(
     assert e_acute not in ids and int(palette[0]) == after_one
     assert visited.next_state(state, e_acute) == after_one
     assert ids  # the tokens apart remain listed: the closing quote's, the escape's
+    _assert_as_index_py_makes_it(visited, state, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "taken_whole"),
+    [(r'"(?:[^"\\\x00-\x1f]|\\n)*"', True), (r'"(?:[^"\\é]|\\n)*"', False)],
+    ids=["every character loops", "one is left out"],
+)
+def test_a_string_takes_its_text_tokens_without_the_rows_inside_a_character(
+    pattern: str, taken_whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a free string's state loops on every non-ASCII character, its visit takes
+    the text tokens as they are (whole: its own state; cut short: the state inside the
+    character) and builds no row of a state inside one; where a character is left out,
+    they are walked, building those rows. Either way the row is index.py's."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    automaton = LazyAutomaton(pattern)
+    visited = TokenIndex(automaton, vocabulary)
+    state = automaton.walk(b'"')
+    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
+    assert found is not None and found[0] == formcast.index._VISIT_TEMPLATED
+    after_lead = int(automaton.table[state][0xF0])  # "😀" and a cut one start there
+    assert after_lead > 0 and (int(automaton.table[after_lead][0]) != -1) != taken_whole
+    ids = set(np.frombuffer(found[3], dtype=np.int32).tolist())
+    token = vocabulary.token_bytes.index
+    assert token(b"x\xe2\x80") in ids and token("日本".encode()) not in ids  # pair, bit
+    assert visited.next_state(state, token("日本".encode())) == state
+    assert visited.next_state(state, token(b"x\xe2\x80")) == automaton.walk(b"x\xe2\x80", state)
+    assert visited.next_state(state, token(b"\xc3\x28")) == -1  # malformed: not allowed
     _assert_as_index_py_makes_it(visited, state, monkeypatch)
 
 

@@ -274,3 +274,64 @@ def test_plain_bits_by_first_byte_are_the_plain_tokens_starting_with_it(
         expected = np.packbits(flags, bitorder="little").view(np.uint32)
         assert np.array_equal(bits[byte], expected), byte
     assert np.array_equal(np.bitwise_or.reduce(bits, axis=0), vocabulary.plain_bits)
+
+
+@pytest.mark.parametrize(
+    ("data", "cut"),
+    [
+        ("é".encode(), (0, 0)),
+        ("naïve café".encode(), (0, 0)),
+        ("😀".encode(), (0, 0)),
+        (b"ab\xe2\x80", (0xE2, 2)),  # a three-byte character, two of its bytes
+        (b"\xe2", (0xE2, 1)),
+        ("é".encode() + b"\xf0\x9f\x98", (0xF0, 3)),
+        (b"abc", None),  # plain bytes alone
+        ('é"'.encode(), None),  # a quote
+        ("é\\".encode(), None),  # a backslash
+        ("é\n".encode(), None),  # a control byte
+        ("é\x7f".encode(), None),  # DEL: a string's character, not plain
+        (b"\x80a", None),  # a continuation byte where a character starts
+        (b"\xc3\x28", None),  # a lead byte cut by an ASCII byte
+        (b"\xc0\xaf", None),  # an overlong form
+        (b"\xe0\x80\x80", None),  # an overlong three-byte form
+        (b"\xed\xa0\x80", None),  # a surrogate
+        (b"\xf4\x90\x80\x80", None),  # past U+10FFFF
+        (b"\xf5\x80", None),  # no character starts with 0xF5
+    ],
+)
+def test_text_cut_reads_well_formed_characters_and_where_the_last_is_cut(
+    data: bytes, cut: tuple[int, int] | None
+) -> None:
+    """A token of plain bytes and well-formed non-ASCII characters is text: its last
+    character whole (0, 0), or cut short (the lead byte, the bytes it holds). Anything
+    else a string cannot take as it comes is not text."""
+    from formcast.vocabulary import text_cut
+
+    assert text_cut(data) == cut
+
+
+def test_plain_text_and_special_tokens_part_the_usable_ones(vocabulary: Vocabulary) -> None:
+    """Every usable token is plain, text (whole or cut short) or in the special trie, and
+    only one of them; each text token's cut is text_cut's, read off its bytes."""
+    from formcast.vocabulary import text_cut
+
+    text = vocabulary.text_tokens
+    words = (vocabulary.size + 31) // 32
+    whole = np.flatnonzero(
+        np.unpackbits(text.whole_bits.view(np.uint8), bitorder="little")[: words * 32]
+    )
+    cut = text.cut_ids.tolist()
+    special = vocabulary.special_trie.token_ids.tolist()
+    plain = vocabulary.plain_token_ids.tolist()
+    parts = [set(whole.tolist()), set(cut), set(special), set(plain)]
+    assert sum(len(part) for part in parts) == vocabulary.usable_token_ids.size
+    assert set().union(*parts) == set(vocabulary.usable_token_ids.tolist())
+    assert whole.size > 100 and len(cut) > 50  # SmolLM2 has both kinds
+    for token in whole.tolist()[::17]:
+        assert text_cut(vocabulary.token_bytes[token]) == (0, 0)
+    for token, lead, depth in zip(
+        cut, text.cut_leads.tolist(), text.cut_depths.tolist(), strict=True
+    ):
+        assert text_cut(vocabulary.token_bytes[token]) == (lead, depth)
+    for token in special[::11]:
+        assert text_cut(vocabulary.token_bytes[token]) is None

@@ -9,7 +9,10 @@
  *
  * - the state's plain bytes (PLAIN_BYTES) all lead to one state, and so on down the chain
  *   of plain bytes (a string's characters): the other tokens are walked and written over
- *   the plain tokens' template of the chain's shape (index._templated);
+ *   the plain tokens' template of the chain's shape (index._templated). Where the state
+ *   loops on every plain byte and every non-ASCII character (formcast._subset's
+ *   utf8_steps), the text tokens (vocabulary.TextTokens) are not walked: whole ones end
+ *   there, cut ones inside a character, and only the special trie is walked;
  * - else an object's key, where most plain bytes lead to states that loop on every plain
  *   byte (index._first_byte_row): the plain tokens under the other first bytes (declared
  *   names' initials) and the other tokens are walked, and the row's bits are the plain
@@ -43,7 +46,9 @@ enum {
     VISIT_TABLE = 6,
     VISIT_TEMPLATED = 7
 };
-enum { TRIE_ALL = 0, TRIE_OTHER = 1, TRIE_PLAIN = 2, TRIES = 3 };
+/* the tries a Visitor holds: every token's, those not plain, the plain ones, and (where
+ * given: `text`) those neither plain nor text (vocabulary.special_trie) */
+enum { TRIE_ALL = 0, TRIE_OTHER = 1, TRIE_PLAIN = 2, TRIE_SPECIAL = 3, TRIES = 4 };
 
 typedef struct Scratch Scratch;
 static void scratch_free(Scratch *s);
@@ -89,12 +94,13 @@ static void scratch_free(Scratch *s) {
     memset(s, 0, sizeof(*s));
 }
 enum {
-    HELD_ROOT = 3 * TRIE_ARRAYS,
+    HELD_ROOT = TRIES * TRIE_ARRAYS,
     HELD_PLAIN,
     HELD_BITS,
     HELD_BY_FIRST,
     HELD_REPEATS, /* the repeats and their originals of the whole trie, then the other's */
-    VISITOR_BUFFERS = HELD_REPEATS + 4
+    HELD_TEXT = HELD_REPEATS + 4, /* the text tokens: whole bits, cut ids, leads, depths */
+    VISITOR_BUFFERS = HELD_TEXT + 4
 };
 
 typedef struct {
@@ -116,6 +122,15 @@ typedef struct {
     PyObject *by_byte_of;
     Held by_byte_held;
     const uint32_t *by_byte;
+    /* the tokens that are not plain only for their non-ASCII characters
+     * (vocabulary.TextTokens): those whose last character is whole, as bits, and those
+     * cutting it short, with its lead byte and its bytes they hold; text_cut_count 0 and
+     * no special trie where the Visitor was given none (text_string_others) */
+    const uint32_t *text_whole_bits;
+    const int32_t *text_cut_ids;
+    const uint8_t *text_cut_leads, *text_cut_depths;
+    Py_ssize_t text_cut_count;
+    int has_text;
     Py_ssize_t out_size, pending_size;
     Scratch scratch; /* the visits' buffers */
     int busy;        /* whether a visit holds them */
@@ -506,6 +521,31 @@ static int large_on_template(const Visitor *v, PyObject *shape, PyObject **templ
     return kept * v->sorted_share > v->size;
 }
 
+/* Whether `state` (its row built) stays where it is on every well-formed non-ASCII
+ * character, every other byte past ASCII dead there (formcast._subset's utf8_steps), with
+ * the states inside a character in `steps`: 1, 0 (or no text tokens, or no such check for
+ * this automaton), -1 with an exception set. */
+static int text_loops(const Visitor *v, Walk *w, int32_t state, int32_t *steps) {
+    if (!v->has_text || w->utf8 == NULL) return 0;
+    int32_t target = w->utf8(w->nfa, state, w->table, w->states, steps);
+    return target < 0 ? -1 : target == state;
+}
+
+/* The text tokens below a state that text_loops: those whose last character is whole
+ * end there (bits in `counted`, as the walk counts tokens ending there), and those that
+ * cut it short end inside it, where `steps` says (pairs after the walk's). The walk's
+ * buffer has room: its pairs and these are tokens that are not plain, each once. */
+static void take_text_tokens(const Visitor *v, Walk *w, uint32_t *counted,
+                             const int32_t *steps) {
+    for (Py_ssize_t k = 0; k < v->words; k++) counted[k] |= v->text_whole_bits[k];
+    for (Py_ssize_t k = 0; k < v->text_cut_count; k++) {
+        int32_t after = steps[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] -
+                              0xC0];
+        w->out_ids[w->filled] = v->text_cut_ids[k];
+        w->out_states[w->filled++] = after;
+    }
+}
+
 /* The walk of the other tokens below a string's state. Where the row will lie on its
  * template (large by the template alone, no token repeated), the tokens that end where
  * one plain byte leads (chain[1]: a string's characters that are not plain, UTF-8 ones
@@ -526,11 +566,15 @@ static int walk_string_others(const Visitor *v, Walk *w, int32_t state, const in
         *counting = large;
     }
     if (*counting) memset(counted, 0, (size_t)v->words * 4);
+    int32_t steps[3 * UTF8_LEADS];
+    int text = *counting && chain[1] == state ? text_loops(v, w, state, steps) : 0;
+    if (text < 0) return -1;
     w->counted_state = *counting ? chain[1] : DEAD;
     w->counted_bits = *counting ? counted : NULL;
-    int walked = walk_root(v, w, TRIE_OTHER, state);
+    int walked = walk_root(v, w, text ? TRIE_SPECIAL : TRIE_OTHER, state);
     w->counted_state = DEAD;
     w->counted_bits = NULL;
+    if (walked == 1 && text) take_text_tokens(v, w, counted, steps);
     return walked;
 }
 
@@ -875,18 +919,56 @@ static void Visitor_dealloc(Visitor *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* The text tokens' arrays (text[1:], see vocabulary.TextTokens), held: 0, or -1 with an
+ * exception set. */
+static int take_text(Visitor *self, PyObject *text) {
+    Held *held = &self->held[HELD_TEXT];
+    if (take(PyTuple_GET_ITEM(text, 1), &held[0], 0, 4, self->words, "whole bits") < 0 ||
+        take(PyTuple_GET_ITEM(text, 2), &held[1], 0, 4, 0, "cut ids") < 0)
+        return -1;
+    Py_ssize_t count = held[1].view.len / 4;
+    if (take(PyTuple_GET_ITEM(text, 3), &held[2], 0, 1, count, "cut leads") < 0 ||
+        take(PyTuple_GET_ITEM(text, 4), &held[3], 0, 1, count, "cut depths") < 0)
+        return -1;
+    self->text_whole_bits = held[0].view.buf;
+    self->text_cut_ids = held[1].view.buf;
+    self->text_cut_leads = held[2].view.buf;
+    self->text_cut_depths = held[3].view.buf;
+    self->text_cut_count = count;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int lead = self->text_cut_leads[k], depth = self->text_cut_depths[k];
+        if (self->text_cut_ids[k] < 0 || self->text_cut_ids[k] >= self->size || lead < 0xC2 ||
+            lead > 0xF4 || depth < 1 || depth > 3) {
+            PyErr_SetString(PyExc_ValueError,
+                            "expected cut text tokens below the size, of a lead byte 0xC2 .. "
+                            "0xF4 and 1 to 3 of its bytes");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Visitor(all, other, plain, plain_root, plain_bytes, plain_bits, bits_by_first,
- *         repeats, size, links, first_byte_min, sorted_share, template_of, by_byte_of) */
+ *         repeats, size, links, first_byte_min, sorted_share, template_of, by_byte_of,
+ *         text) */
 static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
     (void)kwargs;
     PyObject *tries[TRIES], *root, *plain, *bits, *by_first, *repeats, *template_of;
-    PyObject *by_byte_of = Py_None;
-    if (!PyArg_ParseTuple(args, "O!O!O!OOOOO!nnnnO|O:Visitor", &PyTuple_Type, &tries[0],
+    PyObject *by_byte_of = Py_None, *text = Py_None;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOOO!nnnnO|OO:Visitor", &PyTuple_Type, &tries[0],
                           &PyTuple_Type, &tries[1], &PyTuple_Type, &tries[2], &root, &plain,
                           &bits, &by_first, &PyTuple_Type, &repeats, &self->size,
                           &self->links, &self->first_byte_min, &self->sorted_share,
-                          &template_of, &by_byte_of))
+                          &template_of, &by_byte_of, &text))
         return -1;
+    if (text != Py_None && (!PyTuple_Check(text) || PyTuple_GET_SIZE(text) != 5 ||
+                            !PyTuple_Check(PyTuple_GET_ITEM(text, 0)))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "expected text as (special trie, whole bits, cut ids, leads, depths)");
+        return -1;
+    }
+    self->has_text = text != Py_None;
+    tries[TRIE_SPECIAL] = self->has_text ? PyTuple_GET_ITEM(text, 0) : tries[TRIE_OTHER];
     if ((template_of != Py_None && !PyCallable_Check(template_of)) ||
         (by_byte_of != Py_None && !PyCallable_Check(by_byte_of))) {
         PyErr_SetString(PyExc_TypeError, "expected template_of and by_byte_of callable, or None");
@@ -946,6 +1028,7 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
                 PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
                 return -1;
             }
+    if (self->has_text && take_text(self, text) < 0) return -1;
     self->template_of = Py_NewRef(template_of);
     self->by_byte_of = Py_NewRef(by_byte_of);
     for (int t = 0; t < TRIES; t++) {
@@ -977,7 +1060,7 @@ static PyMethodDef visitor_methods[] = {
 
 PyDoc_STRVAR(visitor_doc,
 "Visitor(all, other, plain, plain_root, plain_bytes, plain_bits, bits_by_first, repeats,\n"
-"        size, links, first_byte_min, sorted_share, template_of)\n"
+"        size, links, first_byte_min, sorted_share, template_of[, by_byte_of, text])\n"
 "\n"
 "One vocabulary's arrays, held for a state's first visit in one call (visit()): the\n"
 "flattened tries of every token, the other tokens and the plain ones (walk_arrays),\n"
@@ -986,9 +1069,12 @@ PyDoc_STRVAR(visitor_doc,
 "repeat, then the other trie's (four int32 arrays), the vocabulary's size, the links of\n"
 "a chain of plain bytes (the longest plain token + 1), the fewest live plain bytes of an\n"
 "object key's row, the share of the vocabulary past which a row is coded rather than\n"
-"sorted, and template_of (shape -> (codes, bits), the plain tokens' template of a\n"
-"chain's shape; None: a string's row comes back unfinished). Holds buffers of its own,\n"
-"~12 bytes a token and 8 a trie node.");
+"sorted, and template_of (shape -> (codes, bits, kept), the plain tokens' template of\n"
+"a chain's shape; None: a string's row comes back unfinished); by_byte_of (() -> the\n"
+"plain tokens holding each byte); text (the special trie's arrays, then the text\n"
+"tokens' whole bits, cut ids, lead bytes and depths: vocabulary.TextTokens; None: text\n"
+"tokens are walked like the others). Holds buffers of its own, ~12 bytes a token and 8\n"
+"a trie node.");
 
 static PyTypeObject VisitorType = {
     PyVarObject_HEAD_INIT(NULL, 0)

@@ -358,6 +358,12 @@ BuildState subset_builder(void) {
     return found;
 }
 
+Utf8Steps subset_utf8(void) {
+    static Utf8Steps found = NULL;
+    if (!found) found = (Utf8Steps)PyCapsule_Import(UTF8_API, 0);
+    return found;
+}
+
 /* Set up a walk that builds rows: `builder` is (nfa, accepting, sets), or (builder object,
  * accepting, sets, capsule) where another construction (formcast._pushdown's) builds the
  * rows through the capsule's function; the table already taken writable; the acceptance
@@ -373,6 +379,8 @@ int start_building(Walk *w, PyObject *builder, Held *flags) {
         w->build = (BuildState)PyCapsule_GetPointer(PyTuple_GET_ITEM(builder, 3), PUSHDOWN_API);
     } else {
         w->build = subset_builder();
+        w->utf8 = subset_utf8();
+        if (!w->utf8) return -1;
     }
     if (!w->build) return -1;
     if (take(PyTuple_GET_ITEM(builder, 1), flags, 1, 1, w->states, "accepting") < 0) return -1;

@@ -21,6 +21,14 @@ typedef struct {
 typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
                           uint8_t *accepting, PyObject *sets);
 #define SUBSET_API "formcast._subset._build_state"
+/* formcast._subset's utf8_steps (the capsule UTF8_API): the state every well-formed
+ * non-ASCII character leads to from a state whose row is built, and the states inside a
+ * character (3 x 64: by depth, then lead byte - 0xC0); 0 where characters part ways, -1
+ * on error. */
+typedef int32_t (*Utf8Steps)(PyObject *nfa, int32_t state, const int32_t *table,
+                             Py_ssize_t states, int32_t *steps);
+#define UTF8_API "formcast._subset._utf8_steps"
+#define UTF8_LEADS 64
 #define PUSHDOWN_API "formcast._pushdown._build_state" /* the same, for sets of stacks */
 
 /* What the walk reads of a node, side by side (vocabulary.FlatTrie.node_records): the
@@ -51,6 +59,7 @@ typedef struct {
     Py_ssize_t states; /* rows of the table */
     /* the rows' builder, when the walk builds them (else NULL: they are left pending) */
     BuildState build;
+    Utf8Steps utf8; /* where the rows are a lazy DFA's (formcast._subset), else NULL */
     int32_t *writable_table;
     uint8_t *accepting;
     PyObject *nfa, *sets;
@@ -106,6 +115,7 @@ int build_row(Walk *w, int32_t state);
 const uint64_t *loop_mask(Walk *w, int32_t state, int compute);
 void set_walk_error(int status);
 BuildState subset_builder(void);
+Utf8Steps subset_utf8(void);
 int start_building(Walk *w, PyObject *builder, Held *flags);
 Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count);
 Py_ssize_t sort_pairs_in_place(int32_t *ids, int32_t *states, Py_ssize_t count);

@@ -1,5 +1,6 @@
 """The trie walk in C (``_trie_walk.c``); see :func:`formcast.index._walk_natively`."""
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -89,11 +90,14 @@ class Visitor:
         plain_bytes: npt.NDArray[np.uint8],
         plain_bits: npt.NDArray[np.uint32],
         bits_by_first: npt.NDArray[np.uint32],
-        repeats: tuple[int, int],
+        repeats: tuple[_Int32, _Int32, _Int32, _Int32],
         size: int,
         links: int,
         first_byte_min: int,
         sorted_share: int,
+        template_of: Callable[[bytes], tuple[Any, Any, int]] | None,
+        by_byte_of: Callable[[], npt.NDArray[np.uint32]] | None = None,
+        text: tuple[tuple[npt.NDArray[Any], ...], Any, Any, Any, Any] | None = None,
         /,
     ) -> None: ...
     def visit(self, table: _Int32, state: int, builder: tuple[Any, ...], /) -> tuple[Any, ...]: ...

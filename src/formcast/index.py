@@ -1641,6 +1641,7 @@ def _new_visitor(
     assert native_walk is not None
     plain_trie, whole, other = vocabulary.plain_trie, vocabulary.token_trie, vocabulary.other_trie
     repeats = (whole.repeats, whole.repeated, other.repeats, other.repeated)
+    text = vocabulary.text_tokens
     return native_walk.Visitor(
         whole.flat.walk_arrays,
         other.flat.walk_arrays,
@@ -1656,6 +1657,13 @@ def _new_visitor(
         _SORTED_SHARE,
         template_of,
         by_byte_of,
+        (
+            vocabulary.special_trie.flat.walk_arrays,
+            text.whole_bits,
+            text.cut_ids,
+            text.cut_leads,
+            text.cut_depths,
+        ),
     )
 
 

@@ -413,3 +413,67 @@ def test_c_construction_refuses_a_state_list_it_cannot_read() -> None:
         native.build_rows(np.array([1], np.int32), table, accepting, sets)
     with pytest.raises(ValueError, match="held here"):
         native.members(automaton.num_states + 5)
+
+
+_JSON_CHARACTER = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
+
+
+def _characters_sampled() -> list[str]:
+    """Every two-byte character, and a stride over the three- and four-byte ones with
+    the ends of each lead byte's range."""
+    points = [*range(0x80, 0x800), *range(0x800, 0x10000, 97), *range(0x10000, 0x110000, 4099)]
+    points += [0xFFFF, 0x10000, 0x10FFFF, 0xD7FF, 0xE000]
+    return [chr(p) for p in points if not 0xD800 <= p < 0xE000]
+
+
+def _malformed() -> list[bytes]:
+    """Bytes that start no character, and each lead byte cut by a byte outside its
+    continuation range (overlong forms, surrogates, past U+10FFFF)."""
+    starts = [bytes([b]) for b in [*range(0x80, 0xC2), *range(0xF5, 0x100)]]
+    return [*starts, b"\xe0\x80", b"\xed\xa0", b"\xf0\x80", b"\xf4\x90", b"\xc3\x28", b"\xc3\xc3"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "prefix", "way"),
+    [
+        ('"' + _JSON_CHARACTER + '*"', b'"', "loops"),
+        (r'"[^"\\]*"', b'"', "loops"),
+        (r'"[^"\\]{0,5}"', b'"', "leads on"),  # a character counts one of five
+        (r'\{"(?:alpha|[^a"\\][^"\\]*)":1\}', b'{"', "leads on"),  # a free key starts
+        (r'"[^"\\é]*"', b'"', "parts"),  # é is left out
+        (r'"[^"\\\U0001F600]*"', b'"', "parts"),  # a four-byte character left out
+        (r'"(?:[^"\\]|é{2})*"', b'"', "parts"),  # é leads where the others do not
+        (r'"[a-z]*"', b'"', "parts"),  # no character lives
+    ],
+)
+def test_utf8_steps_is_where_every_character_leads(pattern: str, prefix: bytes, way: str) -> None:
+    """``utf8_steps`` names the state every well-formed non-ASCII character leads to,
+    where all lead to one and every malformed sequence dies (0 elsewhere), and the states
+    inside a character by its lead byte and depth: those the automaton's own steps reach
+    (sampled characters, all their prefixes)."""
+    automaton = LazyAutomaton(pattern)
+    state = automaton.walk(prefix)
+    automaton.row(state)
+    target, raw = automaton._native_nfa().utf8_steps(state, automaton.table)
+    steps = np.frombuffer(raw, dtype=np.int32).reshape(3, 64)
+    if way == "parts":
+        assert target == 0
+        return
+    assert (target == state) == (way == "loops") and target > 0
+    for character in _characters_sampled():
+        data = character.encode()
+        assert automaton.walk(data, state) == target, character
+        for depth in range(1, len(data)):
+            assert automaton.walk(data[:depth], state) == steps[depth - 1, data[0] - 0xC0]
+    for data in _malformed():
+        assert automaton.walk(data, state) == 0, data
+
+
+def test_utf8_steps_refuses_what_it_cannot_read() -> None:
+    automaton = LazyAutomaton(r'"[^"\\]*"')
+    nfa = automaton._native_nfa()
+    with pytest.raises(ValueError, match="int32 table"):
+        nfa.utf8_steps(1, np.zeros((2, 255), dtype=np.int32))
+    with pytest.raises(ValueError, match="DFA state id"):
+        nfa.utf8_steps(5, automaton.table[:2])
+    assert nfa.utf8_steps(1, automaton.table)[0] == 0  # its row not built yet
