@@ -539,6 +539,8 @@ VISIT_TOKENS = [
     # that are not: a quote after a character, malformed sequences, DEL
     *[w.encode() for w in ["aé", "日本", "😀", 'é"', "\x7f"]],
     *[b"\xe2", b"x\xe2\x80", b"\xf0\x9f\x98", b"\x80a", b"\xc3\x28", b"\xc3"],
+    *[w.encode() for w in ["qé", " 日", "né"]],  # under a free key's initial, a name's
+    b"\xc3\xa9\xe2\x80",  # cut short after a whole character
     b"na",
     b"na",
     b'":',
@@ -740,6 +742,36 @@ def test_a_string_takes_its_text_tokens_without_the_rows_inside_a_character(
     assert visited.next_state(state, token("日本".encode())) == state
     assert visited.next_state(state, token(b"x\xe2\x80")) == automaton.walk(b"x\xe2\x80", state)
     assert visited.next_state(state, token(b"\xc3\x28")) == -1  # malformed: not allowed
+    _assert_as_index_py_makes_it(visited, state, monkeypatch)
+
+
+def test_a_key_takes_its_text_tokens_without_the_rows_inside_a_character(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where every non-ASCII character leads an object key's state to its free key, which
+    loops on them, the key's visit takes the text tokens without a walk (no row of a
+    state inside a character built, from the key or the free key) but those under a
+    declared name's initial ("né"), which it walks; its row is index.py's."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    automaton = LazyAutomaton(VISIT_PATTERNS[0])
+    visited = TokenIndex(automaton, vocabulary)
+    state = automaton.walk(b'{"')
+    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
+    assert found is not None and found[0] == formcast.index._VISIT_FIRST_BYTE
+    free = automaton.walk("é".encode(), state)
+    assert free == found[7] == automaton.walk(b"q", state)  # the first looping state
+    for start in (state, free):
+        after_lead = int(automaton.table[start][0xF0])
+        assert after_lead > 0 and int(automaton.table[after_lead][0]) == -1  # not built
+    token = vocabulary.token_bytes.index
+    ids = np.frombuffer(found[1], dtype=np.int32).tolist()
+    assert token("qé".encode()) not in ids and token(b"\xf0\x9f\x98") in ids
+    assert visited.next_state(state, token("né".encode())) == automaton.walk("né".encode(), state)
     _assert_as_index_py_makes_it(visited, state, monkeypatch)
 
 

@@ -47,8 +47,10 @@ enum {
     VISIT_TEMPLATED = 7
 };
 /* the tries a Visitor holds: every token's, those not plain, the plain ones, and (where
- * given: `text`) those neither plain nor text (vocabulary.special_trie) */
-enum { TRIE_ALL = 0, TRIE_OTHER = 1, TRIE_PLAIN = 2, TRIE_SPECIAL = 3, TRIES = 4 };
+ * given: `text`) those neither plain nor text (vocabulary.special_trie) and the text
+ * tokens that open with a plain byte (vocabulary.TextTokens.plain_first) */
+enum { TRIE_ALL, TRIE_OTHER, TRIE_PLAIN, TRIE_SPECIAL, TRIE_TEXT, TRIES };
+enum { OPENS_PLAIN, OPENS_CUT, OPENS_WHOLE }; /* vocabulary.TextTokens.cut_openings */
 
 typedef struct Scratch Scratch;
 static void scratch_free(Scratch *s);
@@ -99,8 +101,8 @@ enum {
     HELD_BITS,
     HELD_BY_FIRST,
     HELD_REPEATS, /* the repeats and their originals of the whole trie, then the other's */
-    HELD_TEXT = HELD_REPEATS + 4, /* the text tokens: whole bits, cut ids, leads, depths */
-    VISITOR_BUFFERS = HELD_TEXT + 4
+    HELD_TEXT = HELD_REPEATS + 4, /* the text tokens' arrays (take_text) */
+    VISITOR_BUFFERS = HELD_TEXT + 9
 };
 
 typedef struct {
@@ -123,12 +125,16 @@ typedef struct {
     Held by_byte_held;
     const uint32_t *by_byte;
     /* the tokens that are not plain only for their non-ASCII characters
-     * (vocabulary.TextTokens): those whose last character is whole, as bits, and those
-     * cutting it short, with its lead byte and its bytes they hold; text_cut_count 0 and
-     * no special trie where the Visitor was given none (text_string_others) */
-    const uint32_t *text_whole_bits;
-    const int32_t *text_cut_ids;
-    const uint8_t *text_cut_leads, *text_cut_depths;
+     * (vocabulary.TextTokens): those whose last character is whole, as bits (all, and
+     * those opening with a non-ASCII byte), and those cutting it short, with its lead
+     * byte, its bytes they hold and how they open; the tokens of the text trie (those
+     * opening with a plain byte): its node of each first byte, and each token's cut
+     * depth and lead byte (0: whole) in its order. has_text 0 (and no special or text
+     * trie) where the Visitor was given none */
+    const uint32_t *text_whole_bits, *text_whole_lead_bits;
+    const int32_t *text_cut_ids, *text_root;
+    const uint8_t *text_cut_leads, *text_cut_depths, *text_cut_openings;
+    const uint8_t *text_depths, *text_leads;
     Py_ssize_t text_cut_count;
     int has_text;
     Py_ssize_t out_size, pending_size;
@@ -521,6 +527,13 @@ static int large_on_template(const Visitor *v, PyObject *shape, PyObject **templ
     return kept * v->sorted_share > v->size;
 }
 
+/* A pair of the walk's output, where its buffer has room (every token once: the walks' pairs and the text tokens' are tokens that are
+ * not plain, none twice). */
+static inline void add_pair(Walk *w, int32_t id, int32_t state) {
+    w->out_ids[w->filled] = id;
+    w->out_states[w->filled++] = state;
+}
+
 /* Whether `state` (its row built) stays where it is on every well-formed non-ASCII
  * character, every other byte past ASCII dead there (formcast._subset's utf8_steps), with
  * the states inside a character in `steps`: 1, 0 (or no text tokens, or no such check for
@@ -541,8 +554,7 @@ static void take_text_tokens(const Visitor *v, Walk *w, uint32_t *counted,
     for (Py_ssize_t k = 0; k < v->text_cut_count; k++) {
         int32_t after = steps[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] -
                               0xC0];
-        w->out_ids[w->filled] = v->text_cut_ids[k];
-        w->out_states[w->filled++] = after;
+        add_pair(w, v->text_cut_ids[k], after);
     }
 }
 
@@ -731,6 +743,63 @@ static Py_ssize_t still_unread(int32_t *unread, Py_ssize_t count, const uint8_t 
     return kept;
 }
 
+/* Whether an object key's `state` takes its text tokens without a walk: every non-ASCII
+ * character leads from it to `free` (the first looping state, which `others` names), and
+ * `free` stays where it is on every such character too (on every plain byte it does).
+ * The states inside a character from each, in steps_key and steps_free. 1, 0, or -1 with
+ * an exception set. */
+static int key_takes_text(const Visitor *v, Walk *w, int32_t state, int32_t free,
+                          int32_t *steps_key, int32_t *steps_free) {
+    if (!v->has_text || w->utf8 == NULL) return 0;
+    int32_t target = w->utf8(w->nfa, state, w->table, w->states, steps_key);
+    if (target != free) return target < 0 ? -1 : 0;
+    target = w->utf8(w->nfa, free, w->table, w->states, steps_free);
+    return target < 0 ? -1 : target == free;
+}
+
+/* The text tokens below an object key's `state` that key_takes_text, as its walk would
+ * find them: those opening with a non-ASCII byte end in `free` (bits in `out`) or, cut
+ * short, inside a character (pairs: by `state`'s steps where the token is that cut
+ * character alone, else by `free`'s); those opening with a plain byte that leads to
+ * `free` alike, read under it in the text trie; those under another live first byte (a
+ * declared name's initial) walked from there. 1 done, 0 no room, -1 error. */
+static int take_key_text(const Visitor *v, Walk *w, int32_t state, int32_t free,
+                         const int32_t *steps_key, const int32_t *steps_free, uint32_t *out) {
+    for (Py_ssize_t k = 0; k < v->words; k++) out[k] |= v->text_whole_lead_bits[k];
+    for (Py_ssize_t k = 0; k < v->text_cut_count; k++) {
+        uint8_t opening = v->text_cut_openings[k];
+        if (opening == OPENS_PLAIN) continue;
+        const int32_t *steps = opening == OPENS_CUT ? steps_key : steps_free;
+        add_pair(w, v->text_cut_ids[k],
+                 steps[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] - 0xC0]);
+    }
+    const int32_t *row = w->table + (Py_ssize_t)state * 256;
+    const TrieArrays *trie = &v->tries[TRIE_TEXT];
+    for (int byte = 0; byte < 0x80; byte++) {
+        int32_t node = v->text_root[byte], after = row[byte];
+        if (node < 0 || after == DEAD) continue;
+        if (after != free) {
+            w->counted_state = free;
+            w->counted_bits = out;
+            int status = walk_from(v, w, TRIE_TEXT, &node, &after, 1);
+            w->counted_state = DEAD;
+            w->counted_bits = NULL;
+            if (status != 1) return status;
+            continue;
+        }
+        const NodeRecord *record = trie->records + node;
+        for (Py_ssize_t i = record->subtree_first; i < record->subtree_stop; i++) {
+            int32_t id = trie->token_ids[i];
+            int depth = v->text_depths[i];
+            if (depth)
+                add_pair(w, id, steps_free[(depth - 1) * UTF8_LEADS + v->text_leads[i] - 0xC0]);
+            else
+                out[id >> 5] |= (uint32_t)1 << (id & 31);
+        }
+    }
+    return 1;
+}
+
 /* index._first_byte_row, and index._looked_up's bits where no token repeats another. */
 static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state, int32_t *spare) {
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
@@ -773,11 +842,18 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state, int3
         memcpy(out, v->plain_bits, (size_t)v->words * 4);
         others = lists[0];
     }
+    int32_t steps_key[3 * UTF8_LEADS], steps_free[3 * UTF8_LEADS];
+    int text = out ? key_takes_text(v, w, state, others, steps_key, steps_free) : 0;
+    if (text < 0) {
+        Py_DECREF(bits);
+        return NULL;
+    }
     w->counted_state = others;
     w->counted_bits = out;
-    int done = walk_root(v, w, TRIE_OTHER, state);
+    int done = walk_root(v, w, text ? TRIE_SPECIAL : TRIE_OTHER, state);
     w->counted_state = DEAD;
     w->counted_bits = NULL;
+    if (done > 0 && text) done = take_key_text(v, w, state, others, steps_key, steps_free, out);
     if (done > 0 && walked) {
         /* below a declared name's initial, a token that leaves every name stands in a
          * state looping on every plain byte: with its loop mask known from the start, its
@@ -919,32 +995,58 @@ static void Visitor_dealloc(Visitor *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The text tokens' arrays (text[1:], see vocabulary.TextTokens), held: 0, or -1 with an
- * exception set. */
+/* Whether a cut character's lead byte and depth can be read by utf8_steps' steps. */
+static int cut_valid(int lead, int depth) {
+    return lead >= 0xC2 && lead <= 0xF4 && depth >= 1 && depth <= 3;
+}
+
+/* The text tokens' arrays (text[1:]: vocabulary.TextTokens.arrays(), its tries taken
+ * already), held: 0, or -1 with an exception set. */
 static int take_text(Visitor *self, PyObject *text) {
     Held *held = &self->held[HELD_TEXT];
-    if (take(PyTuple_GET_ITEM(text, 1), &held[0], 0, 4, self->words, "whole bits") < 0 ||
-        take(PyTuple_GET_ITEM(text, 2), &held[1], 0, 4, 0, "cut ids") < 0)
+    PyObject *const *item = &PyTuple_GET_ITEM(text, 1);
+    Py_ssize_t trie_tokens = self->tries[TRIE_TEXT].tokens;
+    if (take(item[0], &held[0], 0, 4, self->words, "whole bits") < 0 ||
+        take(item[1], &held[1], 0, 4, self->words, "whole lead bits") < 0 ||
+        take(item[2], &held[2], 0, 4, 0, "cut ids") < 0)
         return -1;
-    Py_ssize_t count = held[1].view.len / 4;
-    if (take(PyTuple_GET_ITEM(text, 3), &held[2], 0, 1, count, "cut leads") < 0 ||
-        take(PyTuple_GET_ITEM(text, 4), &held[3], 0, 1, count, "cut depths") < 0)
+    Py_ssize_t count = held[2].view.len / 4;
+    if (take(item[3], &held[3], 0, 1, count, "cut leads") < 0 ||
+        take(item[4], &held[4], 0, 1, count, "cut depths") < 0 ||
+        take(item[5], &held[5], 0, 1, count, "cut openings") < 0 ||
+        take(item[7], &held[6], 0, 4, 256, "the text trie's root") < 0 ||
+        take(item[8], &held[7], 0, 1, trie_tokens, "the text trie's depths") < 0 ||
+        take(item[9], &held[8], 0, 1, trie_tokens, "the text trie's leads") < 0)
         return -1;
     self->text_whole_bits = held[0].view.buf;
-    self->text_cut_ids = held[1].view.buf;
-    self->text_cut_leads = held[2].view.buf;
-    self->text_cut_depths = held[3].view.buf;
+    self->text_whole_lead_bits = held[1].view.buf;
+    self->text_cut_ids = held[2].view.buf;
+    self->text_cut_leads = held[3].view.buf;
+    self->text_cut_depths = held[4].view.buf;
+    self->text_cut_openings = held[5].view.buf;
+    self->text_root = held[6].view.buf;
+    self->text_depths = held[7].view.buf;
+    self->text_leads = held[8].view.buf;
     self->text_cut_count = count;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        int lead = self->text_cut_leads[k], depth = self->text_cut_depths[k];
-        if (self->text_cut_ids[k] < 0 || self->text_cut_ids[k] >= self->size || lead < 0xC2 ||
-            lead > 0xF4 || depth < 1 || depth > 3) {
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (self->text_cut_ids[k] < 0 || self->text_cut_ids[k] >= self->size ||
+            !cut_valid(self->text_cut_leads[k], self->text_cut_depths[k]) ||
+            self->text_cut_openings[k] > 2) {
             PyErr_SetString(PyExc_ValueError,
                             "expected cut text tokens below the size, of a lead byte 0xC2 .. "
-                            "0xF4 and 1 to 3 of its bytes");
+                            "0xF4, 1 to 3 of its bytes and an opening 0 to 2");
             return -1;
         }
-    }
+    for (Py_ssize_t k = 0; k < trie_tokens; k++)
+        if (self->text_depths[k] && !cut_valid(self->text_leads[k], self->text_depths[k])) {
+            PyErr_SetString(PyExc_ValueError, "expected the text trie's cuts as the others");
+            return -1;
+        }
+    for (int b = 0; b < 256; b++)
+        if (self->text_root[b] >= self->tries[TRIE_TEXT].nodes) {
+            PyErr_SetString(PyExc_ValueError, "expected the text trie's root of its nodes");
+            return -1;
+        }
     return 0;
 }
 
@@ -961,14 +1063,15 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
                           &self->links, &self->first_byte_min, &self->sorted_share,
                           &template_of, &by_byte_of, &text))
         return -1;
-    if (text != Py_None && (!PyTuple_Check(text) || PyTuple_GET_SIZE(text) != 5 ||
-                            !PyTuple_Check(PyTuple_GET_ITEM(text, 0)))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "expected text as (special trie, whole bits, cut ids, leads, depths)");
+    if (text != Py_None &&
+        (!PyTuple_Check(text) || PyTuple_GET_SIZE(text) != 11 ||
+         !PyTuple_Check(PyTuple_GET_ITEM(text, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(text, 7)))) {
+        PyErr_SetString(PyExc_TypeError, "expected text as (special trie, *TextTokens.arrays())");
         return -1;
     }
     self->has_text = text != Py_None;
     tries[TRIE_SPECIAL] = self->has_text ? PyTuple_GET_ITEM(text, 0) : tries[TRIE_OTHER];
+    tries[TRIE_TEXT] = self->has_text ? PyTuple_GET_ITEM(text, 7) : tries[TRIE_OTHER];
     if ((template_of != Py_None && !PyCallable_Check(template_of)) ||
         (by_byte_of != Py_None && !PyCallable_Check(by_byte_of))) {
         PyErr_SetString(PyExc_TypeError, "expected template_of and by_byte_of callable, or None");

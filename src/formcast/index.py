@@ -1657,13 +1657,7 @@ def _new_visitor(
         _SORTED_SHARE,
         template_of,
         by_byte_of,
-        (
-            vocabulary.special_trie.flat.walk_arrays,
-            text.whole_bits,
-            text.cut_ids,
-            text.cut_leads,
-            text.cut_depths,
-        ),
+        (vocabulary.special_trie.flat.walk_arrays, *text.arrays()),
     )
 
 
