@@ -19,7 +19,9 @@
  *   tokens' by first byte; under an initial whose tokens all live, those that leave
  *   every name are read off the first byte too (walk_initials), and the other tokens
  *   that end in a free key (its UTF-8 characters) are bits alone: the row lists only
- *   the tokens on a name's way and the other tokens apart;
+ *   the tokens on a name's way and the other tokens apart. Where every non-ASCII
+ *   character leads to the free key, which loops on them, the text tokens are walked
+ *   only under a declared name's initial (take_key_text);
  * - else the whole trie is walked.
  *
  * A row of at most 1 / sorted_share of the vocabulary comes back sorted, with its bits; a
