@@ -536,27 +536,37 @@ static inline void add_pair(Walk *w, int32_t id, int32_t state) {
     w->out_states[w->filled++] = state;
 }
 
-/* Whether `state` (its row built) stays where it is on every well-formed non-ASCII
- * character, every other byte past ASCII dead there (formcast._subset's utf8_steps), with
- * the states inside a character in `steps`: 1, 0 (or no text tokens, or no such check for
- * this automaton), -1 with an exception set. */
-static int text_loops(const Visitor *v, Walk *w, int32_t state, int32_t *steps) {
-    if (!v->has_text || w->utf8 == NULL) return 0;
-    int32_t target = w->utf8(w->nfa, state, w->table, w->states, steps);
-    return target < 0 ? -1 : target == state;
+/* Whether every well-formed non-ASCII character leads from `state` (its row built) to
+ * `loop`, which stays where it is on each (both `state` and `loop` past ASCII dead
+ * elsewhere: formcast._subset's utf8_steps), with the states inside a character from
+ * each in steps_first and steps_loop: 1, 0 (also where the Visitor has no text tokens or
+ * the automaton no such check), -1 with an exception set. `loop` must stay where it is
+ * on every plain byte too for the text tokens to end there (the callers' states do). */
+static int text_leads(const Visitor *v, Walk *w, int32_t state, int32_t loop,
+                      int32_t *steps_first, int32_t *steps_loop) {
+    if (!v->has_text || w->utf8 == NULL || loop <= DEAD) return 0;
+    int32_t target = w->utf8(w->nfa, state, w->table, w->states, steps_first);
+    if (target != loop) return target < 0 ? -1 : 0;
+    if (state == loop) {
+        memcpy(steps_loop, steps_first, 3 * UTF8_LEADS * sizeof(int32_t));
+        return 1;
+    }
+    target = w->utf8(w->nfa, loop, w->table, w->states, steps_loop);
+    return target < 0 ? -1 : target == loop;
 }
 
-/* The text tokens below a state that text_loops: those whose last character is whole
- * end there (bits in `counted`, as the walk counts tokens ending there), and those that
- * cut it short end inside it, where `steps` says (pairs after the walk's). The walk's
- * buffer has room: its pairs and these are tokens that are not plain, each once. */
-static void take_text_tokens(const Visitor *v, Walk *w, uint32_t *counted,
-                             const int32_t *steps) {
-    for (Py_ssize_t k = 0; k < v->words; k++) counted[k] |= v->text_whole_bits[k];
+/* The cut text tokens below a state that text_leads to a loop, as pairs after the walk's:
+ * the cut character alone from the state (steps_first), any other from the loop, where
+ * its first character (plain or not) led (steps_loop); those that open with a plain byte
+ * too unless `plain_too` is 0. */
+static void take_cut_tokens(const Visitor *v, Walk *w, const int32_t *steps_first,
+                            const int32_t *steps_loop, int plain_too) {
     for (Py_ssize_t k = 0; k < v->text_cut_count; k++) {
-        int32_t after = steps[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] -
-                              0xC0];
-        add_pair(w, v->text_cut_ids[k], after);
+        uint8_t opening = v->text_cut_openings[k];
+        if (opening == OPENS_PLAIN && !plain_too) continue;
+        const int32_t *steps = opening == OPENS_CUT ? steps_first : steps_loop;
+        add_pair(w, v->text_cut_ids[k],
+                 steps[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] - 0xC0]);
     }
 }
 
@@ -580,15 +590,21 @@ static int walk_string_others(const Visitor *v, Walk *w, int32_t state, const in
         *counting = large;
     }
     if (*counting) memset(counted, 0, (size_t)v->words * 4);
-    int32_t steps[3 * UTF8_LEADS];
-    int text = *counting && chain[1] == state ? text_loops(v, w, state, steps) : 0;
+    /* a free string (chain[1] is the state), or the state just past a declared name
+     * (chain[1] a free key): the text tokens end in chain[1] or inside a character */
+    int32_t steps_first[3 * UTF8_LEADS], steps_loop[3 * UTF8_LEADS];
+    int looping = v->links >= 3 && chain[2] == chain[1];
+    int text = *counting && looping ? text_leads(v, w, state, chain[1], steps_first, steps_loop) : 0;
     if (text < 0) return -1;
     w->counted_state = *counting ? chain[1] : DEAD;
     w->counted_bits = *counting ? counted : NULL;
     int walked = walk_root(v, w, text ? TRIE_SPECIAL : TRIE_OTHER, state);
     w->counted_state = DEAD;
     w->counted_bits = NULL;
-    if (walked == 1 && text) take_text_tokens(v, w, counted, steps);
+    if (walked == 1 && text) {
+        for (Py_ssize_t k = 0; k < v->words; k++) counted[k] |= v->text_whole_bits[k];
+        take_cut_tokens(v, w, steps_first, steps_loop, 1);
+    }
     return walked;
 }
 
@@ -745,21 +761,8 @@ static Py_ssize_t still_unread(int32_t *unread, Py_ssize_t count, const uint8_t 
     return kept;
 }
 
-/* Whether an object key's `state` takes its text tokens without a walk: every non-ASCII
- * character leads from it to `free` (the first looping state, which `others` names), and
- * `free` stays where it is on every such character too (on every plain byte it does).
- * The states inside a character from each, in steps_key and steps_free. 1, 0, or -1 with
- * an exception set. */
-static int key_takes_text(const Visitor *v, Walk *w, int32_t state, int32_t free,
-                          int32_t *steps_key, int32_t *steps_free) {
-    if (!v->has_text || w->utf8 == NULL) return 0;
-    int32_t target = w->utf8(w->nfa, state, w->table, w->states, steps_key);
-    if (target != free) return target < 0 ? -1 : 0;
-    target = w->utf8(w->nfa, free, w->table, w->states, steps_free);
-    return target < 0 ? -1 : target == free;
-}
-
-/* The text tokens below an object key's `state` that key_takes_text, as its walk would
+/* The text tokens below an object key's `state` that text_leads to `free` (the first
+ * looping state, which `others` names), as its walk would
  * find them: those opening with a non-ASCII byte end in `free` (bits in `out`) or, cut
  * short, inside a character (pairs: by `state`'s steps where the token is that cut
  * character alone, else by `free`'s); those opening with a plain byte that leads to
@@ -768,13 +771,7 @@ static int key_takes_text(const Visitor *v, Walk *w, int32_t state, int32_t free
 static int take_key_text(const Visitor *v, Walk *w, int32_t state, int32_t free,
                          const int32_t *steps_key, const int32_t *steps_free, uint32_t *out) {
     for (Py_ssize_t k = 0; k < v->words; k++) out[k] |= v->text_whole_lead_bits[k];
-    for (Py_ssize_t k = 0; k < v->text_cut_count; k++) {
-        uint8_t opening = v->text_cut_openings[k];
-        if (opening == OPENS_PLAIN) continue;
-        const int32_t *steps = opening == OPENS_CUT ? steps_key : steps_free;
-        add_pair(w, v->text_cut_ids[k],
-                 steps[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] - 0xC0]);
-    }
+    take_cut_tokens(v, w, steps_key, steps_free, 0);
     const int32_t *row = w->table + (Py_ssize_t)state * 256;
     const TrieArrays *trie = &v->tries[TRIE_TEXT];
     for (int byte = 0; byte < 0x80; byte++) {
@@ -845,7 +842,7 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state, int3
         others = lists[0];
     }
     int32_t steps_key[3 * UTF8_LEADS], steps_free[3 * UTF8_LEADS];
-    int text = out ? key_takes_text(v, w, state, others, steps_key, steps_free) : 0;
+    int text = out ? text_leads(v, w, state, others, steps_key, steps_free) : 0;
     if (text < 0) {
         Py_DECREF(bits);
         return NULL;
