@@ -524,9 +524,11 @@ VISIT_PATTERNS = [
     # strings leaving out a few plain bytes, bounded and free (exclusions_visit's way),
     # and one leaving out other bytes after its first character (the whole trie)
     r'\["[^,"\\]{1,30}"(?:,"[^,:"\\]*")*\]|"[^,"\\][^;"\\]{0,9}"',
-    # strings whose non-ASCII characters part ways (their text tokens walked), beside a
-    # free one (taken whole: formcast._subset's utf8_steps)
-    r'\["[^"\\é]*"(?:,"(?:[^"\\]|é{2})*")*(?:,"[^"\\]*")?\]',
+    # strings whose non-ASCII characters part ways (their text tokens walked), free and
+    # bounded, beside a free one and a short bounded one (taken whole, counted to their
+    # end: formcast._subset's utf8_steps), and one whose characters outlive its plain bytes
+    r'\["[^"\\é]*"(?:,"(?:[^"\\]|é{2})*")*(?:,"(?:[^"\\]|é{2}){0,6}")?(?:,"[^"\\]*")?'
+    r'(?:,"[^"\\]{1,2}")?\]|a"[^"\\]?é*"',
 ]
 # printable ASCII and words, three of them repeated (their rows take the original's state)
 VISIT_TOKENS = [

@@ -104,7 +104,7 @@ enum {
     HELD_BY_FIRST,
     HELD_REPEATS, /* the repeats and their originals of the whole trie, then the other's */
     HELD_TEXT = HELD_REPEATS + 4, /* the text tokens' arrays (take_text) */
-    VISITOR_BUFFERS = HELD_TEXT + 9
+    VISITOR_BUFFERS = HELD_TEXT + 12
 };
 
 typedef struct {
@@ -138,6 +138,12 @@ typedef struct {
     const uint8_t *text_cut_leads, *text_cut_depths, *text_cut_openings;
     const uint8_t *text_depths, *text_leads;
     Py_ssize_t text_cut_count;
+    /* the whole ones again, ascending, with their characters, and the whole characters
+     * before each cut one's cut character; the most characters a chain must count for
+     * them (a whole token's, or a cut one's and its cut character) */
+    const int32_t *text_whole_ids;
+    const uint8_t *text_whole_chars, *text_cut_chars;
+    Py_ssize_t text_whole_count, text_max_chars;
     int has_text;
     Py_ssize_t out_size, pending_size;
     Scratch scratch; /* the visits' buffers */
@@ -570,6 +576,55 @@ static void take_cut_tokens(const Visitor *v, Walk *w, const int32_t *steps_firs
     }
 }
 
+/* The characters a chain of plain bytes may count for text tokens (chain_counts_text's
+ * steps lie on the stack: 768 bytes a link). */
+#define TEXT_CHAIN_MAX 16
+
+/* Whether each non-ASCII character counts one link of `chain`, as a plain byte does (a
+ * string of bounded length): from chain[k] every well-formed character leads to
+ * chain[k + 1] (where that is DEAD, none lives from chain[k]), for k below the most
+ * characters a text token needs (text_max_chars). steps + k * 3 * UTF8_LEADS: the
+ * states inside a character from chain[k] (DEAD where none lives). 1, 0 (also where the
+ * chain is shorter than that, or the Visitor has no text tokens), -1 with an exception
+ * set. The rows of chain[0 .. links - 2] are built (follow_chain). */
+static int chain_counts_text(const Visitor *v, Walk *w, const int32_t *chain, int32_t *steps) {
+    if (!v->has_text || w->utf8 == NULL || v->text_max_chars > TEXT_CHAIN_MAX ||
+        v->text_max_chars >= v->links - 1)
+        return 0;
+    for (Py_ssize_t k = 0; k < v->text_max_chars; k++) {
+        int32_t *at = steps + k * 3 * UTF8_LEADS;
+        if (chain[k] == DEAD || chain[k + 1] == DEAD) {
+            if (chain[k] != DEAD) { /* the string's end: no character may live here */
+                const int32_t *row = w->table + (Py_ssize_t)chain[k] * 256;
+                for (int b = 0x80; b < 0x100; b++)
+                    if (row[b] != DEAD) return 0;
+            }
+            for (int i = 0; i < 3 * UTF8_LEADS; i++) at[i] = DEAD;
+            continue;
+        }
+        int32_t target = w->utf8(w->nfa, chain[k], w->table, w->states, at);
+        if (target != chain[k + 1]) return target < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
+/* The text tokens below a state whose chain counts their characters (chain_counts_text),
+ * as pairs after the walk's: a whole one where its characters lead along the chain, a
+ * cut one inside its cut character from the link its whole ones reach; none where that
+ * is DEAD. */
+static void take_counted_text(const Visitor *v, Walk *w, const int32_t *chain,
+                              const int32_t *steps) {
+    for (Py_ssize_t k = 0; k < v->text_whole_count; k++) {
+        int32_t after = chain[v->text_whole_chars[k]];
+        if (after != DEAD) add_pair(w, v->text_whole_ids[k], after);
+    }
+    for (Py_ssize_t k = 0; k < v->text_cut_count; k++) {
+        const int32_t *at = steps + v->text_cut_chars[k] * 3 * UTF8_LEADS;
+        int32_t after = at[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] - 0xC0];
+        if (after != DEAD) add_pair(w, v->text_cut_ids[k], after);
+    }
+}
+
 /* The walk of the other tokens below a string's state. Where the row will lie on its
  * template (large by the template alone, no token repeated), the tokens that end where
  * one plain byte leads (chain[1]: a string's characters that are not plain, UTF-8 ones
@@ -593,15 +648,19 @@ static int walk_string_others(const Visitor *v, Walk *w, int32_t state, const in
     /* a free string (chain[1] is the state), or the state just past a declared name
      * (chain[1] a free key): the text tokens end in chain[1] or inside a character */
     int32_t steps_first[3 * UTF8_LEADS], steps_loop[3 * UTF8_LEADS];
-    int looping = v->links >= 3 && chain[2] == chain[1];
-    int text = *counting && looping ? text_leads(v, w, state, chain[1], steps_first, steps_loop) : 0;
+    int32_t steps_by_link[TEXT_CHAIN_MAX * 3 * UTF8_LEADS];
+    int looping = v->links >= 3 && chain[2] == chain[1], text = 0, counts = 0;
+    if (*counting && looping) text = text_leads(v, w, state, chain[1], steps_first, steps_loop);
+    else if (*counting) text = counts = chain_counts_text(v, w, chain, steps_by_link);
     if (text < 0) return -1;
     w->counted_state = *counting ? chain[1] : DEAD;
     w->counted_bits = *counting ? counted : NULL;
     int walked = walk_root(v, w, text ? TRIE_SPECIAL : TRIE_OTHER, state);
     w->counted_state = DEAD;
     w->counted_bits = NULL;
-    if (walked == 1 && text) {
+    if (walked == 1 && counts) {
+        take_counted_text(v, w, chain, steps_by_link);
+    } else if (walked == 1 && text) {
         for (Py_ssize_t k = 0; k < v->words; k++) counted[k] |= v->text_whole_bits[k];
         take_cut_tokens(v, w, steps_first, steps_loop, 1);
     }
@@ -1015,8 +1074,28 @@ static int take_text(Visitor *self, PyObject *text) {
         take(item[5], &held[5], 0, 1, count, "cut openings") < 0 ||
         take(item[7], &held[6], 0, 4, 256, "the text trie's root") < 0 ||
         take(item[8], &held[7], 0, 1, trie_tokens, "the text trie's depths") < 0 ||
-        take(item[9], &held[8], 0, 1, trie_tokens, "the text trie's leads") < 0)
+        take(item[9], &held[8], 0, 1, trie_tokens, "the text trie's leads") < 0 ||
+        take(item[10], &held[9], 0, 4, 0, "whole ids") < 0 ||
+        take(item[12], &held[11], 0, 1, count, "cut characters") < 0)
         return -1;
+    self->text_whole_count = held[9].view.len / 4;
+    if (take(item[11], &held[10], 0, 1, self->text_whole_count, "whole characters") < 0)
+        return -1;
+    self->text_whole_ids = held[9].view.buf;
+    self->text_whole_chars = held[10].view.buf;
+    self->text_cut_chars = held[11].view.buf;
+    self->text_max_chars = 0;
+    for (Py_ssize_t k = 0; k < self->text_whole_count; k++) {
+        if (self->text_whole_ids[k] < 0 || self->text_whole_ids[k] >= self->size) {
+            PyErr_SetString(PyExc_ValueError, "expected whole text tokens below the size");
+            return -1;
+        }
+        if (self->text_whole_chars[k] > self->text_max_chars)
+            self->text_max_chars = self->text_whole_chars[k];
+    }
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (self->text_cut_chars[k] + 1 > self->text_max_chars)
+            self->text_max_chars = self->text_cut_chars[k] + 1;
     self->text_whole_bits = held[0].view.buf;
     self->text_whole_lead_bits = held[1].view.buf;
     self->text_cut_ids = held[2].view.buf;
@@ -1063,7 +1142,7 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
                           &template_of, &by_byte_of, &text))
         return -1;
     if (text != Py_None &&
-        (!PyTuple_Check(text) || PyTuple_GET_SIZE(text) != 11 ||
+        (!PyTuple_Check(text) || PyTuple_GET_SIZE(text) != 14 ||
          !PyTuple_Check(PyTuple_GET_ITEM(text, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(text, 7)))) {
         PyErr_SetString(PyExc_TypeError, "expected text as (special trie, *TextTokens.arrays())");
         return -1;
