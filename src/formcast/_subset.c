@@ -91,6 +91,10 @@ typedef struct {
     Py_ssize_t nextras;
     int64_t final;
     Map closures; /* state -> offset in pool: pool[offset] = size, then the members */
+    /* DFA state -> utf8_steps' answer, kept (a free key's is asked at each of its object's
+     * keys): an offset in utf8_pool (the target, then the steps), or -1 (0 answered) */
+    Map utf8_known;
+    Vec utf8_pool;
     Vec pool;
     /* a concrete state's closure offset (-1: not computed) and the stamp of the search
      * that met it: concrete ids are dense, and most states are concrete, so these
@@ -618,13 +622,35 @@ static int32_t follow_character(Nfa *self, int32_t after, int class, int32_t ste
  * character that starts with `lead` (DEAD past its bytes). 0 where that does not hold, or
  * where a state on the way is not interned yet (the row is not built, say); -1 on error.
  * Cost: the runs of the few states inside a character, each once (~0.5 us for a JSON
- * string's seven). */
+ * string's seven), the first time a state is asked; its answer is kept (utf8_known). */
+static int32_t utf8_steps_of(Nfa *self, int32_t sid, const int32_t *row, int32_t *steps);
+
 static int32_t utf8_steps(Nfa *self, int32_t sid, const int32_t *table, Py_ssize_t states,
                           int32_t *steps) {
     for (int k = 0; k < 3 * UTF8_LEADS; k++) steps[k] = DEAD;
     if (sid <= DEAD || sid >= states || sid >= self->states.count) return 0;
     const int32_t *row = table + (Py_ssize_t)sid * 256;
     if (row[0] == UNBUILT) return 0;
+    int64_t kept;
+    if (map_get(&self->utf8_known, sid, &kept)) {
+        if (kept < 0) return 0;
+        const int64_t *at = self->utf8_pool.data + kept;
+        for (int k = 0; k < 3 * UTF8_LEADS; k++) steps[k] = (int32_t)at[1 + k];
+        return (int32_t)at[0];
+    }
+    int32_t target = utf8_steps_of(self, sid, row, steps);
+    if (target < 0) return -1;
+    Vec *pool = &self->utf8_pool;
+    if (target == 0) return map_put(&self->utf8_known, sid, -1) < 0 ? -1 : 0;
+    if (vec_reserve(pool, 1 + 3 * UTF8_LEADS) < 0 || map_put(&self->utf8_known, sid, pool->size) < 0)
+        return -1;
+    pool->data[pool->size++] = target;
+    for (int k = 0; k < 3 * UTF8_LEADS; k++) pool->data[pool->size++] = steps[k];
+    return target;
+}
+
+/* utf8_steps of a state whose row is built (`row`), computed: see utf8_steps. */
+static int32_t utf8_steps_of(Nfa *self, int32_t sid, const int32_t *row, int32_t *steps) {
     for (int b = 0x80; b < 0x100; b++)
         if ((utf8_class(b) < 0) != (row[b] == DEAD)) return 0; /* a dead lead: no */
     CharacterStep memo[CHARACTER_STEPS];
@@ -772,6 +798,8 @@ static void Nfa_dealloc(Nfa *self) {
     for (int i = 0; i < self->held; i++) PyBuffer_Release(&self->views[i]);
     map_free(&self->closures);
     vec_free(&self->pool);
+    map_free(&self->utf8_known);
+    vec_free(&self->utf8_pool);
     PyMem_Free(self->bases);
     PyMem_Free(self->extra_first);
     PyMem_Free(self->extra_stop);
