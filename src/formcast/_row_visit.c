@@ -294,29 +294,52 @@ static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t 
     return tuple_of(items, 4);
 }
 
-/* A small row coded one byte a token (`code`, palette[code] its state), sorted with its
- * bits, its pairs written to ids and states. */
+/* A small row coded one byte a token (`code`, palette[code] its state) whose bits (a
+ * new reference, stolen) are set exactly where its code is not 0: sorted, its pairs
+ * written to ids and states in order of their bits. The bits are 6 KB for 49k tokens,
+ * where the codes are 49 KB: their scan was most of such a row's making. */
 static PyObject *sorted_of_codes(const Visitor *v, const uint8_t *code, const int32_t *palette,
-                                 int32_t *ids, int32_t *states) {
-    Py_ssize_t count = 0, token = 0;
-    /* eight codes a load: a small row's codes are nearly all 0, and a byte-by-byte scan
-     * of the vocabulary's ~50k was ~15 us, most of such a visit */
-    for (; token + 8 <= v->size; token += 8) {
-        uint64_t eight;
-        memcpy(&eight, code + token, 8);
-        if (!eight) continue;
-        for (Py_ssize_t k = token; k < token + 8; k++)
-            if (code[k]) {
-                ids[count] = (int32_t)k;
-                states[count++] = palette[code[k]];
-            }
-    }
-    for (; token < v->size; token++)
-        if (code[token]) {
-            ids[count] = (int32_t)token;
-            states[count++] = palette[code[token]];
+                                 PyObject *bits, int32_t *ids, int32_t *states) {
+    const uint32_t *words = (const uint32_t *)PyBytes_AS_STRING(bits);
+    Py_ssize_t count = 0;
+    for (Py_ssize_t word = 0; word < v->words; word++)
+        for (uint32_t set = words[word]; set; set &= set - 1) {
+            Py_ssize_t id = word * 32 + __builtin_ctz(set);
+            ids[count] = (int32_t)id;
+            states[count++] = palette[code[id]];
         }
-    return sorted_row(v, ids, states, count);
+    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
+                          bytes_of(states, count * 4), bits};
+    return tuple_of(items, 4);
+}
+
+#define PAIRS_INSERTED 64 /* a row of more pairs is sorted by its bits (sorted_by_bits) */
+
+/* The walk's pairs (their ids distinct, below the size) sorted by id through the row's
+ * bits: each live pair's bit set and its state written at its id in `table` (the visit's
+ * scratch over the vocabulary), then the bits read in order. O(pairs + words): a radix
+ * sort's buckets (2 x 2,048) cost more than the few hundred pairs of most rows. */
+static PyObject *sorted_by_bits(const Visitor *v, Walk *w, int32_t *table) {
+    PyObject *bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
+    if (!bits) return NULL;
+    uint32_t *words = (uint32_t *)PyBytes_AS_STRING(bits);
+    memset(words, 0, (size_t)v->words * 4);
+    int32_t *ids = w->out_ids, *states = w->out_states;
+    for (Py_ssize_t i = 0; i < w->filled; i++) {
+        if (states[i] == DEAD) continue;
+        words[ids[i] >> 5] |= (uint32_t)1 << (ids[i] & 31);
+        table[ids[i]] = states[i];
+    }
+    Py_ssize_t count = 0;
+    for (Py_ssize_t word = 0; word < v->words; word++)
+        for (uint32_t set = words[word]; set; set &= set - 1) {
+            Py_ssize_t id = word * 32 + __builtin_ctz(set);
+            ids[count] = (int32_t)id;
+            states[count++] = table[id];
+        }
+    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
+                          bytes_of(states, count * 4), bits};
+    return tuple_of(items, 4);
 }
 
 /* A row coded one byte a token (codes, bits and the palette's `distinct` states): sorted
@@ -325,10 +348,9 @@ static PyObject *coded_row(const Visitor *v, PyObject *codes, PyObject *bits,
                            const int32_t *palette, Py_ssize_t distinct, Py_ssize_t kept,
                            int32_t *ids, int32_t *states) {
     if (kept * v->sorted_share <= v->size) {
-        PyObject *row =
-            sorted_of_codes(v, (const uint8_t *)PyBytes_AS_STRING(codes), palette, ids, states);
+        PyObject *row = sorted_of_codes(v, (const uint8_t *)PyBytes_AS_STRING(codes), palette,
+                                        bits, ids, states);
         Py_DECREF(codes);
-        Py_DECREF(bits);
         return row;
     }
     PyObject *items[4] = {PyLong_FromLong(VISIT_CODED), codes, bytes_of(palette, distinct * 4),
@@ -496,8 +518,8 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
             palette[0] = chain[1]; /* an allowed token of code 0 that no pair names */
         }
         if (kept * v->sorted_share <= v->size && !counted_bits) {
-            result = sorted_of_codes(v, codes, palette, w->out_ids, w->out_states);
-            Py_CLEAR(bits);
+            result = sorted_of_codes(v, codes, palette, bits, w->out_ids, w->out_states);
+            bits = NULL; /* sorted_of_codes took it */
         } else {
             result = templated_row(v, w, PyTuple_GET_ITEM(template, 0), codes, held[0].view.buf,
                                    changed, palette, distinct, bits);
@@ -519,6 +541,7 @@ static PyObject *finish_pairs(const Visitor *v, Walk *w, int trie, int32_t *tabl
     int which = trie == TRIE_ALL ? 0 : 1;
     if (v->repeats[which] > 0 || count * v->sorted_share > v->size)
         return scattered(v, w, which, table);
+    if (count > PAIRS_INSERTED) return sorted_by_bits(v, w, table);
     if (sort_pairs_in_place(w->out_ids, w->out_states, count) < 0) return PyErr_NoMemory();
     return sorted_row(v, w->out_ids, w->out_states, count);
 }
