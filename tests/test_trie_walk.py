@@ -919,8 +919,9 @@ def test_the_plain_tokens_by_the_bytes_they_hold() -> None:
 
 def test_a_visitor_refuses_bad_arguments() -> None:
     """A Visitor checks what it is given against what it reads: tries of three arrays,
-    token ids below the size, plain_root nodes of the plain trie, a live state of the
-    table and a writable table; each otherwise raises instead of reading out of bounds."""
+    token ids below the size, plain_root nodes of the plain trie, text tokens cut within
+    a character and of ids below the size, a live state of the table and a writable
+    table; each otherwise raises instead of reading out of bounds."""
     import formcast.index
 
     assert native_walk is not None
@@ -956,6 +957,24 @@ def test_a_visitor_refuses_bad_arguments() -> None:
         changed[position] = value
         with pytest.raises((ValueError, TypeError), match=message):
             native_walk.Visitor(*changed)
+    # the text tokens' arrays (TextTokens.arrays(), after the special trie)
+    text = [vocabulary.special_trie.flat.walk_arrays, *vocabulary.text_tokens.arrays()]
+    native_walk.Visitor(*arguments, None, tuple(text))
+    text_changes: list[tuple[int, Any, str]] = [
+        (4, np.full(text[3].size, 0x80, dtype=np.uint8), "lead byte"),  # no character's
+        (5, np.full(text[3].size, 4, dtype=np.uint8), "of its bytes"),  # past a character
+        (3, np.full(text[3].size, vocabulary.size, dtype=np.int32), "below the size"),
+        (8, np.full(256, 10**6, dtype=np.int32), "root of its nodes"),
+        (11, np.full(text[11].size, vocabulary.size, dtype=np.int32), "below the size"),
+        (1, text[1][:1], "whole bits"),
+    ]
+    for position, value, message in text_changes:
+        changed_text = list(text)
+        changed_text[position] = value
+        with pytest.raises(ValueError, match=message):
+            native_walk.Visitor(*arguments, None, tuple(changed_text))
+    with pytest.raises(TypeError, match="special trie"):
+        native_walk.Visitor(*arguments, None, tuple(text[:5]))
     visitor = native_walk.Visitor(*arguments)
     automaton = LazyAutomaton(r'"[a-z]*"')
     builder = (automaton._native_nfa(), automaton._accepting, automaton._sets)
