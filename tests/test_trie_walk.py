@@ -637,6 +637,26 @@ def _assert_as_index_py_makes_it(
     ]
 
 
+def _visited_first(
+    pattern: str, prefix: bytes, kind: int
+) -> tuple[Vocabulary, LazyAutomaton, TokenIndex, int, tuple[Any, ...]]:
+    """The Visitor's first visit of the state ``prefix`` leads to in ``pattern``'s
+    automaton (over VISIT_TOKENS, each once), which must take the way ``kind``: the
+    vocabulary, the automaton, an index over it, the state and the visit's answer."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    automaton = LazyAutomaton(pattern)
+    visited = TokenIndex(automaton, vocabulary)
+    state = automaton.walk(prefix)
+    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
+    assert found is not None and found[0] == kind
+    return vocabulary, automaton, visited, state, found
+
+
 @pytest.mark.parametrize(
     ("pattern", "read_off"),
     [
@@ -656,17 +676,11 @@ def test_a_key_row_reads_a_declared_initial_off_its_first_byte_where_its_tokens_
     the initial stays unread and each of its live tokens is a pair. A token that is not
     plain and ends in the free key is a bit of the row, not a pair. Either way the row,
     its mask and its steps are those of index.py's own ways."""
-    import formcast.automaton.lazy as lazy_module
     import formcast.index
 
-    if lazy_module.native_subset is None:
-        pytest.skip("formcast._subset was not built")
-    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
-    automaton = LazyAutomaton(pattern)
-    visited = TokenIndex(automaton, vocabulary)
-    state = automaton.walk(b'{"')
-    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
-    assert found is not None and found[0] == formcast.index._VISIT_FIRST_BYTE
+    vocabulary, _, visited, state, found = _visited_first(
+        pattern, b'{"', formcast.index._VISIT_FIRST_BYTE
+    )
     ids = np.frombuffer(found[1], dtype=np.int32).tolist()
     by_first, unread = found[4], np.frombuffer(found[6], dtype=np.int32).tolist()
     under_a = {vocabulary.token_bytes[t] for t in ids if vocabulary.token_bytes[t][:1] == b"a"}
@@ -692,17 +706,11 @@ def test_a_string_row_takes_its_characters_that_are_not_plain_as_bits(
     """A free string's large row on its template: "é" (not plain) ends where one plain
     character leads, so the row takes it as a bit of code 0 whose state is palette[0],
     not as a listed pair; its mask and steps are those of index.py's own ways."""
-    import formcast.automaton.lazy as lazy_module
     import formcast.index
 
-    if lazy_module.native_subset is None:
-        pytest.skip("formcast._subset was not built")
-    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
-    automaton = LazyAutomaton(r'"(?:[^"\\\x00-\x1f]|\\n)*"')
-    visited = TokenIndex(automaton, vocabulary)
-    state = automaton.walk(b'"')
-    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
-    assert found is not None and found[0] == formcast.index._VISIT_TEMPLATED
+    vocabulary, automaton, visited, state, found = _visited_first(
+        r'"(?:[^"\\\x00-\x1f]|\\n)*"', b'"', formcast.index._VISIT_TEMPLATED
+    )
     ids = np.frombuffer(found[3], dtype=np.int32).tolist()
     palette = np.frombuffer(found[2], dtype=np.int32)
     e_acute = vocabulary.token_bytes.index("é".encode())
@@ -725,17 +733,11 @@ def test_a_string_takes_its_text_tokens_without_the_rows_inside_a_character(
     the text tokens as they are (whole: its own state; cut short: the state inside the
     character) and builds no row of a state inside one; where a character is left out,
     they are walked, building those rows. Either way the row is index.py's."""
-    import formcast.automaton.lazy as lazy_module
     import formcast.index
 
-    if lazy_module.native_subset is None:
-        pytest.skip("formcast._subset was not built")
-    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
-    automaton = LazyAutomaton(pattern)
-    visited = TokenIndex(automaton, vocabulary)
-    state = automaton.walk(b'"')
-    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
-    assert found is not None and found[0] == formcast.index._VISIT_TEMPLATED
+    vocabulary, automaton, visited, state, found = _visited_first(
+        pattern, b'"', formcast.index._VISIT_TEMPLATED
+    )
     after_lead = int(automaton.table[state][0xF0])  # "😀" and a cut one start there
     assert after_lead > 0 and (int(automaton.table[after_lead][0]) != -1) != taken_whole
     ids = set(np.frombuffer(found[3], dtype=np.int32).tolist())
@@ -754,17 +756,11 @@ def test_a_key_takes_its_text_tokens_without_the_rows_inside_a_character(
     loops on them, the key's visit takes the text tokens without a walk (no row of a
     state inside a character built, from the key or the free key) but those under a
     declared name's initial ("né"), which it walks; its row is index.py's."""
-    import formcast.automaton.lazy as lazy_module
     import formcast.index
 
-    if lazy_module.native_subset is None:
-        pytest.skip("formcast._subset was not built")
-    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
-    automaton = LazyAutomaton(VISIT_PATTERNS[0])
-    visited = TokenIndex(automaton, vocabulary)
-    state = automaton.walk(b'{"')
-    found = automaton.visit_building(formcast.index._visitor(vocabulary).visit, state)
-    assert found is not None and found[0] == formcast.index._VISIT_FIRST_BYTE
+    vocabulary, automaton, visited, state, found = _visited_first(
+        VISIT_PATTERNS[0], b'{"', formcast.index._VISIT_FIRST_BYTE
+    )
     free = automaton.walk("é".encode(), state)
     assert free == found[7] == automaton.walk(b"q", state)  # the first looping state
     for start in (state, free):
