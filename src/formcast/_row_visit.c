@@ -558,8 +558,8 @@ static int large_on_template(const Visitor *v, PyObject *shape, PyObject **templ
     return kept * v->sorted_share > v->size;
 }
 
-/* A pair of the walk's output, where its buffer has room (every token once: the walks' pairs and the text tokens' are tokens that are
- * not plain, none twice). */
+/* A pair of the walk's output, where its buffer has room: the walks' pairs and the text
+ * tokens' are tokens that are not plain, none twice. */
 static inline void add_pair(Walk *w, int32_t id, int32_t state) {
     w->out_ids[w->filled] = id;
     w->out_states[w->filled++] = state;
@@ -844,12 +844,12 @@ static Py_ssize_t still_unread(int32_t *unread, Py_ssize_t count, const uint8_t 
 }
 
 /* The text tokens below an object key's `state` that text_leads to `free` (the first
- * looping state, which `others` names), as its walk would
- * find them: those opening with a non-ASCII byte end in `free` (bits in `out`) or, cut
- * short, inside a character (pairs: by `state`'s steps where the token is that cut
- * character alone, else by `free`'s); those opening with a plain byte that leads to
- * `free` alike, read under it in the text trie; those under another live first byte (a
- * declared name's initial) walked from there. 1 done, 0 no room, -1 error. */
+ * looping state, which `others` names), as its walk would find them: those opening with a
+ * non-ASCII byte end in `free` (bits in `out`) or, cut short, inside a character (pairs:
+ * by `state`'s steps where the token is that cut character alone, else by `free`'s);
+ * those opening with a plain byte that leads to `free` alike, read under it in the text
+ * trie; those under another live first byte (a declared name's initial) walked from
+ * there. 1 done, 0 no room, -1 error. */
 static int take_key_text(const Visitor *v, Walk *w, int32_t state, int32_t free,
                          const int32_t *steps_key, const int32_t *steps_free, uint32_t *out) {
     for (Py_ssize_t k = 0; k < v->words; k++) out[k] |= v->text_whole_lead_bits[k];

@@ -642,7 +642,8 @@ static int32_t utf8_steps(Nfa *self, int32_t sid, const int32_t *table, Py_ssize
     if (target < 0) return -1;
     Vec *pool = &self->utf8_pool;
     if (target == 0) return map_put(&self->utf8_known, sid, -1) < 0 ? -1 : 0;
-    if (vec_reserve(pool, 1 + 3 * UTF8_LEADS) < 0 || map_put(&self->utf8_known, sid, pool->size) < 0)
+    if (vec_reserve(pool, 1 + 3 * UTF8_LEADS) < 0 ||
+        map_put(&self->utf8_known, sid, pool->size) < 0)
         return -1;
     pool->data[pool->size++] = target;
     for (int k = 0; k < 3 * UTF8_LEADS; k++) pool->data[pool->size++] = steps[k];
