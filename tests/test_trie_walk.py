@@ -807,6 +807,53 @@ def test_a_row_on_its_template_steps_and_unpacks_without_the_c_module(
         )
 
 
+# Characters a random string may take: all of them, or some (a range of Cyrillic, one
+# left out, two that lead elsewhere than the others), and how many
+_TEXT_CLASSES = [
+    r'[^"\\]',
+    r'[^"\\\x00-\x1f]',
+    r'[^"\\é]',
+    r"[a-z а-я]",
+    r'(?:[^"\\]|é{2})',
+    r'(?:[^"\\日]|日本)',
+]
+_TEXT_COUNTS = ["*", "+", "{0,3}", "{2,5}", "{1,2}", "?é*"]
+_TEXT_TOKENS = [
+    w.encode() for w in ["é", "aé", "日本", "本", "😀", "при", "вет", "ab", "a b", "Ж", " ж"]
+] + [b"\xd0", b"\xe6\x97", b"a\xf0\x9f", b"\xbf", b"\xc3\x28"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_strings_of_random_characters_and_counts_visit_as_index_py_walks(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strings of characters drawn from full and partial classes, free, bounded or
+    floored, over a vocabulary of text tokens of several scripts (whole, cut short, after
+    a plain byte, malformed): every reachable state's row by the Visitor (taking the text
+    tokens whole where its characters go alike) is index.py's row, mask and steps."""
+    import formcast.automaton.lazy as lazy_module
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    rng = random.Random(seed)
+    fields = ['"' + rng.choice(_TEXT_CLASSES) + rng.choice(_TEXT_COUNTS) + '"' for _ in range(3)]
+    pattern = r"\[" + ",".join(fields) + r"\]"
+    tokens = list(dict.fromkeys([*VISIT_TOKENS, *_TEXT_TOKENS]))
+    vocabulary = Vocabulary.from_token_bytes(tokens, [0])
+    visited = TokenIndex(LazyAutomaton(pattern), vocabulary)
+    states = _reachable(visited, 120)
+    for state in states:
+        visited.row(state)  # by the Visitor, before index.py's ways take over
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    reference = TokenIndex(visited.automaton, vocabulary)
+    probes = range(vocabulary.size)
+    for state in states:
+        assert index_row(visited, state) == index_row(reference, state), pattern
+        assert [visited.next_state(state, t) for t in probes] == [
+            reference.next_state(state, t) for t in probes
+        ], pattern
+
+
 def _reachable(index: TokenIndex, limit: int) -> list[int]:
     seen, frontier = {index.initial_state}, [index.initial_state]
     while frontier and len(seen) < limit:
