@@ -284,14 +284,29 @@ static int walk_root(const Visitor *v, Walk *w, int trie, int32_t state) {
 }
 
 /* A sorted row with its bits. */
+/* The answer of a sorted row: its pairs and its bits (a new reference, stolen). */
+static PyObject *sorted_answer(const int32_t *ids, const int32_t *states, Py_ssize_t count,
+                               PyObject *bits) {
+    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
+                          bytes_of(states, count * 4), bits};
+    return tuple_of(items, 4);
+}
+
 static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t *states,
                             Py_ssize_t count) {
     PyObject *bits = PyBytes_FromStringAndSize(NULL, v->words * 4);
     int32_t bad; /* none: the tries' ids were checked below the size */
     if (bits) pack_ids(ids, count, (uint32_t *)PyBytes_AS_STRING(bits), v->words, &bad);
-    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
-                          bytes_of(states, count * 4), bits};
-    return tuple_of(items, 4);
+    return sorted_answer(ids, states, count, bits);
+}
+
+/* The ids whose bits `words` sets, ascending, into `ids`; their count. */
+static Py_ssize_t ids_of_bits(const Visitor *v, const uint32_t *words, int32_t *ids) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t word = 0; word < v->words; word++)
+        for (uint32_t set = words[word]; set; set &= set - 1)
+            ids[count++] = (int32_t)(word * 32 + __builtin_ctz(set));
+    return count;
 }
 
 /* A small row coded one byte a token (`code`, palette[code] its state) whose bits (a
@@ -300,17 +315,9 @@ static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t 
  * where the codes are 49 KB: their scan was most of such a row's making. */
 static PyObject *sorted_of_codes(const Visitor *v, const uint8_t *code, const int32_t *palette,
                                  PyObject *bits, int32_t *ids, int32_t *states) {
-    const uint32_t *words = (const uint32_t *)PyBytes_AS_STRING(bits);
-    Py_ssize_t count = 0;
-    for (Py_ssize_t word = 0; word < v->words; word++)
-        for (uint32_t set = words[word]; set; set &= set - 1) {
-            Py_ssize_t id = word * 32 + __builtin_ctz(set);
-            ids[count] = (int32_t)id;
-            states[count++] = palette[code[id]];
-        }
-    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
-                          bytes_of(states, count * 4), bits};
-    return tuple_of(items, 4);
+    Py_ssize_t count = ids_of_bits(v, (const uint32_t *)PyBytes_AS_STRING(bits), ids);
+    for (Py_ssize_t i = 0; i < count; i++) states[i] = palette[code[ids[i]]];
+    return sorted_answer(ids, states, count, bits);
 }
 
 #define PAIRS_INSERTED 64 /* a row of more pairs is sorted by its bits (sorted_by_bits) */
@@ -330,16 +337,9 @@ static PyObject *sorted_by_bits(const Visitor *v, Walk *w, int32_t *table) {
         words[ids[i] >> 5] |= (uint32_t)1 << (ids[i] & 31);
         table[ids[i]] = states[i];
     }
-    Py_ssize_t count = 0;
-    for (Py_ssize_t word = 0; word < v->words; word++)
-        for (uint32_t set = words[word]; set; set &= set - 1) {
-            Py_ssize_t id = word * 32 + __builtin_ctz(set);
-            ids[count] = (int32_t)id;
-            states[count++] = table[id];
-        }
-    PyObject *items[4] = {PyLong_FromLong(VISIT_SORTED), bytes_of(ids, count * 4),
-                          bytes_of(states, count * 4), bits};
-    return tuple_of(items, 4);
+    Py_ssize_t count = ids_of_bits(v, words, ids);
+    for (Py_ssize_t i = 0; i < count; i++) states[i] = table[ids[i]];
+    return sorted_answer(ids, states, count, bits);
 }
 
 /* A row coded one byte a token (codes, bits and the palette's `distinct` states): sorted
@@ -565,6 +565,11 @@ static inline void add_pair(Walk *w, int32_t id, int32_t state) {
     w->out_states[w->filled++] = state;
 }
 
+/* The state `depth` bytes into a character opening with `lead`, of utf8_steps' steps. */
+static inline int32_t inside_character(const int32_t *steps, int depth, int lead) {
+    return steps[(depth - 1) * UTF8_LEADS + lead - 0xC0];
+}
+
 /* Whether every well-formed non-ASCII character leads from `state` (its row built) to
  * `loop`, which stays where it is on each (both `state` and `loop` past ASCII dead
  * elsewhere: formcast._subset's utf8_steps), with the states inside a character from
@@ -595,7 +600,7 @@ static void take_cut_tokens(const Visitor *v, Walk *w, const int32_t *steps_firs
         if (opening == OPENS_PLAIN && !plain_too) continue;
         const int32_t *steps = opening == OPENS_CUT ? steps_first : steps_loop;
         add_pair(w, v->text_cut_ids[k],
-                 steps[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] - 0xC0]);
+                 inside_character(steps, v->text_cut_depths[k], v->text_cut_leads[k]));
     }
 }
 
@@ -643,7 +648,7 @@ static void take_counted_text(const Visitor *v, Walk *w, const int32_t *chain,
     }
     for (Py_ssize_t k = 0; k < v->text_cut_count; k++) {
         const int32_t *at = steps + v->text_cut_chars[k] * 3 * UTF8_LEADS;
-        int32_t after = at[(v->text_cut_depths[k] - 1) * UTF8_LEADS + v->text_cut_leads[k] - 0xC0];
+        int32_t after = inside_character(at, v->text_cut_depths[k], v->text_cut_leads[k]);
         if (after != DEAD) add_pair(w, v->text_cut_ids[k], after);
     }
 }
@@ -873,7 +878,7 @@ static int take_key_text(const Visitor *v, Walk *w, int32_t state, int32_t free,
             int32_t id = trie->token_ids[i];
             int depth = v->text_depths[i];
             if (depth)
-                add_pair(w, id, steps_free[(depth - 1) * UTF8_LEADS + v->text_leads[i] - 0xC0]);
+                add_pair(w, id, inside_character(steps_free, depth, v->text_leads[i]));
             else
                 out[id >> 5] |= (uint32_t)1 << (id & 31);
         }

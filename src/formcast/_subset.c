@@ -533,7 +533,6 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
  * utf8_steps decides it from the NFA, reading the states inside a character's bytes off
  * their members alone: nothing is interned, nothing written to the table. */
 
-#define UTF8_SET_MAX 64 /* members of a state inside a character, at most (else: no) */
 #define UTF8_LEADS 64   /* the bytes 0xC0 .. 0xFF, of which 0xC2 .. 0xF4 start one */
 #define UTF8_CLASSES 7
 

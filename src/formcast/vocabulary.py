@@ -354,9 +354,7 @@ class Vocabulary:
     def plain_bits(self) -> npt.NDArray[np.uint32]:
         """:attr:`plain_token_ids` as a packed bitmask over the vocabulary (bit ``i % 32``
         of word ``i // 32``)."""
-        flags = np.zeros(-(-self.size // 32) * 32, dtype=np.bool_)
-        flags[self.plain_token_ids] = True
-        return np.packbits(flags, bitorder="little").view(np.uint32)
+        return self._packed(self.plain_token_ids)
 
     @cached_property
     def plain_token_firsts(self) -> npt.NDArray[np.uint8]:
@@ -425,10 +423,11 @@ class Vocabulary:
             plain_first_leads=np.array([lead for lead, _ in in_order], dtype=np.uint8),
         )
 
-    def _packed(self, ids: list[int]) -> npt.NDArray[np.uint32]:
-        """``ids`` as a packed bitmask over the vocabulary."""
+    def _packed(self, ids: list[int] | npt.NDArray[np.int32]) -> npt.NDArray[np.uint32]:
+        """``ids`` as a packed bitmask over the vocabulary (bit ``i % 32`` of word
+        ``i // 32``)."""
         flags = np.zeros(-(-self.size // 32) * 32, dtype=np.bool_)
-        flags[np.array(ids, dtype=np.int64)] = True
+        flags[np.asarray(ids, dtype=np.int64)] = True
         return np.packbits(flags, bitorder="little").view(np.uint32)
 
     @cached_property
