@@ -717,6 +717,45 @@ def test_a_walk_short_of_room_computes_each_row_about_once(
     assert automaton._visit_room > table_module.BUILD_ROOM  # the room it needed, kept
 
 
+def test_a_key_visit_short_of_room_steps_on_in_the_next_round(
+    vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object key's first visit offered room for a single new state runs short, among
+    the entries it reads alone below its names' prefixes: the node is left pending, whole,
+    the next round walks on with more room, and the row it ends with is each token walked
+    byte by byte."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.automaton.table as table_module
+    import formcast.index
+
+    if formcast.index.native_walk is None or lazy_module.native_subset is None:
+        pytest.skip("the C walk or the C subset construction was not built")
+    monkeypatch.setattr(table_module, "VISIT_ROOM_MAPPED", 1)
+    names = (
+        "alpha|alps|name|namespace|description|identifier|timeout|created|updated|version"
+        "|status|address|country|enabled|retries|label|document|position|interval|region"
+        "|subscription|category|attachment|permission|reference"
+    )
+    automaton = LazyAutomaton(r'\{(?:"(?:' + names + r'|[^"\\]*)":[0-9]{1,3},?)*\}')
+    start = automaton.walk(b'{"')
+    automaton._visit_room = 1
+    calls = {"count": 0}
+    visit = formcast.index._visitor(vocabulary).visit
+
+    def counted(*arguments: Any) -> tuple[Any, ...]:
+        calls["count"] += 1
+        found: tuple[Any, ...] = visit(*arguments)
+        return found
+
+    found = automaton.visit_building(counted, start)
+    assert found is not None and found[0] == formcast.index._VISIT_FIRST_BYTE
+    assert calls["count"] >= 2
+    after_des = automaton.walk(b"des", start)
+    assert automaton._native.kept_step(after_des, ord("c")) > 0  # read alone
+    index = TokenIndex(automaton, vocabulary)
+    assert index_row(index, start) == brute_force_row(index, start)
+
+
 def test_a_visit_offered_the_room_it_needs_walks_once(
     vocabulary: Vocabulary, monkeypatch: pytest.MonkeyPatch
 ) -> None:

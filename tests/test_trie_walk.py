@@ -721,6 +721,15 @@ def test_a_string_row_takes_its_characters_that_are_not_plain_as_bits(
     _assert_as_index_py_makes_it(visited, state, monkeypatch)
 
 
+def _read_past(automaton: LazyAutomaton, state: int) -> bool:
+    """Whether a walk read on from ``state``: its row built, or an entry of it computed
+    alone (formcast._subset's step, below a trie node of a few children)."""
+    native = automaton._native
+    assert native is not None
+    built = int(automaton.table[state][0]) != -1
+    return built or any(native.kept_step(state, byte) >= 0 for byte in range(256))
+
+
 @pytest.mark.parametrize(
     ("pattern", "taken_whole"),
     [(r'"(?:[^"\\\x00-\x1f]|\\n)*"', True), (r'"(?:[^"\\é]|\\n)*"', False)],
@@ -731,15 +740,15 @@ def test_a_string_takes_its_text_tokens_without_the_rows_inside_a_character(
 ) -> None:
     """Where a free string's state loops on every non-ASCII character, its visit takes
     the text tokens as they are (whole: its own state; cut short: the state inside the
-    character) and builds no row of a state inside one; where a character is left out,
-    they are walked, building those rows. Either way the row is index.py's."""
+    character) and reads nothing past a state inside one; where a character is left out,
+    they are walked, reading on from there. Either way the row is index.py's."""
     import formcast.index
 
     vocabulary, automaton, visited, state, found = _visited_first(
         pattern, b'"', formcast.index._VISIT_TEMPLATED
     )
     after_lead = int(automaton.table[state][0xF0])  # "😀" and a cut one start there
-    assert after_lead > 0 and (int(automaton.table[after_lead][0]) != -1) != taken_whole
+    assert after_lead > 0 and _read_past(automaton, after_lead) != taken_whole
     ids = set(np.frombuffer(found[3], dtype=np.int32).tolist())
     token = vocabulary.token_bytes.index
     assert token(b"x\xe2\x80") in ids and token("日本".encode()) not in ids  # pair, bit
@@ -753,8 +762,8 @@ def test_a_key_takes_its_text_tokens_without_the_rows_inside_a_character(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Where every non-ASCII character leads an object key's state to its free key, which
-    loops on them, the key's visit takes the text tokens without a walk (no row of a
-    state inside a character built, from the key or the free key) but those under a
+    loops on them, the key's visit takes the text tokens without a walk (nothing read
+    past a state inside a character, from the key or the free key) but those under a
     declared name's initial ("né"), which it walks; its row is index.py's."""
     import formcast.index
 
@@ -765,11 +774,35 @@ def test_a_key_takes_its_text_tokens_without_the_rows_inside_a_character(
     assert free == found[7] == automaton.walk(b"q", state)  # the first looping state
     for start in (state, free):
         after_lead = int(automaton.table[start][0xF0])
-        assert after_lead > 0 and int(automaton.table[after_lead][0]) == -1  # not built
+        assert after_lead > 0 and not _read_past(automaton, after_lead)
     token = vocabulary.token_bytes.index
     ids = np.frombuffer(found[1], dtype=np.int32).tolist()
     assert token("qé".encode()) not in ids and token(b"\xf0\x9f\x98") in ids
     assert visited.next_state(state, token("né".encode())) == automaton.walk("né".encode(), state)
+    _assert_as_index_py_makes_it(visited, state, monkeypatch)
+
+
+def test_a_key_reads_a_names_prefix_entry_by_entry_without_its_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Below a declared name's prefix whose trie node has a few children ("al": one,
+    "p"), the key's visit reads those children's entries alone (formcast._subset's step)
+    and leaves the prefix's row unbuilt; the entries are those the row holds once built,
+    and the visit's row is index.py's."""
+    import formcast.index
+
+    vocabulary, automaton, visited, state, _ = _visited_first(
+        VISIT_PATTERNS[0], b'{"', formcast.index._VISIT_FIRST_BYTE
+    )
+    native = automaton._native
+    assert native is not None
+    after_al = automaton.walk(b"al", state)  # reads the rows before it, not its own
+    assert int(automaton.table[after_al][0]) == -1
+    stepped = native.kept_step(after_al, ord("p"))
+    assert stepped > 0 and native.kept_step(after_al, ord("q")) == -1  # no child there
+    assert automaton.walk(b"p", after_al) == stepped  # its row, now built, agrees
+    token = vocabulary.token_bytes.index
+    assert visited.next_state(state, token(b"alps")) == automaton.walk(b"alps", state)
     _assert_as_index_py_makes_it(visited, state, monkeypatch)
 
 

@@ -41,6 +41,12 @@
  *   the plain bytes part ways (parted 1: chain[filled - 1]'s row sends them to different
  *   states), where the table may lack room for a row's new states (the caller grows it
  *   and calls again from `filled`), or at the chain's end.
+ * .step(state, byte, table, accepting, sets) -> target: the entry of `state`'s row at
+ *   `byte`, computed alone and kept where the row is not built (the table is left as it
+ *   is; a new state is registered as build_rows registers it); -2 where the table might
+ *   lack room for it. Exported to formcast._trie_walk as the capsule `_step_state`: a
+ *   walk reads a few children's entries below a trie node without building the row.
+ * .kept_step(state, byte) -> target: the entry step kept there, or -1 (computes nothing).
  * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
  *   state) reachable from `state` by epsilon edges.
  * .members(state) -> frozenset: the NFA members of a DFA state held here.
@@ -64,6 +70,7 @@
 #define BUFFERS 11
 #define SUBSET_API "formcast._subset._build_state"
 #define UTF8_API "formcast._subset._utf8_steps"
+#define STEP_API "formcast._subset._step_state"
 
 typedef struct {
     int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
@@ -95,6 +102,7 @@ typedef struct {
      * keys): an offset in utf8_pool (the target, then the steps), or -1 (0 answered) */
     Map utf8_known;
     Vec utf8_pool;
+    Map steps; /* (DFA state << 8 | byte) -> the state step_state found there */
     Vec pool;
     /* a concrete state's closure offset (-1: not computed) and the stamp of the search
      * that met it: concrete ids are dense, and most states are concrete, so these
@@ -524,6 +532,64 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
     return 1;
 }
 
+/* -- one entry of a row -----------------------------------------------------------------
+ *
+ * A walk that meets a state at a trie node with few children reads only those children's
+ * entries of its row. The prefixes of an object's declared names are such states: each
+ * holds, beside the name's own member, the free key's and those that keep an undeclared
+ * key apart from every name, and its row (a construction over every byte, ~2 us) is read
+ * at the one to three bytes the trie has below the prefix. step_state computes one
+ * entry alone: the union of the closures the members' edges on that byte lead to,
+ * interned as its row would intern it (the same state, the same id and acceptance), and
+ * kept by (state, byte). The table is left as it is: a row is built whole or not at all. */
+
+/* The state `byte` leads to from DFA state `sid` (its row built or not), registering it
+ * when new: >= 0, or STEP_NO_ROOM where the table lacks room for it (nothing is
+ * registered), -1 on error (an exception set). */
+#define STEP_NO_ROOM (-2)
+static int64_t step_state(Nfa *self, int32_t sid, int byte, const Target *at) {
+    Interned *states = &self->states;
+    if (states->count < PyList_GET_SIZE(at->sets) &&
+        interned_sync(states, &self->found, at->sets, 0, INT64_MAX) < 0)
+        return -1;
+    if (sid < 0 || sid >= at->capacity || sid >= states->count || byte < 0 || byte > 255) {
+        PyErr_Format(PyExc_ValueError, "expected a DFA state id and a byte, found %d, %d", sid,
+                     byte);
+        return -1;
+    }
+    int32_t built = at->table[(Py_ssize_t)sid * 256 + byte];
+    if (built != UNBUILT) return built;
+    int64_t key = (int64_t)sid << 8 | byte, kept;
+    if (map_get(&self->steps, key, &kept)) return kept;
+    const int64_t *members = interned_members(states, sid);
+    Py_ssize_t size = members[0];
+    self->edges.size = 0;
+    for (Py_ssize_t k = 0; k < size; k++)
+        if (byte_edges_of(self, members[1 + k]) < 0) return -1;
+    Vec *join = &self->join;
+    join->size = 0;
+    for (Py_ssize_t e = 0; e < self->edges.size; e += 3) {
+        const int64_t *edge = self->edges.data + e;
+        if (edge[0] > byte || edge[1] < byte) continue;
+        int64_t offset;
+        if (closure_of(self, edge[2], &offset) < 0) return -1;
+        const int64_t *closure = self->pool.data + offset;
+        if (vec_reserve(join, closure[0]) < 0) return -1;
+        memcpy(join->data + join->size, closure + 1, (size_t)closure[0] * sizeof(int64_t));
+        join->size += closure[0];
+    }
+    Py_ssize_t unique = sort_unique(join->data, join->size);
+    uint64_t h = hash_members(join->data, unique);
+    int64_t target = interned_find(states, join->data, unique, h); /* no edge: DEAD, {} */
+    if (target < 0) {
+        if (states->count + 1 > at->capacity) return STEP_NO_ROOM;
+        target = new_state(self, join->data, unique, h, at);
+        if (target < 0) return -1;
+    }
+    if (map_put(&self->steps, key, target) < 0) return -1;
+    return target;
+}
+
 /* -- UTF-8 characters taken whole ----------------------------------------------------
  *
  * A string's state loops on every plain byte, and (most often) on every well-formed
@@ -742,6 +808,58 @@ static int build_state_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_
     return build_state((Nfa *)nfa, sid, &at);
 }
 
+/* The C API for formcast._trie_walk (a capsule named STEP_API): step_state's codes, where
+ * `nfa` is an Nfa. */
+static int64_t step_state_api(PyObject *nfa, int32_t sid, int byte, int32_t *table,
+                              Py_ssize_t capacity, uint8_t *accepting, PyObject *sets) {
+    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets)) {
+        PyErr_SetString(PyExc_TypeError, "expected an Nfa and a list of states");
+        return -1;
+    }
+    Target at = {table, accepting, capacity, sets};
+    return step_state((Nfa *)nfa, sid, byte, &at);
+}
+
+/* step(state, byte, table, accepting, sets) -> target: see step_state (-2: no room). */
+static PyObject *Nfa_step(Nfa *self, PyObject *args) {
+    int state, byte;
+    PyObject *objects[2];
+    Target at;
+    if (!PyArg_ParseTuple(args, "iiOOO!:step", &state, &byte, &objects[0], &objects[1],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    Py_buffer views[2];
+    const Py_ssize_t itemsizes[2] = {4, 1};
+    const int writable[2] = {1, 1};
+    int held = hold_buffers(objects, 2, itemsizes, writable, views,
+                            "expected an int32 table and uint8 flags");
+    PyObject *result = NULL;
+    if (held == 2) {
+        at.table = views[0].buf;
+        at.capacity = views[0].len / (4 * 256);
+        at.accepting = views[1].buf;
+        if (views[1].len < at.capacity) {
+            PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
+        } else {
+            int64_t target = step_state(self, state, byte, &at);
+            if (target != -1) result = PyLong_FromLongLong(target);
+        }
+    }
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return result;
+}
+
+/* kept_step(state, byte) -> target: the entry step_state computed there and keeps, or -1
+ * (none computed: nothing is computed here). */
+static PyObject *Nfa_kept_step(Nfa *self, PyObject *args) {
+    int state, byte;
+    if (!PyArg_ParseTuple(args, "ii:kept_step", &state, &byte)) return NULL;
+    int64_t kept = -1;
+    if (state >= 0 && byte >= 0 && byte <= 255)
+        map_get(&self->steps, (int64_t)state << 8 | byte, &kept);
+    return PyLong_FromLongLong(kept);
+}
+
 /* The C API for formcast._trie_walk (a capsule named UTF8_API): utf8_steps of the DFA
  * state `sid` of `nfa` over the automaton's table (`states` rows). */
 static int32_t utf8_steps_api(PyObject *nfa, int32_t sid, const int32_t *table,
@@ -799,6 +917,7 @@ static void Nfa_dealloc(Nfa *self) {
     map_free(&self->closures);
     vec_free(&self->pool);
     map_free(&self->utf8_known);
+    map_free(&self->steps);
     vec_free(&self->utf8_pool);
     PyMem_Free(self->bases);
     PyMem_Free(self->extra_first);
@@ -951,6 +1070,12 @@ static PyMethodDef Nfa_methods[] = {
      "utf8_steps(state, table) -> (target, steps): the state every well-formed non-ASCII"
      " character leads to from `state` (0: none does alike), and the states inside one"
      " (3 x 64 int32, by depth then lead byte - 0xC0); see utf8_steps in the source."},
+    {"step", (PyCFunction)Nfa_step, METH_VARARGS,
+     "step(state, byte, table, accepting, sets) -> target: the entry of `state`'s row at"
+     " `byte`, computed alone where the row is not built (the table is left as it is; a"
+     " new state is registered as a row registers it); -2 where the table lacks room."},
+    {"kept_step", (PyCFunction)Nfa_kept_step, METH_VARARGS,
+     "kept_step(state, byte) -> target: the entry step() computed and keeps there, or -1."},
     {"closure", (PyCFunction)Nfa_closure, METH_O,
      "closure(state) -> frozenset: the important states epsilon-reachable from `state`."},
     {NULL, NULL, 0, NULL},
@@ -985,9 +1110,15 @@ PyMODINIT_FUNC PyInit__subset(void) {
     PyObject *module =
         module_with_rows(&module_def, &NfaType, "Nfa", (void *)build_state_api, SUBSET_API);
     if (!module) return NULL;
-    PyObject *capsule = PyCapsule_New((void *)utf8_steps_api, UTF8_API, NULL);
-    if (!capsule || PyModule_AddObject(module, "_utf8_steps", capsule) < 0) {
-        Py_XDECREF(capsule);
+    PyObject *utf8 = PyCapsule_New((void *)utf8_steps_api, UTF8_API, NULL);
+    if (!utf8 || PyModule_AddObject(module, "_utf8_steps", utf8) < 0) {
+        Py_XDECREF(utf8);
+        Py_DECREF(module);
+        return NULL;
+    }
+    PyObject *step = PyCapsule_New((void *)step_state_api, STEP_API, NULL);
+    if (!step || PyModule_AddObject(module, "_step_state", step) < 0) {
+        Py_XDECREF(step);
         Py_DECREF(module);
         return NULL;
     }

@@ -182,9 +182,31 @@ int build_row(Walk *w, int32_t state) {
     return 1;
 }
 
+/* The entries of `state`'s row (not built) at the bytes of `record`'s children, into
+ * `next`, each computed alone (StepState): 1 done, 0 no room for a new state (the rest of
+ * the walk builds nothing, as with a row), -1 error. A node with a few children costs a
+ * few entries where a row costs all 256: below an object key's declared name, a row
+ * serves one or two bytes. */
+static int step_children(Walk *w, const NodeRecord *record, int32_t state, int32_t *next) {
+    const NodeRecord *children = w->trie.records + record->child_first;
+    for (int32_t k = 0; k < record->child_count; k++) {
+        int64_t target = w->step(w->nfa, state, children[k].byte, w->writable_table, w->states,
+                                 w->accepting, w->sets);
+        if (target == -1) return -1;
+        if (target == STEP_NO_ROOM) {
+            w->build = NULL;
+            return 0;
+        }
+        next[k] = (int32_t)target;
+    }
+    return 1;
+}
+
 /* One reached node: its whole subtree when its state loops below it, else its own token
  * and a push of each live child; a node whose children need a row not built yet is kept
- * pending, whole (nothing of it emitted). */
+ * pending, whole (nothing of it emitted). Below a node of a few children, a row not built
+ * is read entry by entry (step_children), and the subtree is walked: whether the state
+ * loops would take its whole row to tell. */
 static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssize_t *room) {
     int32_t node = entry.node, state = entry.state;
     if (node < 0 || node >= w->trie.nodes) return WALK_BAD_NODE;
@@ -194,7 +216,14 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     int32_t first = record->child_first;
     if (count > 0 && (first < 0 || (Py_ssize_t)first + count > w->trie.nodes)) return WALK_BAD_NODE;
     int missing = count > 0 && !children_built(w, record, state);
-    if (missing && w->build) { /* built here; left pending only when the table lacks room */
+    int32_t stepped[STEP_CHILDREN];
+    int by_steps = missing && w->build && w->step && count <= STEP_CHILDREN;
+    if (by_steps) {
+        int done = step_children(w, record, state, stepped);
+        if (done < 0) return WALK_ERROR;
+        by_steps = done;
+        missing = !done;
+    } else if (missing && w->build) { /* built here; pending only when the table lacks room */
         int built = build_row(w, state);
         if (built < 0) return WALK_ERROR;
         missing = !built;
@@ -206,7 +235,7 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
         w->pending++;
         return WALK_OK;
     }
-    if (count > 0 && loops_below(w, node, record->large, state))
+    if (count > 0 && !by_steps && loops_below(w, node, record->large, state))
         return emit_subtree(w, record, state);
     int32_t token = record->token;
     if (token >= 0) {
@@ -225,7 +254,7 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
     const NodeRecord *children = w->trie.records + first;
     for (int32_t k = 0; k < count; k++) {
         int32_t child = first + k;
-        int32_t next = row[children[k].byte];
+        int32_t next = by_steps ? stepped[k] : row[children[k].byte];
         if (next == DEAD) continue;
         if (next < 0 || next >= w->states) return WALK_BAD_STATE;
         if (children[k].child_count <= 0) { /* a leaf: its token, without a push */
@@ -364,6 +393,12 @@ Utf8Steps subset_utf8(void) {
     return found;
 }
 
+StepState subset_step(void) {
+    static StepState found = NULL;
+    if (!found) found = (StepState)PyCapsule_Import(STEP_API, 0);
+    return found;
+}
+
 /* Set up a walk that builds rows: `builder` is (nfa, accepting, sets), or (builder object,
  * accepting, sets, capsule) where another construction (formcast._pushdown's) builds the
  * rows through the capsule's function; the table already taken writable; the acceptance
@@ -380,7 +415,8 @@ int start_building(Walk *w, PyObject *builder, Held *flags) {
     } else {
         w->build = subset_builder();
         w->utf8 = subset_utf8();
-        if (!w->utf8) return -1;
+        w->step = subset_step();
+        if (!w->utf8 || !w->step) return -1;
     }
     if (!w->build) return -1;
     if (take(PyTuple_GET_ITEM(builder, 1), flags, 1, 1, w->states, "accepting") < 0) return -1;

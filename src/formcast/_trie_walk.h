@@ -29,6 +29,16 @@ typedef int32_t (*Utf8Steps)(PyObject *nfa, int32_t state, const int32_t *table,
                              Py_ssize_t states, int32_t *steps);
 #define UTF8_API "formcast._subset._utf8_steps"
 #define UTF8_LEADS 64
+/* formcast._subset's step_state (the capsule STEP_API): the entry of a state's row at one
+ * byte, computed alone where the row is not built, registering a new state as a row
+ * would; STEP_NO_ROOM where the table lacks room for it, -1 on error. */
+typedef int64_t (*StepState)(PyObject *nfa, int32_t state, int byte, int32_t *table,
+                             Py_ssize_t capacity, uint8_t *accepting, PyObject *sets);
+#define STEP_API "formcast._subset._step_state"
+#define STEP_NO_ROOM (-2)
+/* A node with at most this many children, whose state's row is not built, reads its
+ * children's entries by StepState instead of building the row (see visit). */
+#define STEP_CHILDREN 4
 #define PUSHDOWN_API "formcast._pushdown._build_state" /* the same, for sets of stacks */
 
 /* What the walk reads of a node, side by side (vocabulary.FlatTrie.node_records): the
@@ -60,6 +70,7 @@ typedef struct {
     /* the rows' builder, when the walk builds them (else NULL: they are left pending) */
     BuildState build;
     Utf8Steps utf8; /* where the rows are a lazy DFA's (formcast._subset), else NULL */
+    StepState step; /* the same */
     int32_t *writable_table;
     uint8_t *accepting;
     PyObject *nfa, *sets;
@@ -116,6 +127,7 @@ const uint64_t *loop_mask(Walk *w, int32_t state, int compute);
 void set_walk_error(int status);
 BuildState subset_builder(void);
 Utf8Steps subset_utf8(void);
+StepState subset_step(void);
 int start_building(Walk *w, PyObject *builder, Held *flags);
 Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count);
 Py_ssize_t sort_pairs_in_place(int32_t *ids, int32_t *states, Py_ssize_t count);

@@ -362,6 +362,80 @@ def test_plain_chain_refuses_bad_arguments() -> None:
         native.plain_chain(chain, 1, plain, table, accepting, sets)
 
 
+# ------------------------------------------------------------------- one entry alone
+
+
+def _stepped_then_built(nfa: Nfa, explored: int) -> None:
+    """The automaton of ``nfa`` with ``explored`` rows built breadth-first, then every
+    entry of every other registered state (up to 12 of them) computed alone by ``step``
+    and compared with its row, built afterwards: the same state, and every state's
+    acceptance that of its members."""
+    automaton = LazyAutomaton.of_nfa(nfa)
+    automaton.build_breadth_first(explored)
+    native = automaton._native_nfa()
+    assert native is not None
+    unbuilt = [s for s in range(1, automaton.num_states) if automaton.table[s, 0] == -1][:12]
+    assert unbuilt or automaton.table[: automaton.num_states, 0].min() >= 0
+    for state in unbuilt:
+        with automaton._lock:
+            automaton._reserve(256)
+            entries = [
+                native.step(state, byte, automaton._table, automaton._accepting, automaton._sets)
+                for byte in range(256)
+            ]
+            automaton._took_in()
+        assert all(native.kept_step(state, b) == entries[b] for b in range(256))
+        assert automaton.table[state, 0] == -1  # the row is left as it was
+        automaton.build_rows([state])
+        assert automaton.table[state].tolist() == entries, (nfa.pattern, state)
+    for state in range(1, automaton.num_states):
+        assert automaton.is_accepting(state) == (nfa.final in automaton._members(state))
+
+
+_KEYS = r'\{(?:"(?:alpha|alps|name|[^"\\]*)":(?:[0-9]{1,3}|"[^"\\]*"),?)*\}'
+
+
+@VIRTUAL
+def test_an_entry_computed_alone_is_the_one_its_row_holds(virtual: bool) -> None:
+    """Each entry ``step`` computes alone is the one the state's row holds once built (the
+    same state id, registered as the row registers it), over the corpus: an object key's
+    names, counted repeats (as virtual copies too), calls."""
+    for pattern in [*CORPUS, _KEYS]:
+        _stepped_then_built(nfa_of(pattern, virtual), 6)
+
+
+@VIRTUAL
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=random_regexes())
+def test_entries_computed_alone_match_rows_on_random_patterns(pattern: str, virtual: bool) -> None:
+    try:
+        nfa = nfa_of(pattern, virtual)
+    except SchemaError:  # e.g. a pattern that matches nothing
+        return
+    _stepped_then_built(nfa, 4)
+
+
+def test_a_step_without_room_registers_nothing() -> None:
+    """A step that would register a state where the table has no room answers -2 and
+    leaves the states as they were; bad ids and bytes are refused."""
+    automaton = LazyAutomaton(r'"[a-z]{0,4}"')
+    start = automaton.walk(b'"')
+    native = automaton._native_nfa()
+    assert native is not None and automaton.table[start, 0] == -1
+    sets = automaton._sets
+    small = automaton._table[: len(sets)].copy()
+    count = len(sets)
+    assert native.step(start, ord("a"), small, automaton._accepting, sets) == -2
+    assert len(sets) == count and native.kept_step(start, ord("a")) == -1
+    assert native.step(start, ord("{"), small, automaton._accepting, sets) == 0  # dead
+    with pytest.raises(ValueError, match="DFA state id and a byte"):
+        native.step(start, 256, small, automaton._accepting, sets)
+    with pytest.raises(ValueError, match="DFA state id and a byte"):
+        native.step(count + 3, 0, small, automaton._accepting, sets)
+    with pytest.raises(ValueError, match="int32 table"):
+        native.step(start, 0, small.astype(np.int64), automaton._accepting, sets)
+
+
 # -------------------------------------------------------------------- states held in C
 
 
