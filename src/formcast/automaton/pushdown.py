@@ -206,6 +206,7 @@ class PushdownAutomaton(SetStatesAutomaton):
             del state["_lock"], state["_flat"], state["_native"]
             state.pop("_mapping", None)  # the table travels as an array; a copy maps anew
             state.pop("_released", None)
+            state.pop("_kept_builder", None)  # holds the C builder, made anew on use
             state["_sets"] = [self._members(sid) for sid in range(len(self._sets))]
             state["_frames"] = self._all_frames()
         return state

@@ -100,6 +100,7 @@ class TableAutomaton(Generic[Members]):
     _released: list[Any]  # [_mapping, capacity], what _release is given when this dies
     _rows_ahead: bool = False  # rows were built before any walk asked (see rows_built_ahead)
     _visit_room: int = BUILD_ROOM  # the room a visit asks first (see visit_building)
+    _kept_builder: tuple[Any, ...] | None = None  # see _builder
 
     # -- storage -------------------------------------------------------------------------
     def _allocate(self, capacity: int) -> None:
@@ -284,8 +285,13 @@ class TableAutomaton(Generic[Members]):
     def _builder(self, native: tuple[Any, ...]) -> tuple[Any, ...]:
         """What a walk of :mod:`formcast._trie_walk` builds rows with: ``(builder object,
         accepting, sets[, capsule])`` from :meth:`_native_rows`' answer (the flags and the
-        list as they are now: read after any growth of the table)."""
-        return (native[0], self._accepting, self._sets, *native[1:])
+        list as they are now: read after any growth of the table). Kept while the flags
+        are the same array: a first visit asks for it at every call."""
+        kept = self._kept_builder
+        if kept is not None and kept[0] is native[0] and kept[1] is self._accepting:
+            return kept
+        kept = self._kept_builder = (native[0], self._accepting, self._sets, *native[1:])
+        return kept
 
     def visit_building(
         self, visit: Callable[[IntArray, int, tuple[Any, ...]], tuple[Any, ...]], state: int
@@ -310,13 +316,16 @@ class TableAutomaton(Generic[Members]):
         room = self._visit_room
         if self._mapping is not None:
             room = max(room, VISIT_ROOM_MAPPED)
+        sets = self._sets
         with self._lock:
             while True:
-                self._reserve(room)
+                if len(sets) + room > self._accepting.shape[0]:  # _reserve, inline
+                    self._reserve(room)
                 try:
                     found = visit(self._table, state, self._builder(native))
                 finally:
-                    self._took_in()
+                    if len(sets) > self._filled:  # _took_in, inline: ~1 us a first visit
+                        self._filled = len(sets)
                 if found[0]:
                     return found
                 room = max(2 * room + 1, 2 * len(self._sets))
