@@ -806,6 +806,25 @@ def test_a_key_reads_a_names_prefix_entry_by_entry_without_its_row(
     _assert_as_index_py_makes_it(visited, state, monkeypatch)
 
 
+def test_a_walk_elsewhere_builds_the_rows_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a key's declared names, a walk below a node of a few children builds the
+    row it reads (a state met at many small nodes, a bounded string's count, would compute
+    most of its row entry by entry): the whole trie's walk of numbers and words reads no
+    entry alone, and its row is index.py's."""
+    import formcast.index
+
+    _, automaton, visited, state, _ = _visited_first(
+        VISIT_PATTERNS[3], b"", formcast.index._VISIT_SORTED
+    )
+    native = automaton._native
+    assert native is not None
+    reached = range(1, automaton.num_states)
+    assert not any(native.kept_step(s, byte) >= 0 for s in reached for byte in range(256))
+    after_ab = automaton.walk(b"ab", state)  # "abc" below it: one child
+    assert int(automaton.table[after_ab][0]) != -1
+    _assert_as_index_py_makes_it(visited, state, monkeypatch)
+
+
 def test_a_row_on_its_template_steps_and_unpacks_without_the_c_module(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -810,6 +810,7 @@ static int walk_initials(const Visitor *v, Walk *w, const int32_t *lists, Py_ssi
     const TrieArrays *plain = &v->tries[TRIE_PLAIN];
     int status = 1;
     w->counted_ids = spare;
+    w->read_entries = w->step != NULL; /* a name's prefixes: see Walk.read_entries */
     for (Py_ssize_t i = 0; i < walked && status == 1; i++) {
         uint8_t initial = (uint8_t)lists[256 + i];
         int32_t node = v->plain_root[initial], start = lists[512 + i];
@@ -836,6 +837,7 @@ static int walk_initials(const Visitor *v, Walk *w, const int32_t *lists, Py_ssi
     }
     w->counted_state = DEAD;
     w->counted_ids = NULL;
+    w->read_entries = 0;
     return status;
 }
 

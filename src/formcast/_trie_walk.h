@@ -37,7 +37,8 @@ typedef int64_t (*StepState)(PyObject *nfa, int32_t state, int byte, int32_t *ta
 #define STEP_API "formcast._subset._step_state"
 #define STEP_NO_ROOM (-2)
 /* A node with at most this many children, whose state's row is not built, reads its
- * children's entries by StepState instead of building the row (see visit). */
+ * children's entries by StepState instead of building the row, where the walk says so
+ * (Walk.read_entries; see visit). */
 #define STEP_CHILDREN 4
 #define PUSHDOWN_API "formcast._pushdown._build_state" /* the same, for sets of stacks */
 
@@ -71,6 +72,11 @@ typedef struct {
     BuildState build;
     Utf8Steps utf8; /* where the rows are a lazy DFA's (formcast._subset), else NULL */
     StepState step; /* the same */
+    /* below a node of a few children whose state's row is not built, read those
+     * children's entries alone by `step` (an object key's walk under its names' initials:
+     * a name's prefix is met at a node or two; elsewhere a state met at many nodes costs
+     * more entry by entry than its row) */
+    int read_entries;
     int32_t *writable_table;
     uint8_t *accepting;
     PyObject *nfa, *sets;
