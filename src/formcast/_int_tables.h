@@ -484,6 +484,17 @@ done:
  * named `api`, the construction of one row (`build`): formcast._subset's and
  * formcast._pushdown's, whose rows formcast._trie_walk builds through that capsule.
  * NULL with an exception set. */
+/* Add a capsule of `pointer` named `api` to `module` as attribute `name`: 0, or -1 with an
+ * exception set (nothing added). */
+static int add_capsule(PyObject *module, void *pointer, const char *api, const char *name) {
+    PyObject *capsule = PyCapsule_New(pointer, api, NULL);
+    if (!capsule || PyModule_AddObject(module, name, capsule) < 0) {
+        Py_XDECREF(capsule);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *module_with_rows(PyModuleDef *def, PyTypeObject *type, const char *type_name,
                                   void *build, const char *api) {
     if (PyType_Ready(type) < 0) return NULL;
@@ -495,9 +506,7 @@ static PyObject *module_with_rows(PyModuleDef *def, PyTypeObject *type, const ch
         Py_DECREF(module);
         return NULL;
     }
-    PyObject *capsule = PyCapsule_New(build, api, NULL);
-    if (!capsule || PyModule_AddObject(module, "_build_state", capsule) < 0) {
-        Py_XDECREF(capsule);
+    if (add_capsule(module, build, api, "_build_state") < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -283,7 +283,6 @@ static int walk_root(const Visitor *v, Walk *w, int trie, int32_t state) {
     return walk_from(v, w, trie, &root, &state, 1);
 }
 
-/* A sorted row with its bits. */
 /* The answer of a sorted row: its pairs and its bits (a new reference, stolen). */
 static PyObject *sorted_answer(const int32_t *ids, const int32_t *states, Py_ssize_t count,
                                PyObject *bits) {
@@ -292,6 +291,7 @@ static PyObject *sorted_answer(const int32_t *ids, const int32_t *states, Py_ssi
     return tuple_of(items, 4);
 }
 
+/* A sorted row with its bits. */
 static PyObject *sorted_row(const Visitor *v, const int32_t *ids, const int32_t *states,
                             Py_ssize_t count) {
     PyObject *bits = PyBytes_FromStringAndSize(NULL, v->words * 4);

@@ -204,6 +204,16 @@ static int byte_edges_of(Nfa *self, int64_t state) {
     return 0;
 }
 
+/* self->edges: the byte edges of the members of DFA state `sid` (held here, checked by
+ * the caller), read in place: byte_edges_of leaves the interned states alone. */
+static int state_edges(Nfa *self, int64_t sid) {
+    const int64_t *members = interned_members(&self->states, sid);
+    self->edges.size = 0;
+    for (Py_ssize_t k = 0; k < members[0]; k++)
+        if (byte_edges_of(self, members[1 + k]) < 0) return -1;
+    return 0;
+}
+
 /* The first of the extras extra_src[lo .. hi) whose source is at least `state`, or hi
  * (extra_src is sorted). */
 static Py_ssize_t first_extra_from(const Nfa *self, int64_t state, Py_ssize_t lo,
@@ -497,11 +507,7 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
     }
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
     if (target[0] != UNBUILT) return 0;
-    const int64_t *members = interned_members(states, sid);
-    Py_ssize_t size = members[0];
-    self->edges.size = 0;
-    for (Py_ssize_t k = 0; k < size; k++) /* nothing is kept before the runs: */
-        if (byte_edges_of(self, members[1 + k]) < 0) return -1; /* `members` holds */
+    if (state_edges(self, sid) < 0) return -1;
     if (compute_runs(self) < 0) return -1;
     self->rows_computed++;
     /* each run's state, where it is interned already; room for the others */
@@ -561,11 +567,7 @@ static int64_t step_state(Nfa *self, int32_t sid, int byte, const Target *at) {
     if (built != UNBUILT) return built;
     int64_t key = (int64_t)sid << 8 | byte, kept;
     if (map_get(&self->steps, key, &kept)) return kept;
-    const int64_t *members = interned_members(states, sid);
-    Py_ssize_t size = members[0];
-    self->edges.size = 0;
-    for (Py_ssize_t k = 0; k < size; k++)
-        if (byte_edges_of(self, members[1 + k]) < 0) return -1;
+    if (state_edges(self, sid) < 0) return -1;
     Vec *join = &self->join;
     join->size = 0;
     for (Py_ssize_t e = 0; e < self->edges.size; e += 3) {
@@ -647,10 +649,7 @@ static int character_step(Nfa *self, int32_t state, CharacterStep *memo, int *kn
             *step = memo[k];
             return 1;
         }
-    const int64_t *members = interned_members(&self->states, state);
-    self->edges.size = 0;
-    for (Py_ssize_t k = 0; k < members[0]; k++)
-        if (byte_edges_of(self, members[1 + k]) < 0) return -1;
+    if (state_edges(self, state) < 0) return -1;
     if (compute_runs(self) < 0) return -1;
     if (self->runs.size != 4) return 0;
     const int64_t *run = self->runs.data, *succ = self->succ.data + run[2];
@@ -1110,15 +1109,8 @@ PyMODINIT_FUNC PyInit__subset(void) {
     PyObject *module =
         module_with_rows(&module_def, &NfaType, "Nfa", (void *)build_state_api, SUBSET_API);
     if (!module) return NULL;
-    PyObject *utf8 = PyCapsule_New((void *)utf8_steps_api, UTF8_API, NULL);
-    if (!utf8 || PyModule_AddObject(module, "_utf8_steps", utf8) < 0) {
-        Py_XDECREF(utf8);
-        Py_DECREF(module);
-        return NULL;
-    }
-    PyObject *step = PyCapsule_New((void *)step_state_api, STEP_API, NULL);
-    if (!step || PyModule_AddObject(module, "_step_state", step) < 0) {
-        Py_XDECREF(step);
+    if (add_capsule(module, (void *)utf8_steps_api, UTF8_API, "_utf8_steps") < 0 ||
+        add_capsule(module, (void *)step_state_api, STEP_API, "_step_state") < 0) {
         Py_DECREF(module);
         return NULL;
     }

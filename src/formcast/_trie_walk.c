@@ -383,23 +383,20 @@ PyDoc_STRVAR(walk_doc,
 "pending only when the table lacks room for the states its row would add. Without it\n"
 "the walk releases the GIL.");
 
-/* The row builder of formcast._subset, found once. */
-BuildState subset_builder(void) {
-    static BuildState found = NULL;
-    if (!found) found = (BuildState)PyCapsule_Import(SUBSET_API, 0);
-    return found;
-}
-
-Utf8Steps subset_utf8(void) {
-    static Utf8Steps found = NULL;
-    if (!found) found = (Utf8Steps)PyCapsule_Import(UTF8_API, 0);
-    return found;
-}
-
-StepState subset_step(void) {
-    static StepState found = NULL;
-    if (!found) found = (StepState)PyCapsule_Import(STEP_API, 0);
-    return found;
+/* formcast._subset's row construction, utf8_steps and step_state (its capsules, imported
+ * once) into the walk: 0, or -1 with an exception set. */
+static int use_subset(Walk *w) {
+    static BuildState build = NULL;
+    static Utf8Steps utf8 = NULL;
+    static StepState step = NULL;
+    if (!build) build = (BuildState)PyCapsule_Import(SUBSET_API, 0);
+    if (build && !utf8) utf8 = (Utf8Steps)PyCapsule_Import(UTF8_API, 0);
+    if (utf8 && !step) step = (StepState)PyCapsule_Import(STEP_API, 0);
+    if (!step) return -1;
+    w->build = build;
+    w->utf8 = utf8;
+    w->step = step;
+    return 0;
 }
 
 /* Set up a walk that builds rows: `builder` is (nfa, accepting, sets), or (builder object,
@@ -415,11 +412,8 @@ int start_building(Walk *w, PyObject *builder, Held *flags) {
     }
     if (size == 4) {
         w->build = (BuildState)PyCapsule_GetPointer(PyTuple_GET_ITEM(builder, 3), PUSHDOWN_API);
-    } else {
-        w->build = subset_builder();
-        w->utf8 = subset_utf8();
-        w->step = subset_step();
-        if (!w->utf8 || !w->step) return -1;
+    } else if (use_subset(w) < 0) {
+        return -1;
     }
     if (!w->build) return -1;
     if (take(PyTuple_GET_ITEM(builder, 1), flags, 1, 1, w->states, "accepting") < 0) return -1;

@@ -131,9 +131,6 @@ int run(Walk *w, const int32_t *frontier_nodes, const int32_t *frontier_states,
 int build_row(Walk *w, int32_t state);
 const uint64_t *loop_mask(Walk *w, int32_t state, int compute);
 void set_walk_error(int status);
-BuildState subset_builder(void);
-Utf8Steps subset_utf8(void);
-StepState subset_step(void);
 int start_building(Walk *w, PyObject *builder, Held *flags);
 Py_ssize_t radix_sort_pairs(int32_t *ids, int32_t *states, Py_ssize_t count);
 Py_ssize_t sort_pairs_in_place(int32_t *ids, int32_t *states, Py_ssize_t count);

@@ -97,7 +97,7 @@ class Visitor:
         sorted_share: int,
         template_of: Callable[[bytes], tuple[Any, Any, int]] | None,
         by_byte_of: Callable[[], npt.NDArray[np.uint32]] | None = None,
-        text: tuple[tuple[npt.NDArray[Any], ...], Any, Any, Any, Any] | None = None,
+        text: tuple[Any, ...] | None = None,
         /,
     ) -> None: ...
     def visit(self, table: _Int32, state: int, builder: tuple[Any, ...], /) -> tuple[Any, ...]: ...
