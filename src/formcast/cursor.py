@@ -20,6 +20,8 @@ import numpy.typing as npt
 
 from formcast.errors import InvalidOptionError, TokenNotAllowedError
 
+_UINT32 = np.dtype(np.uint32)  # a uint32 array's dtype is this one: `is` is the fast check
+
 if TYPE_CHECKING:
     import torch
 
@@ -106,13 +108,17 @@ class Cursor:
         tokens once the state's row exists); with it, one pass over the row.
         """
         if tokens_left is None and not self._finished:
-            # Hot path: one dict lookup and one copy when the state's mask exists.
-            packed = self.index.cached_packed_mask(self.state, width)
+            # Hot path: one dict lookup and one copy when the state's mask exists
+            # (TokenIndex.cached_packed_mask inline; a slice assignment, ~0.1 us less than
+            # np.copyto)
+            index = self.index
+            key = (self.state, index.vocabulary.size if width is None else width)
+            packed = index._packed.get(key)
             if packed is not None:
                 if out is None:
                     return packed.copy()
-                if out.shape == packed.shape and out.dtype == np.uint32:
-                    np.copyto(out, packed)
+                if (out.dtype is _UINT32 or out.dtype == np.uint32) and out.shape == packed.shape:
+                    out[...] = packed
                     return out
         width = self._check_width(width)
         words = (width + 31) // 32
@@ -124,7 +130,7 @@ class Cursor:
             packed = self.index.packed_mask(self.state, width)
             if out is None:
                 return packed.copy()
-            np.copyto(out, packed)
+            out[...] = packed
             return out
         if out is None:
             out = np.zeros(words, dtype=np.uint32)
