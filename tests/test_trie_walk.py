@@ -906,6 +906,56 @@ def test_strings_of_random_characters_and_counts_visit_as_index_py_walks(
         ], pattern
 
 
+# Strings whose plain bytes part three ways: most along a chain (counted or looping), a
+# few elsewhere (between a hostname's labels, a UUID's groups, an address's parts), the
+# rest dead; and tokens holding those few bytes beside the chain's
+_DIVERTED_PATTERNS = [
+    r'"[A-Za-z0-9](?:[A-Za-z0-9-]{0,5}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,5}'
+    r'[A-Za-z0-9])?)*"',
+    r'"[0-9A-Za-z]{3}-[0-9A-Za-z]{2}-[0-9A-Za-z]{4}"',
+    r'"[a-z0-9+_-]+@[a-z0-9-]+(?:\.[a-z]{2,4})+"',
+    r'\["[a-z]+(?:[.:][a-z]+)*"(?:,"[A-Za-z]{2,9}(?:-[0-9]{1,3})?")*\]',
+    # the chain's own bytes part ways after two (not the way there), then a free one
+    r'"[a-z]{2}(?:[a-m][0-9]|[n-z]-)[a-z]*(?:\.[a-z]+)*"',
+]
+_DIVERTED_TOKENS = [
+    w.encode()
+    for w in ["ab-c", "x.y", "e.g", "-base", "a1", "Z9-", ".com", "f0e1", "web-", "mail@"]
+] + [w.encode() for w in ["@x", "co.uk", "9-9", "abc.", "x--", "a:b", "Ab-12", '-1"', '.io"']]
+
+
+@pytest.mark.parametrize("pattern", _DIVERTED_PATTERNS)
+def test_strings_parting_at_a_few_bytes_visit_as_index_py_walks(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A string whose plain bytes lead along a chain but for a few that lead elsewhere
+    (the Visitor's diverted way: a template, and a walk below the nodes where a token
+    leaves the chain): every reachable state's row, mask and steps are index.py's, and
+    the way was taken."""
+    import formcast.automaton.lazy as lazy_module
+    import formcast.index
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    tokens = list(dict.fromkeys([*VISIT_TOKENS, *_DIVERTED_TOKENS]))
+    vocabulary = Vocabulary.from_token_bytes(tokens, [0])
+    visited = TokenIndex(LazyAutomaton(pattern), vocabulary)
+    states = _reachable(visited, 150)  # by the Visitor, before index.py's ways take over
+    assert formcast.index._visitor(vocabulary).ways["diverted"] > 0
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    reference = TokenIndex(visited.automaton, vocabulary)
+    probes = range(vocabulary.size)
+    for state in states:
+        assert index_row(visited, state) == index_row(reference, state), pattern
+        assert np.array_equal(
+            visited.packed_mask(state, vocabulary.size),
+            reference.packed_mask(state, vocabulary.size),
+        ), pattern
+        assert [visited.next_state(state, t) for t in probes] == [
+            reference.next_state(state, t) for t in probes
+        ], pattern
+
+
 def _reachable(index: TokenIndex, limit: int) -> list[int]:
     seen, frontier = {index.initial_state}, [index.initial_state]
     while frontier and len(seen) < limit:

@@ -22,6 +22,10 @@
  *   the tokens on a name's way and the other tokens apart. Where every non-ASCII
  *   character leads to the free key, which loops on them, the text tokens are walked
  *   only under a declared name's initial (take_key_text);
+ * - else a string whose plain bytes part three ways (most along a chain, a few elsewhere,
+ *   the rest dead: a hostname, a UUID): the template of the chain less the plain tokens
+ *   holding a byte off it, and a walk from where a token leaves the chain at a live byte
+ *   (diverted_visit);
  * - else the whole trie is walked.
  *
  * A row of at most 1 / sorted_share of the vocabulary comes back sorted, with its bits; a
@@ -62,6 +66,13 @@ static void scratch_free(Scratch *s);
 struct Scratch {
     int32_t *out_ids, *out_states, *pending_nodes, *pending_states, *chain, *table;
 };
+
+/* A diverted chain's (see diverted_visit): the plain tokens holding a byte off the chain,
+ * and room to mark the walked plain tokens (both words long, in the table's scratch). */
+typedef struct {
+    const uint32_t *dropped;
+    uint32_t *listed;
+} Diverted;
 
 /* The bytes of a visit's scratch table: a row's states (int32 a token), or its codes (a
  * byte a token) followed by two bitmasks over the vocabulary (see chain_visit). */
@@ -107,6 +118,14 @@ enum {
     VISITOR_BUFFERS = HELD_TEXT + 12
 };
 
+#define DROPPED_KEPT 8
+/* the ways of visit_state, as Visitor.ways counts the rows they made */
+enum { WAY_CHAIN, WAY_EXCLUDED, WAY_KEY, WAY_DIVERTED, WAY_WHOLE, WAYS };
+typedef struct {
+    uint64_t bytes[4]; /* the bytes off the chain */
+    uint32_t *tokens;  /* the plain tokens holding one (words), or NULL: a free slot */
+} DroppedSet;
+
 typedef struct {
     PyObject_HEAD
     Held held[VISITOR_BUFFERS];
@@ -126,6 +145,10 @@ typedef struct {
     PyObject *by_byte_of;
     Held by_byte_held;
     const uint32_t *by_byte;
+    /* the plain tokens holding a byte off a diverted chain, by its set (off_chain_tokens) */
+    DroppedSet dropped[DROPPED_KEPT];
+    int dropped_next;
+    Py_ssize_t taken[WAYS]; /* the rows each way made (Visitor.ways) */
     /* the tokens that are not plain only for their non-ASCII characters
      * (vocabulary.TextTokens): those whose last character is whole, as bits (all, and
      * those opening with a non-ASCII byte), and those cutting it short, with its lead
@@ -427,14 +450,15 @@ static void drop_excluded(const Visitor *v, uint8_t *codes, uint32_t *bits, Py_s
  * heap grew; the pairs are a few KB. */
 static PyObject *templated_row(const Visitor *v, Walk *w, PyObject *template_codes,
                                const uint8_t *codes, const uint8_t *template_of_codes,
-                               const uint32_t *changed, const int32_t *palette,
-                               Py_ssize_t distinct, PyObject *bits) {
+                               const uint32_t *changed, const uint32_t *plain_listed,
+                               const int32_t *palette, Py_ssize_t distinct, PyObject *bits) {
     int32_t *ids = w->out_ids, *states = w->out_states;
     Py_ssize_t count = 0;
     for (Py_ssize_t word = 0; word < v->words; word++) {
         /* the few hundred codes a string's row set, where marked: the vocabulary's ~1,300
          * ids that are not plain, each read in two 49 KB arrays, were ~2 us a row */
         uint32_t others = changed ? changed[word] & ~v->plain_bits[word] : ~v->plain_bits[word];
+        if (plain_listed) others |= plain_listed[word]; /* a diverted chain's walked ones */
         for (; others; others &= others - 1) {
             Py_ssize_t id = word * 32 + __builtin_ctz(others);
             if (id >= v->size) break;
@@ -480,14 +504,15 @@ static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_
 
 /* index._templated: the plain tokens' template of the chain's shape, the walked tokens
  * and the repeats written over it (in `codes`, the visit's scratch of a byte a token),
- * less the plain tokens holding one of the `count` bytes `excluded` (exclusions_visit):
- * sorted when small, else on its template (templated_row). Py_None where it does not
- * apply (more than 255 states): the caller then leaves the row to index.py, or walks the
- * whole trie. */
+ * less the plain tokens holding one of the `count` bytes `excluded` (exclusions_visit),
+ * or (`diverted`, not NULL) less those its `dropped` marks before the walked tokens,
+ * plain ones too, are written (diverted_visit): sorted when small, else on its template
+ * (templated_row). Py_None where it does not apply (more than 255 states): the caller
+ * then leaves the row to index.py, or walks the whole trie. */
 static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
                              const uint8_t *excluded, int count, uint8_t *codes,
                              const uint32_t *counted_bits, uint32_t *changed,
-                             PyObject *fetched) {
+                             PyObject *fetched, const Diverted *diverted) {
     PyObject *template =
         fetched ? Py_NewRef(fetched) : PyObject_CallOneArg(v->template_of, shape);
     if (template == NULL) return NULL;
@@ -503,7 +528,8 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
         w->out_ids, w->out_states, w->filled, chain, (const uint8_t *)PyBytes_AS_STRING(shape),
         v->links, held[0].view.buf, held[1].view.buf, kept, v->plain_bits, v->size,
         v->repeat[1], v->original[1], v->repeats[1], codes, changed,
-        (uint32_t *)PyBytes_AS_STRING(bits), v->words, palette, &kept, &distinct);
+        diverted ? diverted->dropped : NULL, (uint32_t *)PyBytes_AS_STRING(bits), v->words,
+        palette, &kept, &distinct);
     if (status == TOO_MANY) {
         result = Py_NewRef(Py_None);
     } else if (status != FINE) {
@@ -521,8 +547,17 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
             result = sorted_of_codes(v, codes, palette, bits, w->out_ids, w->out_states);
             bits = NULL; /* sorted_of_codes took it */
         } else {
+            uint32_t *listed = diverted ? diverted->listed : NULL;
+            if (listed) { /* the walked plain tokens, listed apart from the template */
+                memset(listed, 0, (size_t)v->words * 4);
+                for (Py_ssize_t i = 0; i < w->filled; i++) {
+                    int32_t id = w->out_ids[i];
+                    if (v->plain_bits[id >> 5] >> (id & 31) & 1)
+                        listed[id >> 5] |= (uint32_t)1 << (id & 31);
+                }
+            }
             result = templated_row(v, w, PyTuple_GET_ITEM(template, 0), codes, held[0].view.buf,
-                                   changed, palette, distinct, bits);
+                                   changed, listed, palette, distinct, bits);
             bits = NULL; /* templated_row took it */
         }
     }
@@ -716,7 +751,7 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
          * codes need not be whole: those it sets are marked, past the counted bits */
         PyObject *row = on_template(v, w, chain, shape, NULL, 0, (uint8_t *)table,
                                     counting ? counted : NULL, counting ? counted + v->words : NULL,
-                                    template);
+                                    template, NULL);
         Py_CLEAR(template);
         if (row != Py_None) {
             Py_DECREF(shape);
@@ -787,12 +822,239 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
     PyObject *row = walked <= 0
                         ? (walked < 0 ? NULL : retry())
                         : on_template(v, w, chain, shape, excluded, count, codes, NULL, NULL,
-                                      NULL);
+                                      NULL, NULL);
     Py_DECREF(shape);
     if (row != Py_None) return row;
     Py_DECREF(row);
     w->filled = 0; /* more than 255 states: the whole trie is walked instead */
     return NOT_EXCLUDED;
+}
+
+/* -- strings whose characters part at a few plain bytes ---------------------------------
+ *
+ * A pattern's characters often split the plain bytes three ways: most lead along a chain
+ * (a hostname's letters and digits, or a UUID's, counting them), a few lead elsewhere
+ * (the '-' and '.' between its parts), the rest die. A plain token of chain bytes alone
+ * then takes its length's state, as a string's does (the template of the chain's
+ * shape); one holding a byte that dies wherever it comes, dies; only those holding one of
+ * the few other live bytes need a walk, from the node where such a byte leaves the
+ * chain. diverted_visit finds those nodes by following the chain down the plain trie
+ * only where such a byte lies below (the trie's below_bytes), walks the plain trie from
+ * them and the other trie from the state, and writes the walks over the template less
+ * every plain token holding a byte off the chain. The whole trie's walk it replaces met
+ * ~15k tokens at each character of a hostname (~0.3 ms a first visit). */
+
+#define NOT_DIVERTED ((PyObject *)3) /* diverted_visit: the way does not apply */
+/* Plain bytes a chain needs for diverted_visit: with fewer, the tokens of its bytes alone
+ * are few (a number's digits), and a template pass over the vocabulary would cost more
+ * than their walk. A domain's lower-case letters and digits are 36. */
+#define DIVERTED_MIN_CHAIN 24
+/* Live plain bytes off the chain a diverted_visit takes at most: each widens the part of
+ * the plain trie its nodes are looked for in. */
+#define DIVERTED_MAX 16
+
+/* The plain bytes of `row` that lead to the live state most of them lead to (*next):
+ * flags in `on_chain` (256); 1 where they are at least DIVERTED_MIN_CHAIN, else 0. */
+static int chain_bytes(const Visitor *v, const int32_t *row, uint8_t *on_chain, int32_t *next) {
+    int32_t targets[256];
+    Py_ssize_t counts[256], distinct = 0, best = -1;
+    for (Py_ssize_t k = 0; k < v->plain_count; k++) {
+        int32_t target = row[v->plain_bytes[k]];
+        if (target == DEAD) continue;
+        Py_ssize_t i = 0;
+        while (i < distinct && targets[i] != target) i++;
+        if (i == distinct) {
+            targets[distinct] = target;
+            counts[distinct++] = 0;
+        }
+        if (++counts[i] > (best < 0 ? 0 : counts[best])) best = i;
+    }
+    if (best < 0 || counts[best] < DIVERTED_MIN_CHAIN) return 0;
+    *next = targets[best];
+    memset(on_chain, 0, 256);
+    for (Py_ssize_t k = 0; k < v->plain_count; k++)
+        on_chain[v->plain_bytes[k]] = row[v->plain_bytes[k]] == *next;
+    return 1;
+}
+
+/* The chain of `on_chain` bytes from chain[0] (chain[1] set): chain[k] the one state they
+ * all lead to from chain[k - 1] (DEAD stays DEAD, a loop stays put), the rows built on
+ * the way; `diverted` (256 flags, zeroed here) the plain bytes off the chain that live
+ * from some state of it, `count` of them. 1 whole, 0 the chain's bytes part ways (or
+ * more than DIVERTED_MAX bytes divert), 2 no room, -1 error. */
+static int follow_diverted(const Visitor *v, Walk *w, int32_t *chain, const uint8_t *on_chain,
+                           uint8_t *diverted, int *count) {
+    memset(diverted, 0, 256);
+    *count = 0;
+    for (Py_ssize_t k = 0; k + 1 < v->links; k++) {
+        int32_t current = chain[k];
+        int loops = k >= 1 && current == chain[k - 1]; /* its bytes were read already */
+        if (k >= 1 && (current == DEAD || loops)) {
+            if (k + 1 < v->links) chain[k + 1] = current;
+            continue;
+        }
+        int built = build_row(w, current);
+        if (built <= 0) return built < 0 ? -1 : 2;
+        const int32_t *row = w->table + (Py_ssize_t)current * 256;
+        int32_t next = DEAD;
+        int first = 1;
+        for (Py_ssize_t i = 0; i < v->plain_count; i++) {
+            uint8_t byte = v->plain_bytes[i];
+            int32_t target = row[byte];
+            if (!on_chain[byte]) {
+                if (target != DEAD && !diverted[byte]) {
+                    if (++*count > DIVERTED_MAX) return 0;
+                    diverted[byte] = 1;
+                }
+            } else if (first) {
+                next = target;
+                first = 0;
+            } else if (target != next) {
+                return 0;
+            }
+        }
+        if (k >= 1) chain[k + 1] = next; /* chain[1] is given: chain_bytes chose its bytes */
+        else if (next != chain[1]) return 0;
+    }
+    return 1;
+}
+
+/* The nodes of the plain trie where a token leaves the chain at a live byte, and the
+ * state there (into `nodes`, `states`, room for every node): the trie followed down from
+ * its root along chain bytes, only into a node below which a diverted byte lies
+ * (`diverted_bits`, four words); their count, or -1 (MemoryError set). */
+static Py_ssize_t diverted_nodes(const Visitor *v, const Walk *w, const int32_t *chain,
+                                 const uint8_t *on_chain, const uint64_t *diverted_bits,
+                                 int32_t *nodes, int32_t *states) {
+    const TrieArrays *trie = &v->tries[TRIE_PLAIN];
+    Py_ssize_t room = 256, depth = 0, found = 0;
+    int32_t *stack = malloc((size_t)room * 2 * sizeof(int32_t)); /* (node, its depth) */
+    if (!stack) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    stack[depth++] = 0; /* the root, at depth 0 */
+    stack[depth++] = 0;
+    while (depth) {
+        int32_t at = stack[depth - 1], node = stack[depth - 2];
+        depth -= 2;
+        const NodeRecord *record = trie->records + node;
+        const int32_t *row = w->table + (Py_ssize_t)chain[at] * 256;
+        int32_t following = at + 1 < v->links ? chain[at + 1] : DEAD;
+        for (int32_t k = 0; k < record->child_count; k++) {
+            int32_t child = record->child_first + k;
+            const NodeRecord *below = trie->records + child;
+            uint8_t byte = (uint8_t)below->byte;
+            if (!on_chain[byte]) {
+                if (row[byte] > DEAD) {
+                    nodes[found] = child;
+                    states[found++] = row[byte];
+                }
+                continue;
+            }
+            const uint64_t *under = trie->below_bytes + (Py_ssize_t)child * 4;
+            if (following == DEAD || below->child_count <= 0 ||
+                !((under[0] & diverted_bits[0]) | (under[1] & diverted_bits[1]) |
+                  (under[2] & diverted_bits[2]) | (under[3] & diverted_bits[3])))
+                continue;
+            if (depth + 2 > 2 * room) {
+                int32_t *grown = realloc(stack, (size_t)room * 4 * sizeof(int32_t));
+                if (!grown) {
+                    free(stack);
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                stack = grown;
+                room *= 2;
+            }
+            stack[depth++] = child;
+            stack[depth++] = at + 1;
+        }
+    }
+    free(stack);
+    return found;
+}
+
+/* The plain tokens holding a byte of `off` (four words of byte flags) into `out`: the
+ * union of their by_byte rows, kept for the last DROPPED_KEPT sets asked (a pattern's
+ * states ask the same one at each character; the union over ~60 bytes of 1,536 words
+ * each cost more than the rest of a visit's template pass). Copied out: a visit of
+ * another thread may replace the kept one while template_of runs. 0, or -1 (MemoryError
+ * set). */
+static int off_chain_tokens(Visitor *v, const uint64_t *off, uint32_t *out) {
+    for (int i = 0; i < DROPPED_KEPT; i++) {
+        DroppedSet *kept = &v->dropped[i];
+        if (kept->tokens && !memcmp(kept->bytes, off, sizeof(kept->bytes))) {
+            memcpy(out, kept->tokens, (size_t)v->words * 4);
+            return 0;
+        }
+    }
+    memset(out, 0, (size_t)v->words * 4);
+    for (int byte = 0; byte < 256; byte++) {
+        if (!(off[byte >> 6] >> (byte & 63) & 1)) continue;
+        const uint32_t *holding = v->by_byte + (Py_ssize_t)byte * v->words;
+        for (Py_ssize_t word = 0; word < v->words; word++) out[word] |= holding[word];
+    }
+    DroppedSet *slot = &v->dropped[v->dropped_next];
+    if (!slot->tokens && !(slot->tokens = malloc((size_t)v->words * 4))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(slot->bytes, off, sizeof(slot->bytes));
+    memcpy(slot->tokens, out, (size_t)v->words * 4);
+    v->dropped_next = (v->dropped_next + 1) % DROPPED_KEPT;
+    return 0;
+}
+
+/* The row of a state whose plain bytes part three ways (see above): NOT_DIVERTED where
+ * they do not, or where the row would lie on its template with more than 255 states. */
+static PyObject *diverted_visit(Visitor *v, Walk *w, int32_t state, int32_t *chain,
+                                const Scratch *scratch) {
+    if (v->by_byte_of == Py_None || v->template_of == Py_None || v->links < 2 || v->repeats[0])
+        return NOT_DIVERTED;
+    uint8_t on_chain[256], diverted[256];
+    int count;
+    if (!chain_bytes(v, w->table + (Py_ssize_t)state * 256, on_chain, &chain[1]))
+        return NOT_DIVERTED;
+    int whole = follow_diverted(v, w, chain, on_chain, diverted, &count);
+    if (whole != 1) return whole < 0 ? NULL : whole == 2 ? retry() : NOT_DIVERTED;
+    if (hold_by_byte(v) < 0) return NULL;
+    PyObject *shape = chain_shape(v, chain);
+    if (shape == NULL || shape == Py_None) {
+        Py_XDECREF(shape);
+        return shape ? NOT_DIVERTED : NULL;
+    }
+    /* the codes, then two masks (scratch_table_bytes): the dropped tokens, the listed */
+    uint8_t *codes = (uint8_t *)scratch->table;
+    uint32_t *dropped = (uint32_t *)(codes + ((v->size + 3) & ~(Py_ssize_t)3));
+    Diverted parts = {dropped, dropped + v->words};
+    uint64_t diverted_bits[4] = {0, 0, 0, 0}, off[4] = {0, 0, 0, 0};
+    for (Py_ssize_t k = 0; k < v->plain_count; k++) {
+        uint8_t byte = v->plain_bytes[k];
+        if (diverted[byte]) diverted_bits[byte >> 6] |= (uint64_t)1 << (byte & 63);
+        if (!on_chain[byte]) off[byte >> 6] |= (uint64_t)1 << (byte & 63);
+    }
+    if (off_chain_tokens(v, off, dropped) < 0) return NULL;
+    PyObject *row = NULL;
+    w->filled = 0;
+    int walked = walk_root(v, w, TRIE_OTHER, state);
+    Py_ssize_t found = 0;
+    if (walked == 1 && count) {
+        found = diverted_nodes(v, w, chain, on_chain, diverted_bits, scratch->pending_nodes,
+                               scratch->pending_states);
+        walked = found < 0 ? -1
+                           : walk_from(v, w, TRIE_PLAIN, scratch->pending_nodes,
+                                       scratch->pending_states, found);
+    }
+    if (walked <= 0)
+        row = walked < 0 ? NULL : retry();
+    else
+        row = on_template(v, w, chain, shape, NULL, 0, codes, NULL, NULL, NULL, &parts);
+    Py_DECREF(shape);
+    if (row != Py_None) return row;
+    Py_DECREF(row);
+    w->filled = 0; /* more than 255 states: the whole trie is walked instead */
+    return NOT_DIVERTED;
 }
 
 #define NOT_A_KEY ((PyObject *)1) /* first_byte_visit: the way does not apply */
@@ -980,6 +1242,12 @@ static PyObject *first_byte_visit(const Visitor *v, Walk *w, int32_t state, int3
     return tuple_of(items, 8);
 }
 
+/* The answer of a way (its row, a retry, or NULL), counted in v->taken[way] when a row. */
+static PyObject *taken(Visitor *v, int way, PyObject *answer) {
+    if (answer && PyLong_AsLong(PyTuple_GET_ITEM(answer, 0)) != VISIT_RETRY) v->taken[way]++;
+    return answer;
+}
+
 static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *scratch) {
     int32_t *chain = scratch->chain;
     int built = build_row(w, state);
@@ -989,16 +1257,18 @@ static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *
         int whole = follow_chain(v, w, chain, NULL, 0);
         if (whole < 0) return NULL;
         if (whole == 2) return retry();
-        if (whole == 1) return chain_visit(v, w, state, chain, scratch->table);
+        if (whole == 1) return taken(v, WAY_CHAIN, chain_visit(v, w, state, chain, scratch->table));
     } else {
         PyObject *excluding = exclusions_visit(v, w, state, chain, (uint8_t *)scratch->table);
-        if (excluding != NOT_EXCLUDED) return excluding;
+        if (excluding != NOT_EXCLUDED) return taken(v, WAY_EXCLUDED, excluding);
     }
     PyObject *key = first_byte_visit(v, w, state, scratch->table);
-    if (key != NOT_A_KEY) return key;
+    if (key != NOT_A_KEY) return taken(v, WAY_KEY, key);
+    PyObject *diverting = diverted_visit(v, w, state, chain, scratch);
+    if (diverting != NOT_DIVERTED) return taken(v, WAY_DIVERTED, diverting);
     int walked = walk_root(v, w, TRIE_ALL, state);
     if (walked <= 0) return walked < 0 ? NULL : retry();
-    return finish_pairs(v, w, TRIE_ALL, scratch->table);
+    return taken(v, WAY_WHOLE, finish_pairs(v, w, TRIE_ALL, scratch->table));
 }
 
 /* -- the type ------------------------------------------------------------------------ */
@@ -1074,7 +1344,17 @@ done:
     return result;
 }
 
+/* Forget the kept sets of off_chain_tokens. */
+static void drop_kept_sets(Visitor *self) {
+    for (int i = 0; i < DROPPED_KEPT; i++) {
+        free(self->dropped[i].tokens);
+        self->dropped[i].tokens = NULL;
+    }
+    self->dropped_next = 0;
+}
+
 static void Visitor_dealloc(Visitor *self) {
+    drop_kept_sets(self);
     release(self->held, VISITOR_BUFFERS);
     release(&self->by_byte_held, 1);
     scratch_free(&self->scratch);
@@ -1264,6 +1544,21 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
                          self->size);
 }
 
+static PyObject *Visitor_ways(Visitor *self, void *unused) {
+    (void)unused;
+    return Py_BuildValue("{snsnsnsnsn}", "chain", self->taken[WAY_CHAIN], "excluded",
+                         self->taken[WAY_EXCLUDED], "key", self->taken[WAY_KEY], "diverted",
+                         self->taken[WAY_DIVERTED], "whole", self->taken[WAY_WHOLE]);
+}
+
+static PyGetSetDef visitor_getset[] = {
+    {"ways", (getter)Visitor_ways, NULL,
+     "The rows each way of visit() made so far, by name: a string's chain, a string leaving "
+     "out a few plain bytes, an object key, a chain diverted at a few bytes, the whole trie.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef visitor_methods[] = {
     {"visit", (PyCFunction)Visitor_visit, METH_VARARGS, visit_doc},
     {NULL, NULL, 0, NULL},
@@ -1295,6 +1590,7 @@ static PyTypeObject VisitorType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = visitor_doc,
     .tp_methods = visitor_methods,
+    .tp_getset = visitor_getset,
     .tp_init = (initproc)Visitor_init,
     .tp_new = PyType_GenericNew,
 };

@@ -965,14 +965,18 @@ static void set_code(uint8_t *codes, const uint8_t *template_codes, uint32_t *ch
  * and *distinct set (distinct -1 past 255 states: TOO_MANY), or BAD_SHAPE, BAD_ID.
  * template_kept: the template's bits set, where known (else -1: counted here). Where
  * `changed` (bits over the vocabulary) is given, `codes` holds only the codes set over
- * the template's, each marked there (code_now reads a token's code). */
+ * the template's, each marked there (code_now reads a token's code). Where `dropped`
+ * (bits over the vocabulary; `changed` NULL) is given, those plain tokens are dropped
+ * from the template first (their bits cleared: their codes then stand for nothing), and
+ * the pairs' plain tokens take their states too (a diverted chain's: see _row_visit.c). */
 int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
                   const int32_t *chain, const uint8_t *shape, Py_ssize_t links,
                   const uint8_t *template_codes, const uint32_t *template_bits,
                   Py_ssize_t template_kept, const uint32_t *plain_bits, Py_ssize_t size,
                   const int32_t *repeat, const int32_t *original, Py_ssize_t repeats,
-                  uint8_t *codes, uint32_t *changed, uint32_t *out_bits, Py_ssize_t out_words,
-                  int32_t *palette, Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
+                  uint8_t *codes, uint32_t *changed, const uint32_t *dropped,
+                  uint32_t *out_bits, Py_ssize_t out_words, int32_t *palette,
+                  Py_ssize_t *kept_out, Py_ssize_t *distinct_out) {
     int status = FINE;
     Py_ssize_t kept = 0;
     Py_ssize_t words = (size + 31) / 32;
@@ -1006,13 +1010,21 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
         if (out_words > words) memset(out_bits + words, 0, (size_t)(out_words - words) * 4);
         if (size % 32) out_bits[words - 1] &= ((uint32_t)1 << (size % 32)) - 1;
         kept = template_kept >= 0 ? template_kept : count_word_bits(out_bits, words);
+        if (dropped && !changed) /* their bits alone: a dropped token's code is read no more */
+            for (Py_ssize_t word = 0; word < words; word++) {
+                uint32_t gone = out_bits[word] & dropped[word];
+                out_bits[word] &= ~gone;
+                kept -= __builtin_popcount(gone);
+            }
     }
     for (Py_ssize_t i = 0; i < count && status == FINE; i++) {
         int32_t id = ids[i], state = states[i];
         if (id < 0 || id >= size) {
             status = BAD_ID;
-        } else if (!(plain_bits[id >> 5] >> (id & 31) & 1)) {
+        } else if (dropped || !(plain_bits[id >> 5] >> (id & 31) & 1)) {
             int code = state == DEAD ? 0 : palette_code(&map, state, 0);
+            if (dropped && !changed && (dropped[id >> 5] >> (id & 31) & 1))
+                codes[id] = 0; /* its template code stands no more: its bit is clear */
             if (code < 0)
                 status = TOO_MANY;
             else
@@ -1096,7 +1108,7 @@ static PyObject *scatter_on_template(PyObject *module, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     status = template_core(ids, states, count, chain, shape, links, template_codes,
                            template_bits, -1, plain_bits, size, repeat, original, repeats, codes,
-                           NULL, out_bits, out_words, palette, &kept, &distinct);
+                           NULL, NULL, out_bits, out_words, palette, &kept, &distinct);
     Py_END_ALLOW_THREADS
     if (status == BAD_SHAPE)
         PyErr_SetString(PyExc_ValueError,

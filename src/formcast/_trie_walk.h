@@ -152,8 +152,9 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
                   const uint8_t *template_codes, const uint32_t *template_bits,
                   Py_ssize_t template_kept, const uint32_t *plain_bits, Py_ssize_t size,
                   const int32_t *repeat, const int32_t *original, Py_ssize_t repeats,
-                  uint8_t *codes, uint32_t *changed, uint32_t *out_bits, Py_ssize_t out_words,
-                  int32_t *palette, Py_ssize_t *kept_out, Py_ssize_t *distinct_out);
+                  uint8_t *codes, uint32_t *changed, const uint32_t *dropped,
+                  uint32_t *out_bits, Py_ssize_t out_words, int32_t *palette,
+                  Py_ssize_t *kept_out, Py_ssize_t *distinct_out);
 
 Py_ssize_t count_word_bits(const uint32_t *words, Py_ssize_t count); /* set bits */
 
