@@ -521,7 +521,7 @@ VISIT_PATTERNS = [
     r'\["(?:[^"\\]|\\n){0,40}"(?:,"[a-z ]{1,5}")*\]',
     # neither: numbers, words, a choice (the whole trie)
     r"(?:-?[0-9]+(?:\.[0-9]{1,4})?|true|false|null|abc|abd|[0-9a-f]{8})",
-    # strings leaving out a few plain bytes, bounded and free (exclusions_visit's way),
+    # strings leaving out a few plain bytes, bounded and free (diverted_visit, none diverted),
     # and one leaving out other bytes after its first character (the whole trie)
     r'\["[^,"\\]{1,30}"(?:,"[^,:"\\]*")*\]|"[^,"\\][^;"\\]{0,9}"',
     # strings whose non-ASCII characters part ways (their text tokens walked), free and

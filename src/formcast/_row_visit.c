@@ -13,6 +13,8 @@
  *   loops on every plain byte and every non-ASCII character (formcast._subset's
  *   utf8_steps), the text tokens (vocabulary.TextTokens) are not walked: whole ones end
  *   there, cut ones inside a character, and only the special trie is walked;
+ * - else a string leaving out a few plain bytes (`[^,"]{1,255}`): the same template, less
+ *   the plain tokens holding one of them (diverted_visit, with no byte diverted);
  * - else an object's key, where most plain bytes lead to states that loop on every plain
  *   byte (index._first_byte_row): the plain tokens under the other first bytes (declared
  *   names' initials) and the other tokens are walked, and the row's bits are the plain
@@ -30,8 +32,8 @@
  *
  * A row of at most 1 / sorted_share of the vocabulary comes back sorted, with its bits; a
  * larger one coded one byte a token (index._scattered, index._templated: a string's from
- * the template of its chain's shape, which template_of gives). The tests compare every
- * row with index.py's own ways.
+ * the template of its chain's shape, which template_of gives; such a row is sorted only
+ * up to 1 / TEMPLATED_SHARE). The tests compare every row with index.py's own ways.
  *
  * Every row is built under the automaton's lock by the caller, with the GIL held (the
  * builder makes Python objects). When the table lacks room for a row's new states, the
@@ -141,7 +143,7 @@ typedef struct {
     Py_ssize_t repeats[2];
     PyObject *template_of; /* shape -> (codes, bits): the plain tokens' template, or None */
     /* () -> the plain tokens containing each byte (256 x words), asked the first time a
-     * chain with exclusions is met (exclusions_visit); None: that way is not taken */
+     * chain leaving out plain bytes is met (diverted_visit); None: that way is not taken */
     PyObject *by_byte_of;
     Held by_byte_held;
     const uint32_t *by_byte;
@@ -209,34 +211,10 @@ static int one_plain_target(const Visitor *v, const int32_t *row, int32_t *targe
     return 1;
 }
 
-/* The plain bytes `row` sends to DEAD (into `excluded`, their count returned) where every
- * other plain byte leads to one state (*target, DEAD when none does); -1 where the live
- * ones part ways. */
-static int plain_exclusions(const Visitor *v, const int32_t *row, int32_t *target,
-                            uint8_t *excluded) {
-    int32_t live = DEAD;
-    int count = 0;
-    for (Py_ssize_t k = 0; k < v->plain_count; k++) {
-        int32_t next = row[v->plain_bytes[k]];
-        if (next == DEAD)
-            excluded[count++] = v->plain_bytes[k];
-        else if (live == DEAD)
-            live = next;
-        else if (next != live)
-            return -1;
-    }
-    *target = live;
-    return count;
-}
-
 /* chain[k], for 2 <= k < links: the one state k plain bytes lead to from chain[0] (DEAD
- * stays DEAD, a loop stays put), where every live state of the chain sends the same
- * `count` plain bytes `excluded` to DEAD (none: one_plain_target's chains) and the others
- * to one state; a state sending every plain byte to DEAD ends the chain. 1 whole, 0
- * parted on the way (or excluding other bytes), 2 no room, -1 error. */
-static int follow_chain(const Visitor *v, Walk *w, int32_t *chain, const uint8_t *excluded,
-                           int count) {
-    uint8_t own[256];
+ * stays DEAD, a loop stays put); a state sending every plain byte to DEAD ends the
+ * chain. 1 whole, 0 parted on the way, 2 no room, -1 error. */
+static int follow_chain(const Visitor *v, Walk *w, int32_t *chain) {
     for (Py_ssize_t k = 2; k < v->links; k++) {
         int32_t current = chain[k - 1];
         if (current == DEAD || current == chain[k - 2]) {
@@ -245,10 +223,7 @@ static int follow_chain(const Visitor *v, Walk *w, int32_t *chain, const uint8_t
         }
         int built = build_row(w, current);
         if (built <= 0) return built < 0 ? -1 : 2;
-        int mine = plain_exclusions(v, w->table + (Py_ssize_t)current * 256, &chain[k], own);
-        if (mine < 0) return 0;
-        if (chain[k] != DEAD && (mine != count || (count && memcmp(own, excluded, (size_t)count))))
-            return 0;
+        if (!one_plain_target(v, w->table + (Py_ssize_t)current * 256, &chain[k])) return 0;
     }
     return 1;
 }
@@ -419,27 +394,6 @@ static PyObject *scattered(const Visitor *v, Walk *w, int which, int32_t *table)
     return tuple_of(items, 3);
 }
 
-/* Drop from a coded row (codes, bits, *kept) the plain tokens holding any of the
- * `count` bytes `excluded`: their union first (in `dropped`, `words` long), then one pass
- * over the row's words. */
-static void drop_excluded(const Visitor *v, uint8_t *codes, uint32_t *bits, Py_ssize_t *kept,
-                          const uint8_t *excluded, int count, uint32_t *dropped) {
-    memcpy(dropped, v->by_byte + (Py_ssize_t)excluded[0] * v->words, (size_t)v->words * 4);
-    for (int e = 1; e < count; e++) {
-        const uint32_t *holding = v->by_byte + (Py_ssize_t)excluded[e] * v->words;
-        for (Py_ssize_t word = 0; word < v->words; word++) dropped[word] |= holding[word];
-    }
-    for (Py_ssize_t word = 0; word < v->words; word++) {
-        uint32_t gone = bits[word] & dropped[word];
-        if (!gone) continue;
-        bits[word] &= ~gone;
-        for (; gone; gone &= gone - 1) {
-            codes[word * 32 + __builtin_ctz(gone)] = 0;
-            (*kept)--;
-        }
-    }
-}
-
 /* A large row on its template (VISIT_TEMPLATED): the template's codes, shared, and the
  * tokens whose code differs from theirs as (id, state) pairs, ascending. Only a token
  * that is not plain can differ (a plain one keeps its length's code, its repeats too;
@@ -502,16 +456,21 @@ static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_
     return take(PyTuple_GET_ITEM(template, 1), &held[1], 0, 4, v->words, "template bits");
 }
 
+/* A row on its template comes back sorted when it holds at most 1 / TEMPLATED_SHARE of
+ * the vocabulary, else on its template (templated_row): its pairs (~15k tokens of a
+ * hostname's letters and digits, a third of the vocabulary) cost ~30 us to list, sort
+ * and copy out, where its template's codes are shared and its bits made anyway. */
+#define TEMPLATED_SHARE 16
+
 /* index._templated: the plain tokens' template of the chain's shape, the walked tokens
  * and the repeats written over it (in `codes`, the visit's scratch of a byte a token),
- * less the plain tokens holding one of the `count` bytes `excluded` (exclusions_visit),
- * or (`diverted`, not NULL) less those its `dropped` marks before the walked tokens,
- * plain ones too, are written (diverted_visit): sorted when small, else on its template
+ * where `diverted` is not NULL less the plain tokens its `dropped` marks, before the
+ * walked tokens, plain ones too, are written (diverted_visit): sorted when small, else
+ * on its template
  * (templated_row). Py_None where it does not apply (more than 255 states): the caller
  * then leaves the row to index.py, or walks the whole trie. */
 static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
-                             const uint8_t *excluded, int count, uint8_t *codes,
-                             const uint32_t *counted_bits, uint32_t *changed,
+                             uint8_t *codes, const uint32_t *counted_bits, uint32_t *changed,
                              PyObject *fetched, const Diverted *diverted) {
     PyObject *template =
         fetched ? Py_NewRef(fetched) : PyObject_CallOneArg(v->template_of, shape);
@@ -535,15 +494,12 @@ static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, Py
     } else if (status != FINE) {
         PyErr_SetString(PyExc_ValueError, "expected token ids below the size");
     } else {
-        if (count) /* the walk's states are read no more: their buffer is free */
-            drop_excluded(v, codes, (uint32_t *)PyBytes_AS_STRING(bits), &kept, excluded, count,
-                          (uint32_t *)w->out_states);
         if (counted_bits) { /* tokens at chain[1] the walk counted (chain_visit): bits alone */
             uint32_t *out = (uint32_t *)PyBytes_AS_STRING(bits);
             for (Py_ssize_t word = 0; word < v->words; word++) out[word] |= counted_bits[word];
             palette[0] = chain[1]; /* an allowed token of code 0 that no pair names */
         }
-        if (kept * v->sorted_share <= v->size && !counted_bits) {
+        if (kept * TEMPLATED_SHARE <= v->size && !counted_bits) {
             result = sorted_of_codes(v, codes, palette, bits, w->out_ids, w->out_states);
             bits = NULL; /* sorted_of_codes took it */
         } else {
@@ -749,7 +705,7 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
     if (shape != Py_None && v->template_of != Py_None) {
         /* a row with counted bits is templated whatever it keeps (on_template), so its
          * codes need not be whole: those it sets are marked, past the counted bits */
-        PyObject *row = on_template(v, w, chain, shape, NULL, 0, (uint8_t *)table,
+        PyObject *row = on_template(v, w, chain, shape, (uint8_t *)table,
                                     counting ? counted : NULL, counting ? counted + v->words : NULL,
                                     template, NULL);
         Py_CLEAR(template);
@@ -775,61 +731,6 @@ static PyObject *chain_visit(const Visitor *v, Walk *w, int32_t state, const int
     return tuple_of(items, 4);
 }
 
-/* -- strings whose characters leave out a few plain bytes ------------------------------ */
-
-#define NOT_EXCLUDED ((PyObject *)2) /* exclusions_visit: the way does not apply */
-/* Live plain bytes a state needs for exclusions_visit: with fewer, its walk meets few
- * plain tokens, and a template pass over the vocabulary would cost more. */
-#define EXCLUSIONS_MIN_LIVE 48
-
-/* The plain tokens by the bytes they hold, asked of by_byte_of the first time. 0, or -1
- * with an exception set. */
-static int hold_by_byte(Visitor *v) {
-    if (v->by_byte) return 0;
-    PyObject *found = PyObject_CallNoArgs(v->by_byte_of);
-    if (!found) return -1;
-    int taken = take(found, &v->by_byte_held, 0, 4, 256 * v->words, "by_byte");
-    Py_DECREF(found); /* the held buffer keeps it */
-    if (taken < 0) return -1;
-    v->by_byte = v->by_byte_held.view.buf;
-    return 0;
-}
-
-/* A string whose characters leave out a few plain bytes (`[^,"]{1,255}`): the plain
- * bytes but those lead from each state of the chain to one state, as one_plain_target's
- * chains do, so a plain token's state is the chain's at its length unless it holds one
- * of the excluded bytes. The other tokens are walked and written over the template of the
- * chain's shape, then the plain tokens holding an excluded byte are dropped: no walk of
- * the plain trie, whose every node such a chain would otherwise visit (~100k). The same
- * row as the whole trie's walk; NOT_EXCLUDED where the way does not apply. */
-static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *chain,
-                                  uint8_t *codes) {
-    if (v->by_byte_of == Py_None || v->template_of == Py_None || v->links < 2)
-        return NOT_EXCLUDED;
-    uint8_t excluded[256];
-    int count = plain_exclusions(v, w->table + (Py_ssize_t)state * 256, &chain[1], excluded);
-    if (count <= 0 || chain[1] == DEAD || v->plain_count - count < EXCLUSIONS_MIN_LIVE)
-        return NOT_EXCLUDED;
-    int whole = follow_chain(v, w, chain, excluded, count);
-    if (whole != 1) return whole < 0 ? NULL : whole == 2 ? retry() : NOT_EXCLUDED;
-    if (hold_by_byte(v) < 0) return NULL;
-    PyObject *shape = chain_shape(v, chain);
-    if (shape == NULL || shape == Py_None) {
-        Py_XDECREF(shape);
-        return shape ? NOT_EXCLUDED : NULL;
-    }
-    int walked = walk_root(v, w, TRIE_OTHER, state);
-    PyObject *row = walked <= 0
-                        ? (walked < 0 ? NULL : retry())
-                        : on_template(v, w, chain, shape, excluded, count, codes, NULL, NULL,
-                                      NULL, NULL);
-    Py_DECREF(shape);
-    if (row != Py_None) return row;
-    Py_DECREF(row);
-    w->filled = 0; /* more than 255 states: the whole trie is walked instead */
-    return NOT_EXCLUDED;
-}
-
 /* -- strings whose characters part at a few plain bytes ---------------------------------
  *
  * A pattern's characters often split the plain bytes three ways: most lead along a chain
@@ -852,6 +753,19 @@ static PyObject *exclusions_visit(Visitor *v, Walk *w, int32_t state, int32_t *c
 /* Live plain bytes off the chain a diverted_visit takes at most: each widens the part of
  * the plain trie its nodes are looked for in. */
 #define DIVERTED_MAX 16
+
+/* The plain tokens by the bytes they hold, asked of by_byte_of the first time. 0, or -1
+ * with an exception set. */
+static int hold_by_byte(Visitor *v) {
+    if (v->by_byte) return 0;
+    PyObject *found = PyObject_CallNoArgs(v->by_byte_of);
+    if (!found) return -1;
+    int taken = take(found, &v->by_byte_held, 0, 4, 256 * v->words, "by_byte");
+    Py_DECREF(found); /* the held buffer keeps it */
+    if (taken < 0) return -1;
+    v->by_byte = v->by_byte_held.view.buf;
+    return 0;
+}
 
 /* The plain bytes of `row` that lead to the live state most of them lead to (*next):
  * flags in `on_chain` (256); 1 where they are at least DIVERTED_MIN_CHAIN, else 0. */
@@ -1006,22 +920,44 @@ static int off_chain_tokens(Visitor *v, const uint64_t *off, uint32_t *out) {
     return 0;
 }
 
-/* The row of a state whose plain bytes part three ways (see above): NOT_DIVERTED where
- * they do not, or where the row would lie on its template with more than 255 states. */
-static PyObject *diverted_visit(Visitor *v, Walk *w, int32_t state, int32_t *chain,
-                                const Scratch *scratch) {
-    if (v->by_byte_of == Py_None || v->template_of == Py_None || v->links < 2 || v->repeats[0])
-        return NOT_DIVERTED;
-    uint8_t on_chain[256], diverted[256];
+/* How a state's plain bytes part (chain_bytes, follow_diverted), found once a visit: the
+ * way is tried before an object key's with no byte diverted (a string leaving out a few
+ * plain bytes, `[^,"]{1,255}`), and after it with up to DIVERTED_MAX. */
+typedef struct {
+    int known;  /* asked already */
+    int status; /* 1: a chain diverted at `count` bytes; 0: not such a state */
     int count;
-    if (!chain_bytes(v, w->table + (Py_ssize_t)state * 256, on_chain, &chain[1]))
+    uint8_t on_chain[256], diverted[256];
+} Split;
+
+/* The row of a state whose plain bytes part three ways (see above), where at most `most`
+ * bytes divert: NOT_DIVERTED where they do not, or where the row would lie on its
+ * template with more than 255 states. `split` is the visit's (zeroed before its first
+ * call). */
+static PyObject *diverted_visit(Visitor *v, Walk *w, int32_t state, int32_t *chain,
+                                const Scratch *scratch, Split *split, int most) {
+    if (v->by_byte_of == Py_None || v->template_of == Py_None || v->links < 2)
         return NOT_DIVERTED;
-    int whole = follow_diverted(v, w, chain, on_chain, diverted, &count);
-    if (whole != 1) return whole < 0 ? NULL : whole == 2 ? retry() : NOT_DIVERTED;
+    if (!split->known) {
+        split->known = 1;
+        split->status = 0;
+        if (chain_bytes(v, w->table + (Py_ssize_t)state * 256, split->on_chain, &chain[1])) {
+            int whole = follow_diverted(v, w, chain, split->on_chain, split->diverted,
+                                        &split->count);
+            if (whole < 0) return NULL;
+            if (whole == 2) return retry();
+            split->status = whole;
+        }
+    }
+    /* a walked plain token's repeats would need its state too: only the template's are */
+    if (!split->status || split->count > most || (split->count && v->repeats[0]))
+        return NOT_DIVERTED;
+    const uint8_t *on_chain = split->on_chain;
     if (hold_by_byte(v) < 0) return NULL;
     PyObject *shape = chain_shape(v, chain);
     if (shape == NULL || shape == Py_None) {
         Py_XDECREF(shape);
+        split->status = 0;
         return shape ? NOT_DIVERTED : NULL;
     }
     /* the codes, then two masks (scratch_table_bytes): the dropped tokens, the listed */
@@ -1031,17 +967,19 @@ static PyObject *diverted_visit(Visitor *v, Walk *w, int32_t state, int32_t *cha
     uint64_t diverted_bits[4] = {0, 0, 0, 0}, off[4] = {0, 0, 0, 0};
     for (Py_ssize_t k = 0; k < v->plain_count; k++) {
         uint8_t byte = v->plain_bytes[k];
-        if (diverted[byte]) diverted_bits[byte >> 6] |= (uint64_t)1 << (byte & 63);
+        if (split->diverted[byte]) diverted_bits[byte >> 6] |= (uint64_t)1 << (byte & 63);
         if (!on_chain[byte]) off[byte >> 6] |= (uint64_t)1 << (byte & 63);
     }
-    if (off_chain_tokens(v, off, dropped) < 0) return NULL;
+    if (off_chain_tokens(v, off, dropped) < 0) {
+        Py_DECREF(shape);
+        return NULL;
+    }
     PyObject *row = NULL;
     w->filled = 0;
     int walked = walk_root(v, w, TRIE_OTHER, state);
-    Py_ssize_t found = 0;
-    if (walked == 1 && count) {
-        found = diverted_nodes(v, w, chain, on_chain, diverted_bits, scratch->pending_nodes,
-                               scratch->pending_states);
+    if (walked == 1 && split->count) {
+        Py_ssize_t found = diverted_nodes(v, w, chain, on_chain, diverted_bits,
+                                          scratch->pending_nodes, scratch->pending_states);
         walked = found < 0 ? -1
                            : walk_from(v, w, TRIE_PLAIN, scratch->pending_nodes,
                                        scratch->pending_states, found);
@@ -1049,11 +987,12 @@ static PyObject *diverted_visit(Visitor *v, Walk *w, int32_t state, int32_t *cha
     if (walked <= 0)
         row = walked < 0 ? NULL : retry();
     else
-        row = on_template(v, w, chain, shape, NULL, 0, codes, NULL, NULL, NULL, &parts);
+        row = on_template(v, w, chain, shape, codes, NULL, NULL, NULL, &parts);
     Py_DECREF(shape);
     if (row != Py_None) return row;
     Py_DECREF(row);
-    w->filled = 0; /* more than 255 states: the whole trie is walked instead */
+    split->status = 0; /* more than 255 states: the whole trie is walked instead */
+    w->filled = 0;
     return NOT_DIVERTED;
 }
 
@@ -1250,21 +1189,23 @@ static PyObject *taken(Visitor *v, int way, PyObject *answer) {
 
 static PyObject *visit_state(Visitor *v, Walk *w, int32_t state, const Scratch *scratch) {
     int32_t *chain = scratch->chain;
+    Split split;
+    split.known = 0;
     int built = build_row(w, state);
     if (built <= 0) return built < 0 ? NULL : retry();
     chain[0] = state;
     if (one_plain_target(v, w->table + (Py_ssize_t)state * 256, &chain[1])) {
-        int whole = follow_chain(v, w, chain, NULL, 0);
+        int whole = follow_chain(v, w, chain);
         if (whole < 0) return NULL;
         if (whole == 2) return retry();
         if (whole == 1) return taken(v, WAY_CHAIN, chain_visit(v, w, state, chain, scratch->table));
     } else {
-        PyObject *excluding = exclusions_visit(v, w, state, chain, (uint8_t *)scratch->table);
-        if (excluding != NOT_EXCLUDED) return taken(v, WAY_EXCLUDED, excluding);
+        PyObject *excluding = diverted_visit(v, w, state, chain, scratch, &split, 0);
+        if (excluding != NOT_DIVERTED) return taken(v, WAY_EXCLUDED, excluding);
     }
     PyObject *key = first_byte_visit(v, w, state, scratch->table);
     if (key != NOT_A_KEY) return taken(v, WAY_KEY, key);
-    PyObject *diverting = diverted_visit(v, w, state, chain, scratch);
+    PyObject *diverting = diverted_visit(v, w, state, chain, scratch, &split, DIVERTED_MAX);
     if (diverting != NOT_DIVERTED) return taken(v, WAY_DIVERTED, diverting);
     int walked = walk_root(v, w, TRIE_ALL, state);
     if (walked <= 0) return walked < 0 ? NULL : retry();
