@@ -112,8 +112,10 @@ class Cursor:
             # (TokenIndex.cached_packed_mask inline; a slice assignment, ~0.1 us less than
             # np.copyto)
             index = self.index
-            key = (self.state, index.vocabulary.size if width is None else width)
+            key = (self.state, index._size if width is None else width)
             packed = index._packed.get(key)
+            if packed is None:  # a first visit's, in one flat pass where it can
+                packed = index._first_packed(key)
             if packed is not None:
                 if out is None:
                     return packed.copy()

@@ -150,18 +150,21 @@ class _Row:
     no override names (a character that is not plain, which the visit set in the bits
     instead of listing it) takes ``palette[0]``, which is :data:`DEAD` in other rows."""
 
-    __slots__ = (
-        "_ids",
-        "_next",
-        "_raw",
-        "bits",
-        "dense",
-        "distances",
-        "longest",
-        "lookup",
-        "overrides",
-        "palette",
-    )
+    # What a row holds, None where it holds nothing of the kind: class defaults, so that a
+    # sorted row a visit answered sets its two alone (_sorted_row: ~0.2 us less a first
+    # visit than an __init__ setting all ten)
+    _ids: IntArray | None = None
+    _next: IntArray | None = None
+    # a visit's answer of a sorted row, (kind, ids, states, bits) as int32 and uint32
+    # bytes: a step reads them by a binary search in C, the arrays are made only when read
+    _raw: tuple[Any, ...] | None = None
+    bits: npt.NDArray[np.uint32] | None = None
+    dense: npt.NDArray[np.int32] | npt.NDArray[np.uint8] | None = None
+    palette: IntArray | None = None
+    lookup: _FirstByteLookup | None = None
+    overrides: tuple[bytes, bytes] | None = None
+    distances: IntArray | None = None
+    longest: tuple[int, int] | None = None  # see TokenIndex._longest
 
     def __init__(
         self,
@@ -171,30 +174,19 @@ class _Row:
         dense: npt.NDArray[np.int32] | npt.NDArray[np.uint8] | None = None,
         palette: IntArray | None = None,
         lookup: _FirstByteLookup | None = None,
-        raw: tuple[bytes, bytes] | None = None,
         overrides: tuple[bytes, bytes] | None = None,
     ) -> None:
-        if (
-            dense is None
-            and lookup is None
-            and raw is None
-            and (token_ids is None or next_states is None)
-        ):
+        if dense is None and lookup is None and (token_ids is None or next_states is None):
             raise ValueError("expected a row's tokens and states, its dense table or lookup")
+        if overrides is not None and (bits is None or dense is None or palette is None):
+            raise ValueError("expected a templated row's bits, codes and palette")
         self._ids = token_ids
         self._next = next_states
-        # a visit's sorted tokens and states as it answered them (int32 bytes): a step
-        # reads them by a binary search in C, and the arrays are made only when read
-        self._raw = raw
         self.bits = bits
         self.dense = dense
         self.palette = palette
         self.lookup = lookup
         self.overrides = overrides
-        if overrides is not None and (bits is None or dense is None or palette is None):
-            raise ValueError("expected a templated row's bits, codes and palette")
-        self.distances: IntArray | None = None
-        self.longest: tuple[int, int] | None = None  # see TokenIndex._longest
 
     @property
     def token_ids(self) -> IntArray:
@@ -222,7 +214,7 @@ class _Row:
         """The state ``token_id`` leads to (:data:`DEAD` if none) in a dense row, one read
         by first byte, or one a visit answered (:attr:`stepped_directly`)."""
         if self._raw is not None and native_walk is not None:
-            return int(native_walk.state_after(self._raw[0], self._raw[1], token_id))
+            return int(native_walk.state_after(self._raw[1], self._raw[2], token_id))
         if self.lookup is not None:
             return self.lookup.state_of(token_id)
         dense = self.dense
@@ -256,8 +248,8 @@ class _Row:
         read by first byte lays out its table here, the first time (O(vocabulary)); a
         visit's reads its bytes in place."""
         if self._raw is not None:
-            self._next = _ints(self._raw[1])
-            self._ids = _ints(self._raw[0])
+            self._next = _ints(self._raw[2])
+            self._ids = _ints(self._raw[1])
             return
         if self.dense is None and self.lookup is not None:
             self.dense, self.palette = self.lookup.table()
@@ -313,6 +305,9 @@ class TokenIndex:
         """The warnings compiling the constraint emitted (:func:`formcast.errors.warning_data`
         form), said again when a cache hands the index out."""
         self._usable_bytes = vocabulary.single_byte_tokens >= 0
+        # the vocabulary's size and its words of bits, read at every first visit
+        self._size = vocabulary.size
+        self._words = (vocabulary.size + 31) // 32
         self._rows: dict[int, _Row] = {}
         self._distances: dict[int, int] = {}
         self._packed: dict[tuple[int, int], npt.NDArray[np.uint32]] = {}
@@ -578,10 +573,9 @@ class TokenIndex:
         cached = self._packed.get(key)
         if cached is not None:
             return cached
-        if self._visits and state not in self._rows and state != DEAD:
-            visited = self._visit_packed(state, width)
-            if visited is not None:
-                return visited
+        visited = self._first_packed(key)
+        if visited is not None:
+            return visited
         found = self._row(state)
         words = (width + 31) // 32
         eos = self._eos_ids
@@ -603,28 +597,32 @@ class TokenIndex:
         with self._lock:
             return self._packed.setdefault(key, packed)
 
-    def _visit_packed(self, state: int, width: int) -> npt.NDArray[np.uint32] | None:
-        """:meth:`packed_mask` of a state not visited yet, where :meth:`_visited` makes its
-        row, in one flat pass: the row kept, and its bits kept as the mask where they are
-        the mask (no EOS to add, as wide as the logits); None where they are not (the row
-        is kept: the caller goes on from it). The calls of the general way were ~2 us of
-        a small first visit's ~6 of Python (first_visits.py small)."""
-        automaton = self.automaton
-        assert isinstance(automaton, TableAutomaton)  # as _visits says
+    def _first_packed(self, key: tuple[int, int]) -> npt.NDArray[np.uint32] | None:
+        """:meth:`packed_mask` of ``key`` (state, width) where its state was not visited
+        and :meth:`_visited` makes its row, in one flat pass: the row kept, and its bits
+        kept as the mask where they are the mask (no EOS to add, ``width`` the
+        vocabulary's size or past it in the same words); None elsewhere (the row kept, if
+        made: the caller goes on from it). Cursor.bitmask calls it on a miss: the general
+        way's calls and checks were ~1.7 us of a small first visit's ~3 of Python
+        (first_visits.py small)."""
+        state, width = key
+        if width < self._size or (width + 31) >> 5 != self._words or not self._visits:
+            return None
+        if state in self._rows or state == DEAD:
+            return None
+        automaton: Any = self.automaton  # a TableAutomaton, as _visits says
         found = automaton.visit_building(self._visit, state)
         if found is None:
             return None
         row = self._rows.setdefault(state, _row_of_visit(found, self.vocabulary))
         bits = row.bits
-        if (
-            bits is None
-            or bits.size != (width + 31) >> 5
-            or (self._eos_ids.size and automaton._accepting[state])
-        ):
+        if bits is None or bits.size != self._words:
+            return None
+        if self._eos_ids.size and automaton._accepting[state]:  # EOS to add: a copy
             return None
         if bits.flags.writeable:  # not the visit's bytes read in place
             bits.setflags(write=False)  # the row's bits are never written
-        return self._packed.setdefault((state, width), bits)
+        return self._packed.setdefault(key, bits)
 
     def forced_bytes(self, state: int, limit: int = 256) -> bytes:
         """The bytes the automaton forces from ``state``: while a state is not accepting and
@@ -1698,6 +1696,18 @@ def _ints(data: bytes) -> IntArray:
     return np.frombuffer(data, _INT32)
 
 
+_new_object = object.__new__
+
+
+def _sorted_row(found: tuple[Any, ...]) -> _Row:
+    """The row of a visit's sorted answer (kind, ids, states, bits), read in place: its bits
+    and the answer alone set (see :attr:`_Row._raw`)."""
+    row: _Row = _new_object(_Row)
+    row.bits = np.frombuffer(found[3], _UINT32)
+    row._raw = found
+    return row
+
+
 def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
     """The row a Visitor's visit answered (its arrays as bytes, read in place): sorted
     with its bits; coded one byte a token, or a table of states, with its bits; a
@@ -1706,7 +1716,7 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
     its template could not make (:func:`_scattered`)."""
     kind = found[0]
     if kind == _VISIT_SORTED:
-        return _Row(None, None, np.frombuffer(found[3], _UINT32), raw=found[1:3])
+        return _sorted_row(found)
     if kind == _VISIT_CODED:
         codes = np.frombuffer(found[1], _UINT8)
         return _Row(None, None, np.frombuffer(found[3], _UINT32), codes, _ints(found[2]))
