@@ -924,6 +924,35 @@ _DIVERTED_TOKENS = [
 ] + [w.encode() for w in ["@x", "co.uk", "9-9", "abc.", "x--", "a:b", "Ab-12", '-1"', '.io"']]
 
 
+def _reachable_rows_as_index_py(
+    pattern: str, tokens: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> Vocabulary:
+    """Every reachable state of ``pattern`` (over ``tokens``, each once) visited by the
+    Visitor first, then its row, mask and steps compared with index.py's; the
+    vocabulary."""
+    import formcast.automaton.lazy as lazy_module
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(tokens)), [0])
+    visited = TokenIndex(LazyAutomaton(pattern), vocabulary)
+    states = _reachable(visited, 150)  # by the Visitor, before index.py's ways take over
+    with monkeypatch.context() as patched:
+        patched.setattr(TokenIndex, "_visited", lambda self, state: None)
+        reference = TokenIndex(visited.automaton, vocabulary)
+        probes = range(vocabulary.size)
+        for state in states:
+            assert index_row(visited, state) == index_row(reference, state), pattern
+            assert np.array_equal(
+                visited.packed_mask(state, vocabulary.size),
+                reference.packed_mask(state, vocabulary.size),
+            ), pattern
+            assert [visited.next_state(state, t) for t in probes] == [
+                reference.next_state(state, t) for t in probes
+            ], pattern
+    return vocabulary
+
+
 @pytest.mark.parametrize("pattern", _DIVERTED_PATTERNS)
 def test_strings_parting_at_a_few_bytes_visit_as_index_py_walks(
     pattern: str, monkeypatch: pytest.MonkeyPatch
@@ -932,28 +961,26 @@ def test_strings_parting_at_a_few_bytes_visit_as_index_py_walks(
     (the Visitor's diverted way: a template, and a walk below the nodes where a token
     leaves the chain): every reachable state's row, mask and steps are index.py's, and
     the way was taken."""
-    import formcast.automaton.lazy as lazy_module
     import formcast.index
 
-    if lazy_module.native_subset is None:
-        pytest.skip("formcast._subset was not built")
-    tokens = list(dict.fromkeys([*VISIT_TOKENS, *_DIVERTED_TOKENS]))
-    vocabulary = Vocabulary.from_token_bytes(tokens, [0])
-    visited = TokenIndex(LazyAutomaton(pattern), vocabulary)
-    states = _reachable(visited, 150)  # by the Visitor, before index.py's ways take over
+    tokens = [*VISIT_TOKENS, *_DIVERTED_TOKENS]
+    vocabulary = _reachable_rows_as_index_py(pattern, tokens, monkeypatch)
     assert formcast.index._visitor(vocabulary).ways["diverted"] > 0
-    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
-    reference = TokenIndex(visited.automaton, vocabulary)
-    probes = range(vocabulary.size)
-    for state in states:
-        assert index_row(visited, state) == index_row(reference, state), pattern
-        assert np.array_equal(
-            visited.packed_mask(state, vocabulary.size),
-            reference.packed_mask(state, vocabulary.size),
-        ), pattern
-        assert [visited.next_state(state, t) for t in probes] == [
-            reference.next_state(state, t) for t in probes
-        ], pattern
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r'"[^"\\]{4}[a-z]*"', r'"[^"\\]{0,6}"', r'\["[^"\\]{3}(?:[^"\\]{2}|é)*"\]'],
+    ids=["parting", "ending", "characters"],
+)
+def test_a_chain_past_its_counted_links_reads_the_plain_bytes_edges(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A string's chain past the links whose characters the text tokens count is read
+    off the plain bytes' edges (formcast._subset's plain_step), its rows unbuilt: where
+    the chain parts there, ends, or counts characters otherwise, every reachable
+    state's row is index.py's."""
+    _reachable_rows_as_index_py(pattern, [*VISIT_TOKENS, *_TEXT_TOKENS], monkeypatch)
 
 
 def _reachable(index: TokenIndex, limit: int) -> list[int]:

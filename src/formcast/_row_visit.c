@@ -135,6 +135,7 @@ typedef struct {
     const int32_t *plain_root;     /* 256 entries: the plain trie's node of each byte, or -1 */
     const uint8_t *plain_bytes;    /* the bytes that stand for themselves in a string */
     Py_ssize_t plain_count;
+    uint64_t plain_mask[4];        /* the same, as byte flags */
     const uint32_t *plain_bits;    /* the plain tokens, packed (words) */
     const uint32_t *bits_by_first; /* the plain tokens by first byte (256 x words) */
     Py_ssize_t size, words, links, first_byte_min, sorted_share;
@@ -211,14 +212,42 @@ static int one_plain_target(const Visitor *v, const int32_t *row, int32_t *targe
     return 1;
 }
 
+/* The characters a chain of plain bytes may count for text tokens (chain_counts_text's
+ * steps lie on the stack: 768 bytes a link). */
+#define TEXT_CHAIN_MAX 16
+
+/* The links of a chain whose rows follow_chain builds: those whose characters
+ * chain_counts_text counts for the text tokens (text_max_chars; the walks build the
+ * others they read). Past them a link is read off the plain bytes' edges alone
+ * (plain_step): a bounded string's row interns the states inside its UTF-8 characters
+ * too, and the chain runs to the longest plain token (80 bytes in SmolLM2's vocabulary):
+ * its first visit built 80 rows and ~700 states, ~0.4 ms. */
+static Py_ssize_t chain_rows(const Visitor *v) {
+    return v->has_text && v->text_max_chars <= TEXT_CHAIN_MAX ? v->text_max_chars : 1;
+}
+
 /* chain[k], for 2 <= k < links: the one state k plain bytes lead to from chain[0] (DEAD
  * stays DEAD, a loop stays put); a state sending every plain byte to DEAD ends the
- * chain. 1 whole, 0 parted on the way, 2 no room, -1 error. */
+ * chain. The rows of its first chain_rows links are built. 1 whole, 0 parted on the
+ * way, 2 no room, -1 error. */
 static int follow_chain(const Visitor *v, Walk *w, int32_t *chain) {
+    Py_ssize_t rows = chain_rows(v);
     for (Py_ssize_t k = 2; k < v->links; k++) {
         int32_t current = chain[k - 1];
         if (current == DEAD || current == chain[k - 2]) {
             chain[k] = current;
+            continue;
+        }
+        if (k - 1 >= rows && w->plain_step && w->build) {
+            int64_t next = w->plain_step(w->nfa, current, v->plain_mask, w->writable_table,
+                                         w->states, w->accepting, w->sets);
+            if (next == -1) return -1;
+            if (next == STEP_NO_ROOM) {
+                w->build = NULL; /* as build_row: nothing more is built in this call */
+                return 2;
+            }
+            if (next == PLAIN_PARTS) return 0;
+            chain[k] = (int32_t)next;
             continue;
         }
         int built = build_row(w, current);
@@ -595,9 +624,6 @@ static void take_cut_tokens(const Visitor *v, Walk *w, const int32_t *steps_firs
     }
 }
 
-/* The characters a chain of plain bytes may count for text tokens (chain_counts_text's
- * steps lie on the stack: 768 bytes a link). */
-#define TEXT_CHAIN_MAX 16
 
 /* Whether each non-ASCII character counts one link of `chain`, as a plain byte does (a
  * string of bounded length): from chain[k] every well-formed character leads to
@@ -605,7 +631,7 @@ static void take_cut_tokens(const Visitor *v, Walk *w, const int32_t *steps_firs
  * characters a text token needs (text_max_chars). steps + k * 3 * UTF8_LEADS: the
  * states inside a character from chain[k] (DEAD where none lives). 1, 0 (also where the
  * chain is shorter than that, or the Visitor has no text tokens), -1 with an exception
- * set. The rows of chain[0 .. links - 2] are built (follow_chain). */
+ * set. The rows of chain[0 .. text_max_chars) are built (follow_chain). */
 static int chain_counts_text(const Visitor *v, Walk *w, const int32_t *chain, int32_t *steps) {
     if (!v->has_text || w->utf8 == NULL || v->text_max_chars > TEXT_CHAIN_MAX ||
         v->text_max_chars >= v->links - 1)
@@ -1443,6 +1469,8 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
     if (take(plain, &self->held[HELD_PLAIN], 0, 1, 1, "plain_bytes") < 0) return -1;
     self->plain_bytes = self->held[HELD_PLAIN].view.buf;
     self->plain_count = self->held[HELD_PLAIN].view.len;
+    for (Py_ssize_t k = 0; k < self->plain_count; k++)
+        self->plain_mask[self->plain_bytes[k] >> 6] |= (uint64_t)1 << (self->plain_bytes[k] & 63);
     if (self->plain_count > 256) {
         PyErr_SetString(PyExc_ValueError, "expected at most 256 plain bytes");
         return -1;

@@ -47,6 +47,11 @@
  *   lack room for it. Exported to formcast._trie_walk as the capsule `_step_state`: a
  *   walk reads a few children's entries below a trie node without building the row.
  * .kept_step(state, byte) -> target: the entry step kept there, or -1 (computes nothing).
+ * .plain_step(state, plain, table, accepting, sets) -> target: the one state every byte
+ *   `plain` (32 bytes of flags) leads to, read off the edges where the row is not built
+ *   (nothing but the target registered); -3 where they part ways. Exported to
+ *   formcast._trie_walk as the capsule `_plain_step`: a string's chain past the links
+ *   its walk reads.
  * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
  *   state) reachable from `state` by epsilon edges.
  * .members(state) -> frozenset: the NFA members of a DFA state held here.
@@ -71,6 +76,7 @@
 #define SUBSET_API "formcast._subset._build_state"
 #define UTF8_API "formcast._subset._utf8_steps"
 #define STEP_API "formcast._subset._step_state"
+#define PLAIN_API "formcast._subset._plain_step"
 
 typedef struct {
     int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
@@ -103,6 +109,7 @@ typedef struct {
     Map utf8_known;
     Vec utf8_pool;
     Map steps; /* (DFA state << 8 | byte) -> the state step_state found there */
+    Map plain_steps; /* DFA state -> plain_step's answer there */
     Vec pool;
     /* a concrete state's closure offset (-1: not computed) and the stamp of the search
      * that met it: concrete ids are dense, and most states are concrete, so these
@@ -114,6 +121,7 @@ typedef struct {
     Seen seen;
     Vec stack, found, eps, edges, chain, join;
     Vec runs, succ, targets; /* a row's runs (see compute_runs) */
+    Vec clipped;                /* plain_step's edges cut to the plain bytes */
     Vec order, active, covering, before; /* compute_runs' sweep */
     Interned states; /* the DFA states held here, by their NFA members (see _int_tables.h) */
     Py_ssize_t rows_computed; /* rows computed, kept or not (see build_state) */
@@ -592,6 +600,108 @@ static int64_t step_state(Nfa *self, int32_t sid, int byte, const Target *at) {
     return target;
 }
 
+/* -- the state every plain byte leads to ----------------------------------------------
+ *
+ * A string's chain of plain bytes (formcast._trie_walk's visit) follows, from a state,
+ * the one state every plain byte leads to, and on, as far as the vocabulary's longest
+ * plain token (80 bytes in SmolLM2's). Inside a bounded string each link is a new state
+ * whose row, built to read it off, adds the states inside its UTF-8 characters too (~9),
+ * while only the chain's first links are walked below. plain_step reads the link off
+ * the plain bytes' edges alone: nothing but the target is interned, and no row is
+ * written. */
+
+#define PLAIN_PARTS (-3) /* plain_step: the plain bytes do not all lead to one state */
+
+/* self->edges cut to the bytes `mask` (four words) marks, kept in place. 0, or -1 with
+ * an exception set. */
+static int edges_cut_to(Nfa *self, const uint64_t *mask) {
+    int spans[256], count = 0;
+    for (int a = 0; a < 256; a++) {
+        if (!(mask[a >> 6] >> (a & 63) & 1)) continue;
+        int b = a;
+        while (b + 1 < 256 && (mask[(b + 1) >> 6] >> ((b + 1) & 63) & 1)) b++;
+        spans[count++] = a;
+        spans[count++] = b;
+        a = b;
+    }
+    Vec *edges = &self->edges, *pieces = &self->clipped;
+    pieces->size = 0;
+    for (Py_ssize_t e = 0; e < edges->size; e += 3) {
+        int64_t lo = edges->data[e], hi = edges->data[e + 1], to = edges->data[e + 2];
+        for (int k = 0; k < count; k += 2) {
+            int64_t a = lo > spans[k] ? lo : spans[k], b = hi < spans[k + 1] ? hi : spans[k + 1];
+            if (a > b) continue;
+            if (vec_reserve(pieces, 3) < 0) return -1;
+            pieces->data[pieces->size++] = a;
+            pieces->data[pieces->size++] = b;
+            pieces->data[pieces->size++] = to;
+        }
+    }
+    if (vec_reserve(edges, pieces->size) < 0) return -1;
+    memcpy(edges->data, pieces->data, (size_t)pieces->size * sizeof(int64_t));
+    edges->size = pieces->size;
+    return 0;
+}
+
+/* The one state every byte of `plain` (four words of byte flags, not all clear) leads to
+ * from DFA state `sid`, its row built or not: DEAD where none lives, PLAIN_PARTS where
+ * they part ways (some dead, or to different states), registering the target when new
+ * (as its row would: the same state, id and acceptance); STEP_NO_ROOM where the table
+ * lacks room for it (nothing registered), -1 on error. Kept by state: a string's chain
+ * is asked again at each of its first visits. */
+static int64_t plain_step(Nfa *self, int32_t sid, const uint64_t *plain, const Target *at) {
+    Interned *states = &self->states;
+    if (states->count < PyList_GET_SIZE(at->sets) &&
+        interned_sync(states, &self->found, at->sets, 0, INT64_MAX) < 0)
+        return -1;
+    if (sid < 0 || sid >= at->capacity || sid >= states->count) {
+        PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %d", sid);
+        return -1;
+    }
+    int64_t kept;
+    if (map_get(&self->plain_steps, sid, &kept)) return kept;
+    Py_ssize_t plains = 0;
+    for (int w = 0; w < 4; w++) plains += __builtin_popcountll(plain[w]);
+    const int32_t *row = at->table + (Py_ssize_t)sid * 256;
+    int64_t target = DEAD;
+    if (row[0] != UNBUILT) { /* read off the row */
+        int first = 1;
+        for (int byte = 0; byte < 256 && target != PLAIN_PARTS; byte++) {
+            if (!(plain[byte >> 6] >> (byte & 63) & 1)) continue;
+            if (first) target = row[byte];
+            else if (row[byte] != target) target = PLAIN_PARTS;
+            first = 0;
+        }
+    } else {
+        if (state_edges(self, sid) < 0 || edges_cut_to(self, plain) < 0 ||
+            compute_runs(self) < 0)
+            return -1;
+        Py_ssize_t runs = self->runs.size / 4, covered = 0;
+        const int64_t *first = runs ? self->runs.data : NULL;
+        for (Py_ssize_t r = 0; r < runs; r++) {
+            const int64_t *run = self->runs.data + 4 * r;
+            covered += run[1] - run[0] + 1;
+            if (run[3] != first[3] ||
+                memcmp(self->succ.data + run[2], self->succ.data + first[2],
+                       (size_t)run[3] * sizeof(int64_t)))
+                return map_put(&self->plain_steps, sid, PLAIN_PARTS) < 0 ? -1 : PLAIN_PARTS;
+        }
+        if (runs && covered != plains)
+            return map_put(&self->plain_steps, sid, PLAIN_PARTS) < 0 ? -1 : PLAIN_PARTS;
+        if (runs) {
+            const int64_t *succ = self->succ.data + first[2];
+            uint64_t h = hash_members(succ, first[3]);
+            target = interned_find(states, succ, first[3], h);
+            if (target < 0) {
+                if (states->count + 1 > at->capacity) return STEP_NO_ROOM;
+                target = new_state(self, succ, first[3], h, at);
+                if (target < 0) return -1;
+            }
+        }
+    }
+    return map_put(&self->plain_steps, sid, target) < 0 ? -1 : target;
+}
+
 /* -- UTF-8 characters taken whole ----------------------------------------------------
  *
  * A string's state loops on every plain byte, and (most often) on every well-formed
@@ -807,6 +917,19 @@ static int build_state_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_
     return build_state((Nfa *)nfa, sid, &at);
 }
 
+/* The C API for formcast._trie_walk (a capsule named PLAIN_API): plain_step's codes,
+ * where `nfa` is an Nfa. */
+static int64_t plain_step_api(PyObject *nfa, int32_t sid, const uint64_t *plain,
+                              int32_t *table, Py_ssize_t capacity, uint8_t *accepting,
+                              PyObject *sets) {
+    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets)) {
+        PyErr_SetString(PyExc_TypeError, "expected an Nfa and a list of states");
+        return -1;
+    }
+    Target at = {table, accepting, capacity, sets};
+    return plain_step((Nfa *)nfa, sid, plain, &at);
+}
+
 /* The C API for formcast._trie_walk (a capsule named STEP_API): step_state's codes, where
  * `nfa` is an Nfa. */
 static int64_t step_state_api(PyObject *nfa, int32_t sid, int byte, int32_t *table,
@@ -841,6 +964,45 @@ static PyObject *Nfa_step(Nfa *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
         } else {
             int64_t target = step_state(self, state, byte, &at);
+            if (target != -1) result = PyLong_FromLongLong(target);
+        }
+    }
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return result;
+}
+
+/* plain_step(state, plain, table, accepting, sets) -> target: see plain_step (plain: 32
+ * bytes of byte flags; -3 where the plain bytes part ways, -2 no room). */
+static PyObject *Nfa_plain_step(Nfa *self, PyObject *args) {
+    int state;
+    Py_buffer plain;
+    PyObject *objects[2];
+    Target at;
+    if (!PyArg_ParseTuple(args, "iy*OOO!:plain_step", &state, &plain, &objects[0], &objects[1],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    uint64_t mask[4] = {0, 0, 0, 0};
+    int good = plain.len == 32;
+    if (good) memcpy(mask, plain.buf, 32);
+    PyBuffer_Release(&plain);
+    if (!good || !(mask[0] | mask[1] | mask[2] | mask[3])) {
+        PyErr_SetString(PyExc_ValueError, "expected 32 bytes of byte flags, some set");
+        return NULL;
+    }
+    Py_buffer views[2];
+    const Py_ssize_t itemsizes[2] = {4, 1};
+    const int writable[2] = {1, 1};
+    int held = hold_buffers(objects, 2, itemsizes, writable, views,
+                            "expected an int32 table and uint8 flags");
+    PyObject *result = NULL;
+    if (held == 2) {
+        at.table = views[0].buf;
+        at.capacity = views[0].len / (4 * 256);
+        at.accepting = views[1].buf;
+        if (views[1].len < at.capacity) {
+            PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
+        } else {
+            int64_t target = plain_step(self, state, mask, &at);
             if (target != -1) result = PyLong_FromLongLong(target);
         }
     }
@@ -917,6 +1079,7 @@ static void Nfa_dealloc(Nfa *self) {
     vec_free(&self->pool);
     map_free(&self->utf8_known);
     map_free(&self->steps);
+    map_free(&self->plain_steps);
     vec_free(&self->utf8_pool);
     PyMem_Free(self->bases);
     PyMem_Free(self->extra_first);
@@ -932,6 +1095,7 @@ static void Nfa_dealloc(Nfa *self) {
     vec_free(&self->chain);
     vec_free(&self->join);
     vec_free(&self->runs);
+    vec_free(&self->clipped);
     vec_free(&self->succ);
     vec_free(&self->targets);
     vec_free(&self->order);
@@ -1073,6 +1237,10 @@ static PyMethodDef Nfa_methods[] = {
      "step(state, byte, table, accepting, sets) -> target: the entry of `state`'s row at"
      " `byte`, computed alone where the row is not built (the table is left as it is; a"
      " new state is registered as a row registers it); -2 where the table lacks room."},
+    {"plain_step", (PyCFunction)Nfa_plain_step, METH_VARARGS,
+     "plain_step(state, plain, table, accepting, sets) -> target: the one state every byte "
+     "`plain` flags (32 bytes) leads to, its row built or not (-3: they part ways; -2: no "
+     "room)"},
     {"kept_step", (PyCFunction)Nfa_kept_step, METH_VARARGS,
      "kept_step(state, byte) -> target: the entry step() computed and keeps there, or -1."},
     {"closure", (PyCFunction)Nfa_closure, METH_O,
@@ -1110,7 +1278,8 @@ PyMODINIT_FUNC PyInit__subset(void) {
         module_with_rows(&module_def, &NfaType, "Nfa", (void *)build_state_api, SUBSET_API);
     if (!module) return NULL;
     if (add_capsule(module, (void *)utf8_steps_api, UTF8_API, "_utf8_steps") < 0 ||
-        add_capsule(module, (void *)step_state_api, STEP_API, "_step_state") < 0) {
+        add_capsule(module, (void *)step_state_api, STEP_API, "_step_state") < 0 ||
+        add_capsule(module, (void *)plain_step_api, PLAIN_API, "_plain_step") < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -383,19 +383,22 @@ PyDoc_STRVAR(walk_doc,
 "pending only when the table lacks room for the states its row would add. Without it\n"
 "the walk releases the GIL.");
 
-/* formcast._subset's row construction, utf8_steps and step_state (its capsules, imported
- * once) into the walk: 0, or -1 with an exception set. */
+/* formcast._subset's row construction, utf8_steps, step_state and plain_step (its
+ * capsules, imported once) into the walk: 0, or -1 with an exception set. */
 static int use_subset(Walk *w) {
     static BuildState build = NULL;
     static Utf8Steps utf8 = NULL;
     static StepState step = NULL;
+    static PlainStep plain = NULL;
     if (!build) build = (BuildState)PyCapsule_Import(SUBSET_API, 0);
     if (build && !utf8) utf8 = (Utf8Steps)PyCapsule_Import(UTF8_API, 0);
     if (utf8 && !step) step = (StepState)PyCapsule_Import(STEP_API, 0);
-    if (!step) return -1;
+    if (step && !plain) plain = (PlainStep)PyCapsule_Import(PLAIN_API, 0);
+    if (!plain) return -1;
     w->build = build;
     w->utf8 = utf8;
     w->step = step;
+    w->plain_step = plain;
     return 0;
 }
 

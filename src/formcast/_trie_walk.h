@@ -36,6 +36,15 @@ typedef int64_t (*StepState)(PyObject *nfa, int32_t state, int byte, int32_t *ta
                              Py_ssize_t capacity, uint8_t *accepting, PyObject *sets);
 #define STEP_API "formcast._subset._step_state"
 #define STEP_NO_ROOM (-2)
+/* formcast._subset's plain_step (the capsule PLAIN_API): the one state every byte `plain`
+ * (four words of byte flags) leads to from a state, its row built or not, registering it
+ * as a row would; DEAD where none lives, PLAIN_PARTS where they part ways, STEP_NO_ROOM,
+ * -1 on error. */
+typedef int64_t (*PlainStep)(PyObject *nfa, int32_t state, const uint64_t *plain,
+                             int32_t *table, Py_ssize_t capacity, uint8_t *accepting,
+                             PyObject *sets);
+#define PLAIN_API "formcast._subset._plain_step"
+#define PLAIN_PARTS (-3)
 /* A node with at most this many children, whose state's row is not built, reads its
  * children's entries by StepState instead of building the row, where the walk says so
  * (Walk.read_entries; see visit). */
@@ -72,6 +81,7 @@ typedef struct {
     BuildState build;
     Utf8Steps utf8; /* where the rows are a lazy DFA's (formcast._subset), else NULL */
     StepState step; /* the same */
+    PlainStep plain_step; /* the same */
     /* below a node of a few children whose state's row is not built, read those
      * children's entries alone by `step` (an object key's walk under its names' initials:
      * a name's prefix is met at a node or two; elsewhere a state met at many nodes costs

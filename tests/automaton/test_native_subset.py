@@ -426,6 +426,83 @@ def test_a_step_without_room_registers_nothing() -> None:
         native.step(start, 0, small.astype(np.int64), automaton._accepting, sets)
 
 
+def _plain_stepped_then_built(nfa: Nfa, explored: int, plain: bytes) -> None:
+    """The automaton of ``nfa`` with ``explored`` rows built breadth-first; for every other
+    registered state (up to 12), ``plain_step`` over the bytes ``plain`` flags, then the
+    state's row built: where the row sends all those bytes to one state, that state (the
+    same id, registered as the row registers it), else -3."""
+    automaton = LazyAutomaton.of_nfa(nfa)
+    automaton.build_breadth_first(explored)
+    native = automaton._native_nfa()
+    assert native is not None
+    flags = np.frombuffer(plain, dtype=np.uint8)
+    chosen = np.flatnonzero(np.unpackbits(flags, bitorder="little"))
+    unbuilt = [s for s in range(1, automaton.num_states) if automaton.table[s, 0] == -1][:12]
+    for state in unbuilt:
+        with automaton._lock:
+            automaton._reserve(1)
+            found = native.plain_step(
+                state, plain, automaton._table, automaton._accepting, automaton._sets
+            )
+            automaton._took_in()
+        assert automaton.table[state, 0] == -1  # the row is left as it was
+        automaton.build_rows([state])
+        targets = set(automaton.table[state, chosen].tolist())
+        assert found == (targets.pop() if len(targets) == 1 else -3), (nfa.pattern, state)
+        # asked again with the row built: read off it, the same
+        with automaton._lock:
+            again = native.plain_step(
+                state, plain, automaton._table, automaton._accepting, automaton._sets
+            )
+        assert again == found
+    for state in range(1, automaton.num_states):
+        assert automaton.is_accepting(state) == (nfa.final in automaton._members(state))
+
+
+def _byte_flags(data: bytes) -> bytes:
+    flags = np.zeros(256, dtype=np.uint8)
+    flags[list(data)] = 1
+    return np.packbits(flags, bitorder="little").tobytes()
+
+
+# printable ASCII but the quote and the backslash (a string's plain bytes), and letters
+_PLAIN = _byte_flags(bytes(b for b in range(32, 127) if b not in b'"\\'))
+_LETTERS = _byte_flags(b"abcdefghijklmnopqrstuvwxyz")
+
+
+@VIRTUAL
+@pytest.mark.parametrize("plain", [_PLAIN, _LETTERS], ids=["plain", "letters"])
+def test_the_state_every_plain_byte_leads_to_is_the_one_its_row_holds(
+    virtual: bool, plain: bytes
+) -> None:
+    """``plain_step`` reads off a state's edges the one state every flagged byte leads to
+    (or -3 where they part ways), as its row holds it once built: over the corpus, an
+    object key's names, and strings counted and bounded (as virtual copies too)."""
+    strings = [r'"[^"\\]{3,40}"', r'"[^"\\]{2}[a-z]{0,9}x?"', r'"(?:[a-m]|[n-z]){0,12}"']
+    for pattern in [*CORPUS, _KEYS, *strings]:
+        _plain_stepped_then_built(nfa_of(pattern, virtual), 4, plain)
+
+
+def test_a_plain_step_without_room_registers_nothing() -> None:
+    """A plain step that would register a state where the table has no room answers -2
+    and leaves the states as they were; a mask with no byte, and bad ids, are refused."""
+    automaton = LazyAutomaton(r'"[a-z]{0,4}"')
+    start = automaton.walk(b'"')
+    native = automaton._native_nfa()
+    assert native is not None and automaton.table[start, 0] == -1
+    sets = automaton._sets
+    small = automaton._table[: len(sets)].copy()
+    count = len(sets)
+    assert native.plain_step(start, _LETTERS, small, automaton._accepting, sets) == -2
+    assert len(sets) == count
+    with pytest.raises(ValueError, match="32 bytes of byte flags"):
+        native.plain_step(start, bytes(32), small, automaton._accepting, sets)
+    with pytest.raises(ValueError, match="32 bytes of byte flags"):
+        native.plain_step(start, b"\xff", small, automaton._accepting, sets)
+    with pytest.raises(ValueError, match="DFA state id"):
+        native.plain_step(count + 3, _LETTERS, small, automaton._accepting, sets)
+
+
 # -------------------------------------------------------------------- states held in C
 
 
