@@ -1722,10 +1722,13 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
         return _Row(None, None, np.frombuffer(found[3], _UINT32), codes, _ints(found[2]))
     if kind == _VISIT_TABLE:
         return _Row(None, None, np.frombuffer(found[2], _UINT32), _ints(found[1]))
-    if kind == _VISIT_TEMPLATED:
-        _, template_codes, palette, ids, states, bits = found
-        bits_array = np.frombuffer(bits, _UINT32)
-        return _Row(None, None, bits_array, template_codes, _ints(palette), overrides=(ids, states))
+    if kind == _VISIT_TEMPLATED:  # the fields alone, as _sorted_row sets them
+        row: _Row = _new_object(_Row)
+        row.bits = np.frombuffer(found[5], _UINT32)
+        row.dense = found[1]
+        row.palette = np.frombuffer(found[2], _INT32)
+        row.overrides = (found[3], found[4])
+        return row
     if kind == _VISIT_FIRST_BYTE:
         _, ids, states, bits, by_first, palette, unread, others = found
         by_first_codes = np.frombuffer(by_first, _UINT8)
@@ -1736,7 +1739,9 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
                 vocabulary, by_first_codes, looping, _ints(unread), [_ints(ids)], [_ints(states)]
             )
         bits_array = np.frombuffer(bits, _UINT32)
-        lookup = _FirstByteLookup(
+        key_row: _Row = _new_object(_Row)
+        key_row.bits = bits_array
+        key_row.lookup = _FirstByteLookup(
             vocabulary,
             by_first_codes,
             palette_states,
@@ -1744,7 +1749,7 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
             _ints(states),
             others=(others, bits_array),
         )
-        return _Row(None, None, bits_array, lookup=lookup)
+        return key_row
     if kind != _VISIT_CHAIN:
         raise AssertionError(f"expected a visit's answer, found {found!r:.80}")
     _, chain, ids, states = found
