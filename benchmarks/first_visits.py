@@ -520,6 +520,8 @@ def _by_way(
 
 
 def ways(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) -> None:
+    visitor = index_module._visitor(vocabulary)
+    before = visitor.ways
     masks = _cold_and_built(tokenizer, vocabulary, _paths(every, names))
     times = np.array([mask[0] for mask in masks])
     print(
@@ -536,6 +538,8 @@ def ways(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) 
             f"  {name:<20}{len(group):>7,}{cold_us:>9.1f}{built_us:>12.1f}{rows:>17.1f}"
             f"{cold_us * len(group) / 1e3:>16.1f}"
         )
+    made = {way: count - before[way] for way, count in visitor.ways.items()}
+    print(f"rows the Visitor made, cold and with the rows built, by its own ways: {made}")
 
 
 def band(tokenizer: Any, vocabulary: Vocabulary, every: int, names: str | None) -> None:

@@ -942,6 +942,30 @@ static int64_t step_state_api(PyObject *nfa, int32_t sid, int byte, int32_t *tab
     return step_state((Nfa *)nfa, sid, byte, &at);
 }
 
+/* The table and flags a Python call passes (`objects`: the int32 table, uint8 flags a
+ * row), held in `views` as the Target's (its sets the caller's): 1, or 0 with an
+ * exception set and nothing held. release_target lets them go after a 1. */
+static int hold_target(PyObject *const *objects, Py_buffer *views, Target *at) {
+    const Py_ssize_t itemsizes[2] = {4, 1};
+    const int writable[2] = {1, 1};
+    int held = hold_buffers(objects, 2, itemsizes, writable, views,
+                            "expected an int32 table and uint8 flags");
+    if (held == 2) {
+        at->table = views[0].buf;
+        at->capacity = views[0].len / (4 * 256);
+        at->accepting = views[1].buf;
+        if (views[1].len >= at->capacity) return 1;
+        PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
+    }
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return 0;
+}
+
+static void release_target(Py_buffer *views) {
+    PyBuffer_Release(&views[0]);
+    PyBuffer_Release(&views[1]);
+}
+
 /* step(state, byte, table, accepting, sets) -> target: see step_state (-2: no room). */
 static PyObject *Nfa_step(Nfa *self, PyObject *args) {
     int state, byte;
@@ -951,24 +975,10 @@ static PyObject *Nfa_step(Nfa *self, PyObject *args) {
                           &PyList_Type, &at.sets))
         return NULL;
     Py_buffer views[2];
-    const Py_ssize_t itemsizes[2] = {4, 1};
-    const int writable[2] = {1, 1};
-    int held = hold_buffers(objects, 2, itemsizes, writable, views,
-                            "expected an int32 table and uint8 flags");
-    PyObject *result = NULL;
-    if (held == 2) {
-        at.table = views[0].buf;
-        at.capacity = views[0].len / (4 * 256);
-        at.accepting = views[1].buf;
-        if (views[1].len < at.capacity) {
-            PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
-        } else {
-            int64_t target = step_state(self, state, byte, &at);
-            if (target != -1) result = PyLong_FromLongLong(target);
-        }
-    }
-    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    return result;
+    if (!hold_target(objects, views, &at)) return NULL;
+    int64_t target = step_state(self, state, byte, &at);
+    release_target(views);
+    return target == -1 ? NULL : PyLong_FromLongLong(target);
 }
 
 /* plain_step(state, plain, table, accepting, sets) -> target: see plain_step (plain: 32
@@ -990,24 +1000,10 @@ static PyObject *Nfa_plain_step(Nfa *self, PyObject *args) {
         return NULL;
     }
     Py_buffer views[2];
-    const Py_ssize_t itemsizes[2] = {4, 1};
-    const int writable[2] = {1, 1};
-    int held = hold_buffers(objects, 2, itemsizes, writable, views,
-                            "expected an int32 table and uint8 flags");
-    PyObject *result = NULL;
-    if (held == 2) {
-        at.table = views[0].buf;
-        at.capacity = views[0].len / (4 * 256);
-        at.accepting = views[1].buf;
-        if (views[1].len < at.capacity) {
-            PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
-        } else {
-            int64_t target = plain_step(self, state, mask, &at);
-            if (target != -1) result = PyLong_FromLongLong(target);
-        }
-    }
-    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    return result;
+    if (!hold_target(objects, views, &at)) return NULL;
+    int64_t target = plain_step(self, state, mask, &at);
+    release_target(views);
+    return target == -1 ? NULL : PyLong_FromLongLong(target);
 }
 
 /* kept_step(state, byte) -> target: the entry step_state computed there and keeps, or -1

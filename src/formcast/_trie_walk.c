@@ -947,11 +947,10 @@ static inline uint8_t code_now(const uint8_t *codes, const uint8_t *template_cod
     return template_codes[token];
 }
 
-/* Give `token` the code `code`, keeping its bit and the count of kept tokens right (and
- * its mark in `changed`, where given). */
-static void set_code(uint8_t *codes, const uint8_t *template_codes, uint32_t *changed,
-                     uint32_t *bits, Py_ssize_t *kept, int32_t token, uint8_t code) {
-    uint8_t old = code_now(codes, template_codes, changed, token);
+/* Give `token`, whose code is `old`, the code `code`, keeping its bit and the count of
+ * kept tokens right (and its mark in `changed`, where given); set_code reads `old`. */
+static inline void set_code_over(uint8_t *codes, uint32_t *changed, uint32_t *bits,
+                                 Py_ssize_t *kept, int32_t token, uint8_t old, uint8_t code) {
     uint32_t bit = (uint32_t)1 << (token & 31);
     codes[token] = code;
     if (changed) changed[token >> 5] |= bit;
@@ -962,6 +961,12 @@ static void set_code(uint8_t *codes, const uint8_t *template_codes, uint32_t *ch
         bits[token >> 5] |= bit;
         (*kept)++;
     }
+}
+
+static void set_code(uint8_t *codes, const uint8_t *template_codes, uint32_t *changed,
+                     uint32_t *bits, Py_ssize_t *kept, int32_t token, uint8_t code) {
+    set_code_over(codes, changed, bits, kept, token,
+                  code_now(codes, template_codes, changed, token), code);
 }
 
 /* The core of scatter_on_template (see its docstring), without the GIL: FINE with *kept
@@ -1028,10 +1033,16 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
             int code = state == DEAD ? 0 : palette_code(&map, state, 0);
             if (dropped && !changed && (dropped[id >> 5] >> (id & 31) & 1))
                 codes[id] = 0; /* its template code stands no more: its bit is clear */
+            /* a token that is not plain has no template code: where the codes are marked,
+             * the template's (49 KB, seldom in cache) is not read for it */
+            int plain = plain_bits[id >> 5] >> (id & 31) & 1;
+            uint8_t old = plain ? code_now(codes, template_codes, changed, id)
+                          : !changed || (changed[id >> 5] >> (id & 31) & 1) ? codes[id]
+                                                                             : 0;
             if (code < 0)
                 status = TOO_MANY;
             else
-                set_code(codes, template_codes, changed, out_bits, &kept, id, (uint8_t)code);
+                set_code_over(codes, changed, out_bits, &kept, id, old, (uint8_t)code);
         }
     }
     for (Py_ssize_t k = 0; k < repeats && status == FINE; k++) {

@@ -405,15 +405,21 @@ def test_an_entry_computed_alone_is_the_one_its_row_holds(virtual: bool) -> None
         _stepped_then_built(nfa_of(pattern, virtual), 6)
 
 
-def test_a_step_without_room_registers_nothing() -> None:
-    """A step that would register a state where the table has no room answers -2 and
-    leaves the states as they were; bad ids and bytes are refused."""
+def _short_of_room() -> tuple[LazyAutomaton, int, Any, np.ndarray]:
+    """A bounded string's automaton, the state inside its quote (row unbuilt), its Nfa and
+    a copy of its table with no room past the states registered."""
     automaton = LazyAutomaton(r'"[a-z]{0,4}"')
     start = automaton.walk(b'"')
     native = automaton._native_nfa()
     assert native is not None and automaton.table[start, 0] == -1
+    return automaton, start, native, automaton._table[: len(automaton._sets)].copy()
+
+
+def test_a_step_without_room_registers_nothing() -> None:
+    """A step that would register a state where the table has no room answers -2 and
+    leaves the states as they were; bad ids and bytes are refused."""
+    automaton, start, native, small = _short_of_room()
     sets = automaton._sets
-    small = automaton._table[: len(sets)].copy()
     count = len(sets)
     assert native.step(start, ord("a"), small, automaton._accepting, sets) == -2
     assert len(sets) == count and native.kept_step(start, ord("a")) == -1
@@ -486,12 +492,8 @@ def test_the_state_every_plain_byte_leads_to_is_the_one_its_row_holds(
 def test_a_plain_step_without_room_registers_nothing() -> None:
     """A plain step that would register a state where the table has no room answers -2
     and leaves the states as they were; a mask with no byte, and bad ids, are refused."""
-    automaton = LazyAutomaton(r'"[a-z]{0,4}"')
-    start = automaton.walk(b'"')
-    native = automaton._native_nfa()
-    assert native is not None and automaton.table[start, 0] == -1
+    automaton, start, native, small = _short_of_room()
     sets = automaton._sets
-    small = automaton._table[: len(sets)].copy()
     count = len(sets)
     assert native.plain_step(start, _LETTERS, small, automaton._accepting, sets) == -2
     assert len(sets) == count
