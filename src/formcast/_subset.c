@@ -499,12 +499,9 @@ static int64_t new_state(Nfa *self, const int64_t *succ, Py_ssize_t count, uint6
     return sid;
 }
 
-/* Build the row of DFA state `sid` into the table: 1 when built, 0 when it was built
- * already, 2 when the table may lack room for the states it adds (those of its runs not
- * interned yet, at most 256: nothing is registered then), -1 on error (an exception
- * set). The new states' rows are UNBUILT before the row's entries are written, each
- * once, from UNBUILT to its final value. */
-static int build_state(Nfa *self, int32_t sid, const Target *at) {
+/* The states Python registered since the last call taken in, and `sid` one of those
+ * held: 0, or -1 with an exception set. */
+static int held_state(Nfa *self, int32_t sid, const Target *at) {
     Interned *states = &self->states;
     if (states->count < PyList_GET_SIZE(at->sets) &&
         interned_sync(states, &self->found, at->sets, 0, INT64_MAX) < 0)
@@ -513,6 +510,17 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
         PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %d", sid);
         return -1;
     }
+    return 0;
+}
+
+/* Build the row of DFA state `sid` into the table: 1 when built, 0 when it was built
+ * already, 2 when the table may lack room for the states it adds (those of its runs not
+ * interned yet, at most 256: nothing is registered then), -1 on error (an exception
+ * set). The new states' rows are UNBUILT before the row's entries are written, each
+ * once, from UNBUILT to its final value. */
+static int build_state(Nfa *self, int32_t sid, const Target *at) {
+    Interned *states = &self->states;
+    if (held_state(self, sid, at) < 0) return -1;
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
     if (target[0] != UNBUILT) return 0;
     if (state_edges(self, sid) < 0) return -1;
@@ -651,13 +659,7 @@ static int edges_cut_to(Nfa *self, const uint64_t *mask) {
  * is asked again at each of its first visits. */
 static int64_t plain_step(Nfa *self, int32_t sid, const uint64_t *plain, const Target *at) {
     Interned *states = &self->states;
-    if (states->count < PyList_GET_SIZE(at->sets) &&
-        interned_sync(states, &self->found, at->sets, 0, INT64_MAX) < 0)
-        return -1;
-    if (sid < 0 || sid >= at->capacity || sid >= states->count) {
-        PyErr_Format(PyExc_ValueError, "expected a DFA state id, found %d", sid);
-        return -1;
-    }
+    if (held_state(self, sid, at) < 0) return -1;
     int64_t kept;
     if (map_get(&self->plain_steps, sid, &kept)) return kept;
     Py_ssize_t plains = 0;
