@@ -983,6 +983,39 @@ def test_a_chain_past_its_counted_links_reads_the_plain_bytes_edges(
     _reachable_rows_as_index_py(pattern, [*VISIT_TOKENS, *_TEXT_TOKENS], monkeypatch)
 
 
+@pytest.mark.parametrize(
+    "pattern", [r'\["[a-z]{1,3}"(?:,[0-9]{1,2})*\]', r"(?:abc|alps|[0-9]{1,4})(?:,true)?"]
+)
+def test_a_cursors_first_mask_of_a_state_is_index_pys_with_eos_where_it_accepts(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first mask of each state asked by a cursor (the visit and the mask in one pass,
+    TokenIndex._first_packed) is the mask index.py's ways give, EOS set exactly where the
+    state accepts; states reached breadth-first, each one's mask asked before its row."""
+    import formcast.automaton.lazy as lazy_module
+    from formcast.cursor import Cursor
+
+    if lazy_module.native_subset is None:
+        pytest.skip("formcast._subset was not built")
+    vocabulary = Vocabulary.from_token_bytes(list(dict.fromkeys(VISIT_TOKENS)), [0])
+    size = vocabulary.size
+    visited = TokenIndex(LazyAutomaton(pattern), vocabulary)
+    masks: dict[int, np.ndarray] = {}
+    frontier = [visited.initial_state]
+    while frontier and len(masks) < 60:
+        state = frontier.pop()
+        if state in masks:
+            continue
+        masks[state] = Cursor(visited, state).bitmask(size).copy()
+        frontier.extend(int(s) for s in visited.row(state)[1] if int(s) not in masks)
+    assert any(visited.is_accepting(state) for state in masks)
+    monkeypatch.setattr(TokenIndex, "_visited", lambda self, state: None)
+    reference = TokenIndex(visited.automaton, vocabulary)
+    for state, mask in masks.items():
+        assert np.array_equal(mask, reference.packed_mask(state, size)), (pattern, state)
+        assert bool(mask[0] & 1) == visited.is_accepting(state)  # EOS is token 0
+
+
 def _reachable(index: TokenIndex, limit: int) -> list[int]:
     seen, frontier = {index.initial_state}, [index.initial_state]
     while frontier and len(seen) < limit:

@@ -600,9 +600,9 @@ class TokenIndex:
     def _first_packed(self, key: tuple[int, int]) -> npt.NDArray[np.uint32] | None:
         """:meth:`packed_mask` of ``key`` (state, width) where its state was not visited
         and :meth:`_visited` makes its row, in one flat pass: the row kept, and its bits
-        kept as the mask where they are the mask (no EOS to add, ``width`` the
-        vocabulary's size or past it in the same words); None elsewhere (the row kept, if
-        made: the caller goes on from it). Cursor.bitmask calls it on a miss: the general
+        kept as the mask (with EOS set in an accepting state; ``width`` the vocabulary's
+        size or past it in the same words); None elsewhere (the row kept, if made: the
+        caller goes on from it). Cursor.bitmask calls it on a miss: the general
         way's calls and checks were ~1.7 us of a small first visit's ~3 of Python
         (first_visits.py small)."""
         state, width = key
@@ -610,19 +610,27 @@ class TokenIndex:
             return None
         if state in self._rows or state == DEAD:
             return None
-        automaton: Any = self.automaton  # a TableAutomaton, as _visits says
-        found = automaton.visit_building(self._visit, state)
-        if found is None:
+        visited = self._visited(state)  # the one way to the Visitor: tests switch it off
+        if visited is None:
             return None
-        row = self._rows.setdefault(state, _row_of_visit(found, self.vocabulary))
+        row = self._rows.setdefault(state, visited)
         bits = row.bits
         if bits is None or bits.size != self._words:
             return None
-        if self._eos_ids.size and automaton._accepting[state]:  # EOS to add: a copy
-            return None
+        automaton: Any = self.automaton  # a TableAutomaton, as _visits says: its flags read
+        if self._eos_ids.size and automaton._accepting[state]:  # EOS set too: a copy
+            packed = bits | self._eos_bits
+            packed.setflags(write=False)
+            return self._packed.setdefault(key, packed)
         if bits.flags.writeable:  # not the visit's bytes read in place
             bits.setflags(write=False)  # the row's bits are never written
         return self._packed.setdefault(key, bits)
+
+    @cached_property
+    def _eos_bits(self) -> npt.NDArray[np.uint32]:
+        """The EOS ids as packed bits over the vocabulary's words (an accepting state's
+        mask is its row's bits and these)."""
+        return _packed_bits(self._eos_ids, self._words)
 
     def forced_bytes(self, state: int, limit: int = 256) -> bytes:
         """The bytes the automaton forces from ``state``: while a state is not accepting and
