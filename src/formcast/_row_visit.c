@@ -495,9 +495,8 @@ static int take_template(const Visitor *v, PyObject *template, Held held[2], Py_
  * and the repeats written over it (in `codes`, the visit's scratch of a byte a token),
  * where `diverted` is not NULL less the plain tokens its `dropped` marks, before the
  * walked tokens, plain ones too, are written (diverted_visit): sorted when small, else
- * on its template
- * (templated_row). Py_None where it does not apply (more than 255 states): the caller
- * then leaves the row to index.py, or walks the whole trie. */
+ * on its template (templated_row). Py_None where it does not apply (more than 255
+ * states): the caller then leaves the row to index.py, or walks the whole trie. */
 static PyObject *on_template(const Visitor *v, Walk *w, const int32_t *chain, PyObject *shape,
                              uint8_t *codes, const uint32_t *counted_bits, uint32_t *changed,
                              PyObject *fetched, const Diverted *diverted) {
@@ -623,7 +622,6 @@ static void take_cut_tokens(const Visitor *v, Walk *w, const int32_t *steps_firs
                  inside_character(steps, v->text_cut_depths[k], v->text_cut_leads[k]));
     }
 }
-
 
 /* Whether each non-ASCII character counts one link of `chain`, as a plain byte does (a
  * string of bounded length): from chain[k] every well-formed character leads to
@@ -830,7 +828,7 @@ static int follow_diverted(const Visitor *v, Walk *w, int32_t *chain, const uint
         int32_t current = chain[k];
         int loops = k >= 1 && current == chain[k - 1]; /* its bytes were read already */
         if (k >= 1 && (current == DEAD || loops)) {
-            if (k + 1 < v->links) chain[k + 1] = current;
+            chain[k + 1] = current;
             continue;
         }
         int built = build_row(w, current);
@@ -1469,12 +1467,12 @@ static int Visitor_init(Visitor *self, PyObject *args, PyObject *kwargs) {
     if (take(plain, &self->held[HELD_PLAIN], 0, 1, 1, "plain_bytes") < 0) return -1;
     self->plain_bytes = self->held[HELD_PLAIN].view.buf;
     self->plain_count = self->held[HELD_PLAIN].view.len;
-    for (Py_ssize_t k = 0; k < self->plain_count; k++)
-        self->plain_mask[self->plain_bytes[k] >> 6] |= (uint64_t)1 << (self->plain_bytes[k] & 63);
     if (self->plain_count > 256) {
         PyErr_SetString(PyExc_ValueError, "expected at most 256 plain bytes");
         return -1;
     }
+    for (Py_ssize_t k = 0; k < self->plain_count; k++)
+        self->plain_mask[self->plain_bytes[k] >> 6] |= (uint64_t)1 << (self->plain_bytes[k] & 63);
     if (take(bits, &self->held[HELD_BITS], 0, 4, self->words, "plain_bits") < 0) return -1;
     self->plain_bits = self->held[HELD_BITS].view.buf;
     if (take(by_first, &self->held[HELD_BY_FIRST], 0, 4, 256 * self->words, "bits_by_first") <

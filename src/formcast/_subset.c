@@ -909,13 +909,17 @@ done:
  * an Nfa. The signature is repeated in _trie_walk.c. */
 static PyTypeObject NfaType;
 
+/* Whether the C API's callers passed an Nfa and a list of states (else TypeError). */
+static int api_arguments(PyObject *nfa, PyObject *sets) {
+    if (PyObject_TypeCheck(nfa, &NfaType) && PyList_Check(sets)) return 1;
+    PyErr_SetString(PyExc_TypeError, "expected an Nfa and a list of states");
+    return 0;
+}
+
 static int build_state_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_t capacity,
                            uint8_t *accepting, PyObject *sets) {
-    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets)) {
-        PyErr_SetString(PyExc_TypeError, "expected an Nfa and a list of states");
-        return -1;
-    }
     Target at = {table, accepting, capacity, sets};
+    if (!api_arguments(nfa, sets)) return -1;
     return build_state((Nfa *)nfa, sid, &at);
 }
 
@@ -924,11 +928,8 @@ static int build_state_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_
 static int64_t plain_step_api(PyObject *nfa, int32_t sid, const uint64_t *plain,
                               int32_t *table, Py_ssize_t capacity, uint8_t *accepting,
                               PyObject *sets) {
-    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets)) {
-        PyErr_SetString(PyExc_TypeError, "expected an Nfa and a list of states");
-        return -1;
-    }
     Target at = {table, accepting, capacity, sets};
+    if (!api_arguments(nfa, sets)) return -1;
     return plain_step((Nfa *)nfa, sid, plain, &at);
 }
 
@@ -936,11 +937,8 @@ static int64_t plain_step_api(PyObject *nfa, int32_t sid, const uint64_t *plain,
  * `nfa` is an Nfa. */
 static int64_t step_state_api(PyObject *nfa, int32_t sid, int byte, int32_t *table,
                               Py_ssize_t capacity, uint8_t *accepting, PyObject *sets) {
-    if (!PyObject_TypeCheck(nfa, &NfaType) || !PyList_Check(sets)) {
-        PyErr_SetString(PyExc_TypeError, "expected an Nfa and a list of states");
-        return -1;
-    }
     Target at = {table, accepting, capacity, sets};
+    if (!api_arguments(nfa, sets)) return -1;
     return step_state((Nfa *)nfa, sid, byte, &at);
 }
 

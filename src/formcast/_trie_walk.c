@@ -1033,12 +1033,12 @@ int template_core(const int32_t *ids, const int32_t *states, Py_ssize_t count,
             int code = state == DEAD ? 0 : palette_code(&map, state, 0);
             if (dropped && !changed && (dropped[id >> 5] >> (id & 31) & 1))
                 codes[id] = 0; /* its template code stands no more: its bit is clear */
-            /* a token that is not plain has no template code: where the codes are marked,
-             * the template's (49 KB, seldom in cache) is not read for it */
+            /* code_now, but a token that is not plain has no template code: the template's
+             * (49 KB, seldom in cache) is not read for it */
             int plain = plain_bits[id >> 5] >> (id & 31) & 1;
-            uint8_t old = plain ? code_now(codes, template_codes, changed, id)
-                          : !changed || (changed[id >> 5] >> (id & 31) & 1) ? codes[id]
-                                                                             : 0;
+            uint8_t old = !changed || (changed[id >> 5] >> (id & 31) & 1) ? codes[id]
+                          : plain                                          ? template_codes[id]
+                                                                           : 0;
             if (code < 0)
                 status = TOO_MANY;
             else
