@@ -33,6 +33,10 @@
  * .accepts(members) -> bool: whether a state of these stacks may end (one of them is a
  *   lone frame whose machine may end).
  * .members(state) -> frozenset; .find(members) -> state or -1: the states held here.
+ * .step(state, byte, table, accepting, sets) -> target, .plain_step(state, plain, table,
+ *   accepting, sets) -> target: as formcast._subset.Nfa's, one entry of a row, and the
+ *   one state every plain byte leads to, computed without the row; exported to
+ *   formcast._trie_walk as the capsules `_step_state` and `_plain_step`.
  * .build_rows(states, table, accepting, sets) -> next: as formcast._subset.Nfa's: the
  *   rows of `states` (int32) into `table`, new states appended to `sets` as None with
  *   their acceptance flags; states Python registered in `sets` (frozensets of frames)
@@ -49,6 +53,10 @@
 #include "_int_tables.h"
 
 #define PUSHDOWN_API "formcast._pushdown._build_state"
+#define PUSHDOWN_STEP_API "formcast._pushdown._step_state"
+#define PUSHDOWN_PLAIN_API "formcast._pushdown._plain_step"
+#define STEP_NO_ROOM (-2) /* step_state, plain_step: no room in the table for the target */
+#define PLAIN_PARTS (-3)  /* plain_step: the plain bytes do not all lead to one state */
 #define BOTTOM 0
 
 /* A machine state's info, INFO_FIELDS int64 each in Stacks.infos. */
@@ -105,6 +113,8 @@ typedef struct {
     Map frame_heads; /* a frame hash -> the last frame with it */
     Vec pool;        /* closures: a count, then sorted frames */
     Interned states; /* the sets of stacks, by their top frames (see _int_tables.h) */
+    Map steps;       /* (state << 8 | byte) -> step_state's answer there */
+    Map plain_steps; /* state -> plain_step's answer there */
     /* scratch */
     Vec stack, kept, found, row_members, successors, frontier, following;
     Rows columns;
@@ -556,11 +566,8 @@ static int64_t new_state(Stacks *self, const int64_t *members, Py_ssize_t count,
     return sid;
 }
 
-/* Build the row of state `sid` into the table: 1 when built, 0 when built already, 2 when
- * the table may lack room for the states it adds (nothing registered then), -1 on error.
- * New states are numbered in the order of the bytes that first reach them, as in
- * pushdown.py. */
-static int build_state(Stacks *self, int32_t sid, const Target *at) {
+/* The states Python registered taken in, and `sid` checked: 0, or -1 with an exception. */
+static int held_state(Stacks *self, int32_t sid, const Target *at) {
     Interned *states = &self->states;
     if (states->count < PyList_GET_SIZE(at->sets) &&
         interned_sync(states, &self->found, at->sets, 1, frame_count(self)) < 0)
@@ -569,6 +576,16 @@ static int build_state(Stacks *self, int32_t sid, const Target *at) {
         PyErr_Format(PyExc_ValueError, "expected a live state id, found %d", sid);
         return -1;
     }
+    return 0;
+}
+
+/* Build the row of state `sid` into the table: 1 when built, 0 when built already, 2 when
+ * the table may lack room for the states it adds (nothing registered then), -1 on error.
+ * New states are numbered in the order of the bytes that first reach them, as in
+ * pushdown.py. */
+static int build_state(Stacks *self, int32_t sid, const Target *at) {
+    Interned *states = &self->states;
+    if (held_state(self, sid, at) < 0) return -1;
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
     if (target[0] != UNBUILT) return 0;
     /* the members, aside: interning moves them */
@@ -620,6 +637,106 @@ static int build_state(Stacks *self, int32_t sid, const Target *at) {
     return 1;
 }
 
+/* -- one entry of a row, and the state every plain byte leads to -----------------------
+ *
+ * As formcast._subset's step_state and plain_step, for sets of stacks: a walk below an
+ * object key's declared names reads the one to three entries the trie has below a name's
+ * prefix, where a row costs a column of closures for every distinct byte (an object
+ * key's first visit in a recursive schema built ~20 such rows); and a string's chain
+ * reads its next link off the plain bytes alone. Each target is interned as the row
+ * would intern it (the same members and acceptance) and kept; the table is left as it
+ * is: a row is built whole or not at all. */
+
+/* The state the column `targets` of the members of `sid` leads to (DEAD where all die),
+ * registered when new: >= 0, STEP_NO_ROOM, or -1 with an exception set. */
+static int64_t column_state(Stacks *self, int32_t sid, const int32_t *targets,
+                            const Target *at) {
+    Interned *states = &self->states;
+    const int64_t *held = interned_members(states, sid);
+    Py_ssize_t count = held[0];
+    Vec *own = &self->row_members; /* aside: a closure may run Python (info_of) */
+    own->size = 0;
+    if (vec_reserve(own, count) < 0) return -1;
+    memcpy(own->data, held + 1, (size_t)count * sizeof(int64_t));
+    if (step_column(self, own->data, count, targets) < 0) return -1;
+    const Vec *next = &self->found;
+    if (next->size > self->max_stacks) return refuse_stacks(self, next->size);
+    uint64_t h = hash_members(next->data, next->size);
+    int64_t target = interned_find(states, next->data, next->size, h); /* none live: DEAD */
+    if (target >= 0) return target;
+    if (states->count + 1 > at->capacity) return STEP_NO_ROOM;
+    return new_state(self, next->data, next->size, h, at);
+}
+
+/* The targets of the tops of state `sid`'s members on `byte`, into self->columns. */
+static int top_targets(Stacks *self, int32_t sid, int byte, int32_t **targets) {
+    const int64_t *held = interned_members(&self->states, sid);
+    Py_ssize_t count = held[0];
+    if (rows_reserve(&self->columns, count) < 0) return -1;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int64_t info = frame_at(self, held[1 + k])[FRAME_INFO];
+        self->columns.data[k] = self->rows.data[info_at(self, info)[INFO_ROW] + byte];
+    }
+    *targets = self->columns.data;
+    return 0;
+}
+
+/* The state `byte` leads to from state `sid` (its row built or not), registering it when
+ * new: >= 0, STEP_NO_ROOM (nothing registered), or -1 with an exception set. Kept by
+ * (state, byte). */
+static int64_t step_state(Stacks *self, int32_t sid, int byte, const Target *at) {
+    if (held_state(self, sid, at) < 0) return -1;
+    if (byte < 0 || byte > 255) {
+        PyErr_Format(PyExc_ValueError, "expected a byte, found %d", byte);
+        return -1;
+    }
+    int32_t built = at->table[(Py_ssize_t)sid * 256 + byte];
+    if (built != UNBUILT) return built;
+    int64_t key = (int64_t)sid << 8 | byte, kept;
+    if (map_get(&self->steps, key, &kept)) return kept;
+    int32_t *targets;
+    if (top_targets(self, sid, byte, &targets) < 0) return -1;
+    int64_t target = column_state(self, sid, targets, at);
+    if (target < 0) return target;
+    return map_put(&self->steps, key, target) < 0 ? -1 : target;
+}
+
+/* The one state every byte of `plain` (four words of byte flags, not all clear) leads to
+ * from state `sid`, its row built or not: DEAD where none lives, PLAIN_PARTS where they
+ * part ways (a top's target differs between two plain bytes), registering the target
+ * when new; STEP_NO_ROOM (nothing registered), -1 on error. Kept by state. */
+static int64_t plain_step(Stacks *self, int32_t sid, const uint64_t *plain, const Target *at) {
+    if (held_state(self, sid, at) < 0) return -1;
+    int64_t kept;
+    if (map_get(&self->plain_steps, sid, &kept)) return kept;
+    int bytes[256], plains = 0;
+    for (int byte = 0; byte < 256; byte++)
+        if (plain[byte >> 6] >> (byte & 63) & 1) bytes[plains++] = byte;
+    const int32_t *row = at->table + (Py_ssize_t)sid * 256;
+    int64_t target = DEAD;
+    if (row[0] != UNBUILT) { /* read off the row */
+        target = row[bytes[0]];
+        for (int k = 1; k < plains && target != PLAIN_PARTS; k++)
+            if (row[bytes[k]] != target) target = PLAIN_PARTS;
+    } else {
+        int32_t *targets;
+        if (top_targets(self, sid, bytes[0], &targets) < 0) return -1;
+        const int64_t *held = interned_members(&self->states, sid);
+        for (Py_ssize_t m = 0; m < held[0] && target != PLAIN_PARTS; m++) {
+            int64_t info = frame_at(self, held[1 + m])[FRAME_INFO];
+            const int32_t *top = self->rows.data + info_at(self, info)[INFO_ROW];
+            for (int k = 1; k < plains; k++)
+                if (top[bytes[k]] != targets[m]) {
+                    target = PLAIN_PARTS;
+                    break;
+                }
+        }
+        if (target != PLAIN_PARTS) target = column_state(self, sid, targets, at);
+        if (target < 0 && target != PLAIN_PARTS) return target;
+    }
+    return map_put(&self->plain_steps, sid, target) < 0 ? -1 : target;
+}
+
 /* -- the type ------------------------------------------------------------------------- */
 
 static PyTypeObject StacksType;
@@ -634,6 +751,89 @@ static int build_state_api(PyObject *stacks, int32_t sid, int32_t *table, Py_ssi
     }
     Target at = {table, accepting, capacity, sets};
     return build_state((Stacks *)stacks, sid, &at);
+}
+
+/* The C API for formcast._trie_walk (capsules PUSHDOWN_STEP_API, PUSHDOWN_PLAIN_API):
+ * step_state's and plain_step's codes, where `stacks` is a Stacks. */
+static int api_arguments(PyObject *stacks, PyObject *sets) {
+    if (PyObject_TypeCheck(stacks, &StacksType) && PyList_Check(sets)) return 1;
+    PyErr_SetString(PyExc_TypeError, "expected Stacks and a list of states");
+    return 0;
+}
+
+static int64_t step_state_api(PyObject *stacks, int32_t sid, int byte, int32_t *table,
+                              Py_ssize_t capacity, uint8_t *accepting, PyObject *sets) {
+    Target at = {table, accepting, capacity, sets};
+    if (!api_arguments(stacks, sets)) return -1;
+    return step_state((Stacks *)stacks, sid, byte, &at);
+}
+
+static int64_t plain_step_api(PyObject *stacks, int32_t sid, const uint64_t *plain,
+                              int32_t *table, Py_ssize_t capacity, uint8_t *accepting,
+                              PyObject *sets) {
+    Target at = {table, accepting, capacity, sets};
+    if (!api_arguments(stacks, sets)) return -1;
+    return plain_step((Stacks *)stacks, sid, plain, &at);
+}
+
+/* The table and flags a Python call passes (`objects`: the int32 table, uint8 flags a
+ * row), held in `views` as the Target's: 1, or 0 with an exception set, nothing held. */
+static int hold_target(PyObject *const *objects, Py_buffer *views, Target *at) {
+    const Py_ssize_t itemsizes[2] = {4, 1};
+    const int writable[2] = {1, 1};
+    int held = hold_buffers(objects, 2, itemsizes, writable, views,
+                            "expected an int32 table and uint8 flags");
+    if (held == 2) {
+        at->table = views[0].buf;
+        at->capacity = views[0].len / (4 * 256);
+        at->accepting = views[1].buf;
+        if (views[1].len >= at->capacity) return 1;
+        PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
+    }
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return 0;
+}
+
+/* step(state, byte, table, accepting, sets) -> target: see step_state (-2: no room). */
+static PyObject *Stacks_step(Stacks *self, PyObject *args) {
+    int state, byte;
+    PyObject *objects[2];
+    Target at;
+    if (!PyArg_ParseTuple(args, "iiOOO!:step", &state, &byte, &objects[0], &objects[1],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    Py_buffer views[2];
+    if (!hold_target(objects, views, &at)) return NULL;
+    int64_t target = step_state(self, state, byte, &at);
+    PyBuffer_Release(&views[0]);
+    PyBuffer_Release(&views[1]);
+    return target == -1 ? NULL : PyLong_FromLongLong(target);
+}
+
+/* plain_step(state, plain, table, accepting, sets) -> target: see plain_step (plain: 32
+ * bytes of byte flags; -3 where the plain bytes part ways, -2 no room). */
+static PyObject *Stacks_plain_step(Stacks *self, PyObject *args) {
+    int state;
+    Py_buffer plain;
+    PyObject *objects[2];
+    Target at;
+    if (!PyArg_ParseTuple(args, "iy*OOO!:plain_step", &state, &plain, &objects[0], &objects[1],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    uint64_t mask[4] = {0, 0, 0, 0};
+    int good = plain.len == 32;
+    if (good) memcpy(mask, plain.buf, 32);
+    PyBuffer_Release(&plain);
+    if (!good || !(mask[0] | mask[1] | mask[2] | mask[3])) {
+        PyErr_SetString(PyExc_ValueError, "expected 32 bytes of byte flags, some set");
+        return NULL;
+    }
+    Py_buffer views[2];
+    if (!hold_target(objects, views, &at)) return NULL;
+    int64_t target = plain_step(self, state, mask, &at);
+    PyBuffer_Release(&views[0]);
+    PyBuffer_Release(&views[1]);
+    return target == -1 ? NULL : PyLong_FromLongLong(target);
 }
 
 static int read_frame_id(Stacks *self, PyObject *arg, int64_t *frame) {
@@ -819,6 +1019,8 @@ static void Stacks_dealloc(Stacks *self) {
     for (size_t k = 0; k < sizeof(vecs) / sizeof(vecs[0]); k++) vec_free(vecs[k]);
     map_free(&self->info_index);
     map_free(&self->frame_heads);
+    map_free(&self->steps);
+    map_free(&self->plain_steps);
     interned_free(&self->states);
     PyMem_Free(self->rows.data);
     PyMem_Free(self->columns.data);
@@ -861,6 +1063,12 @@ static PyMethodDef Stacks_methods[] = {
      "members(state) -> frozenset: the stacks of a state held here."},
     {"find", (PyCFunction)Stacks_find, METH_O,
      "find(members) -> state: the state held here with these stacks, or -1."},
+    {"step", (PyCFunction)Stacks_step, METH_VARARGS,
+     "step(state, byte, table, accepting, sets) -> target: the entry of `state`'s row at"
+     " `byte`, computed alone where the row is not built (-2: no room for a new state)."},
+    {"plain_step", (PyCFunction)Stacks_plain_step, METH_VARARGS,
+     "plain_step(state, plain, table, accepting, sets) -> target: the one state every byte "
+     "flagged in `plain` (32 bytes) leads to; 0 none lives, -3 they part ways, -2 no room."},
     {"build_rows", (PyCFunction)Stacks_build_rows, METH_VARARGS,
      "build_rows(states, table, accepting, sets) -> next: the rows of the states not built"
      " yet, in order, into the table; see the module."},
@@ -888,6 +1096,13 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__pushdown(void) {
-    return module_with_rows(&module_def, &StacksType, "Stacks", (void *)build_state_api,
-                            PUSHDOWN_API);
+    PyObject *module = module_with_rows(&module_def, &StacksType, "Stacks",
+                                        (void *)build_state_api, PUSHDOWN_API);
+    if (!module) return NULL;
+    if (add_capsule(module, (void *)step_state_api, PUSHDOWN_STEP_API, "_step_state") < 0 ||
+        add_capsule(module, (void *)plain_step_api, PUSHDOWN_PLAIN_API, "_plain_step") < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -28,6 +28,24 @@ class Stacks:
     def accepts(self, members: Iterable[int], /) -> bool: ...
     def members(self, state: int, /) -> frozenset[int]: ...
     def find(self, members: Iterable[int], /) -> int: ...
+    def step(
+        self,
+        state: int,
+        byte: int,
+        table: npt.NDArray[np.int32],
+        accepting: npt.NDArray[np.bool_],
+        sets: list[frozenset[int] | None],
+        /,
+    ) -> int: ...
+    def plain_step(
+        self,
+        state: int,
+        plain: bytes,
+        table: npt.NDArray[np.int32],
+        accepting: npt.NDArray[np.bool_],
+        sets: list[frozenset[int] | None],
+        /,
+    ) -> int: ...
     def build_rows(
         self,
         states: npt.NDArray[np.int32],
@@ -38,3 +56,5 @@ class Stacks:
     ) -> int: ...
 
 _build_state: object
+_step_state: object
+_plain_step: object

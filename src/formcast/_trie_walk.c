@@ -377,9 +377,10 @@ PyDoc_STRVAR(walk_doc,
 "\n"
 "builder: None, or the tuple (nfa, accepting, sets) of a LazyAutomaton whose rows\n"
 "formcast._subset builds (its Nfa, its acceptance flags and its list of states), or\n"
-"(stacks, accepting, sets, capsule) of a PushdownAutomaton whose rows formcast._pushdown\n"
-"builds through the capsule (its _build_state): the walk then builds the rows it\n"
-"reaches in the table (writable) itself, holding the GIL, and leaves a (node, state)\n"
+"(stacks, accepting, sets, build, step, plain step) of a PushdownAutomaton whose rows\n"
+"formcast._pushdown builds through its capsules (_build_state, _step_state,\n"
+"_plain_step): the walk then builds the rows it reaches in the table (writable)\n"
+"itself, holding the GIL, and leaves a (node, state)\n"
 "pending only when the table lacks room for the states its row would add. Without it\n"
 "the walk releases the GIL.");
 
@@ -403,18 +404,24 @@ static int use_subset(Walk *w) {
 }
 
 /* Set up a walk that builds rows: `builder` is (nfa, accepting, sets), or (builder object,
- * accepting, sets, capsule) where another construction (formcast._pushdown's) builds the
- * rows through the capsule's function; the table already taken writable; the acceptance
- * flags are held in `flags`. */
+ * accepting, sets, build, step, plain step) where another construction
+ * (formcast._pushdown's) builds rows, entries and chain links through those capsules'
+ * functions; the table already taken writable; the acceptance flags are held in
+ * `flags`. */
 int start_building(Walk *w, PyObject *builder, Held *flags) {
     Py_ssize_t size = PyTuple_Check(builder) ? PyTuple_GET_SIZE(builder) : 0;
-    if (size != 3 && size != 4) {
+    if (size != 3 && size != 6) {
         PyErr_SetString(PyExc_TypeError,
-                        "expected builder as (nfa, accepting, sets[, capsule])");
+                        "expected builder as (nfa, accepting, sets[, build, step, plain step])");
         return -1;
     }
-    if (size == 4) {
+    if (size == 6) {
         w->build = (BuildState)PyCapsule_GetPointer(PyTuple_GET_ITEM(builder, 3), PUSHDOWN_API);
+        w->step = (StepState)PyCapsule_GetPointer(PyTuple_GET_ITEM(builder, 4),
+                                                  PUSHDOWN_STEP_API);
+        w->plain_step = (PlainStep)PyCapsule_GetPointer(PyTuple_GET_ITEM(builder, 5),
+                                                        PUSHDOWN_PLAIN_API);
+        if (!w->step || !w->plain_step) return -1;
     } else if (use_subset(w) < 0) {
         return -1;
     }

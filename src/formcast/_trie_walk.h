@@ -49,7 +49,10 @@ typedef int64_t (*PlainStep)(PyObject *nfa, int32_t state, const uint64_t *plain
  * children's entries by StepState instead of building the row, where the walk says so
  * (Walk.read_entries; see visit). */
 #define STEP_CHILDREN 4
-#define PUSHDOWN_API "formcast._pushdown._build_state" /* the same, for sets of stacks */
+/* the same three, for sets of stacks */
+#define PUSHDOWN_API "formcast._pushdown._build_state"
+#define PUSHDOWN_STEP_API "formcast._pushdown._step_state"
+#define PUSHDOWN_PLAIN_API "formcast._pushdown._plain_step"
 
 /* What the walk reads of a node, side by side (vocabulary.FlatTrie.node_records): the
  * fields of the arrays below, in one cache line a node. */

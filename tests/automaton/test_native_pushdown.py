@@ -19,7 +19,7 @@ import formcast.automaton.pushdown as pushdown_module
 from formcast.automaton import PushdownAutomaton, compile_automaton
 from formcast.automaton.markers import CALL_BYTE, DIGIT_BYTES
 from formcast.cursor import Cursor
-from formcast.index import TokenIndex
+from formcast.index import TokenIndex, _visitor
 from formcast.limits import Limits
 from formcast.regex.translator import schema_to_regex
 
@@ -47,6 +47,15 @@ LINKED = {  # mutual recursion through definitions, with a free-form object in b
         "link": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/node"}]},
     },
     "$ref": "#/$defs/node",
+}
+KEYED = {  # declared names that share prefixes, undeclared keys too, and recursion
+    "type": "object",
+    "properties": {
+        "alpha": {"type": "integer"},
+        "alps": {"type": "string"},
+        "name": {"$ref": "#"},
+    },
+    "additionalProperties": True,
 }
 PATTERNS = {name: grammar.regex() for name, grammar in GRAMMARS.items()}
 PATTERNS["tree"] = schema_to_regex(TREE)
@@ -130,11 +139,14 @@ TEXTS = [
     '{"name":"root","size":3,"children":[{"name":"a","tags":["x","y"],"children":[]},'
     '{"name":"b","children":[{"name":"c"}]}]}',
     '{"value":{"k":"a"},"next":{"value":[1,2],"next":{"value":{},"next":null}}}',
+    '{"alpha":1,"name":{"alps":"x y","name":{"zed":2,"alpine":[true]}},"other":"y"}',
 ]
 
 
 @pytest.mark.parametrize(
-    ("schema", "text"), zip([TREE, LINKED], TEXTS, strict=True), ids=["tree", "linked"]
+    ("schema", "text"),
+    zip([TREE, LINKED, KEYED], TEXTS, strict=True),
+    ids=["tree", "linked", "keyed"],
 )
 def test_token_rows_are_those_of_the_python_rows(
     schema: dict[str, Any],
@@ -143,7 +155,8 @@ def test_token_rows_are_those_of_the_python_rows(
     tokenizer: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Through an index over the real vocabulary, the C rows (built inside the C visit)
+    """Through an index over the real vocabulary, the C rows (built inside the C visit:
+    an object key's entries stepped alone, a string's chain read off its plain bytes)
     allow the tokens the Python rows allow, state by state along an encoded instance."""
     pattern = schema_to_regex(schema)
     indexes = [TokenIndex(_compiled(pattern, native, monkeypatch), vocabulary) for native in (0, 1)]
@@ -251,3 +264,144 @@ def test_frames_closures_and_members_read_back() -> None:
     assert top in stacks.closure(top) or stacks.closure(top) <= initial
     assert stacks.rows_computed >= 3
     assert automaton.stacks(end)  # frames read back through frame_of
+
+
+def _byte_flags(data: bytes) -> bytes:
+    flags = np.zeros(256, dtype=np.uint8)
+    flags[list(data)] = 1
+    return np.packbits(flags, bitorder="little").tobytes()
+
+
+# a JSON string's plain bytes (printable ASCII but the quote and the backslash), letters
+_PLAIN = _byte_flags(bytes(b for b in range(32, 127) if b not in b'"\\'))
+_LETTERS = _byte_flags(b"abcdefghijklmnopqrstuvwxyz")
+
+
+def _unbuilt(automaton: PushdownAutomaton, name: str, most: int = 12) -> list[int]:
+    """Up to ``most`` registered states without a row, once 40 rows are built (1 of the
+    five states of "mutual")."""
+    automaton.build_breadth_first(1 if name == "mutual" else 40)
+    states = range(1, automaton.num_states)
+    return [s for s in states if automaton.table[s, 0] == -1][:most]
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_an_entry_stepped_alone_is_the_one_its_row_holds(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``step`` computes one entry of a set of stacks' row without the row: every entry
+    of up to 12 unbuilt states equals the row built afterwards (the same state ids), the
+    row is left unbuilt meanwhile, and every state a step registered accepts as its
+    stacks do."""
+    automaton = _compiled(PATTERNS[name], True, monkeypatch)
+    stacks = automaton._native
+    unbuilt = _unbuilt(automaton, name)
+    assert unbuilt
+    for state in unbuilt:
+        with automaton._lock:
+            automaton._reserve(256)
+            entries = [
+                stacks.step(state, b, automaton._table, automaton._accepting, automaton._sets)
+                for b in range(256)
+            ]
+            automaton._took_in()
+        assert automaton.table[state, 0] == -1
+        automaton.build_rows([state])
+        assert automaton.table[state].tolist() == entries, (name, state)
+    for state in range(1, automaton.num_states):
+        assert automaton.is_accepting(state) == stacks.accepts(automaton._members(state))
+    built = automaton.table[: automaton.num_states, 0] != -1
+    for state in np.flatnonzero(built)[1:13].tolist():  # read off the row
+        row = automaton.table[state].tolist()
+        with automaton._lock:
+            for byte in range(256):
+                got = stacks.step(
+                    state, byte, automaton._table, automaton._accepting, automaton._sets
+                )
+                assert got == row[byte]
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@pytest.mark.parametrize("plain", [_PLAIN, _LETTERS], ids=["plain", "letters"])
+def test_the_state_every_plain_byte_leads_to_is_the_one_its_row_holds(
+    name: str, plain: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``plain_step`` answers the one state every flagged byte leads to (0 where none
+    lives, -3 where they part ways), as the row built afterwards holds it, and the same
+    again once the row is built."""
+    automaton = _compiled(PATTERNS[name], True, monkeypatch)
+    stacks = automaton._native
+    chosen = np.flatnonzero(np.unpackbits(np.frombuffer(plain, np.uint8), bitorder="little"))
+    answers = set()
+    for state in _unbuilt(automaton, name, 60):
+        with automaton._lock:
+            automaton._reserve(1)
+            found = stacks.plain_step(
+                state, plain, automaton._table, automaton._accepting, automaton._sets
+            )
+            automaton._took_in()
+        assert automaton.table[state, 0] == -1
+        automaton.build_rows([state])
+        targets = set(automaton.table[state, chosen].tolist())
+        assert found == (targets.pop() if len(targets) == 1 else -3), (name, state)
+        with automaton._lock:
+            again = stacks.plain_step(
+                state, plain, automaton._table, automaton._accepting, automaton._sets
+            )
+        assert again == found
+        answers.add(min(found, 1))
+    built = automaton.table[: automaton.num_states, 0] != -1
+    for state in np.flatnonzero(built)[1:13].tolist():  # first asked with its row built
+        targets = set(automaton.table[state, chosen].tolist())
+        with automaton._lock:
+            found = stacks.plain_step(
+                state, plain, automaton._table, automaton._accepting, automaton._sets
+            )
+        assert found == (targets.pop() if len(targets) == 1 else -3), (name, state)
+    if name in ("tree", "linked") and plain == _PLAIN:
+        assert {-3, 1} <= answers, "expected states that part and states that lead on"
+
+
+def test_a_step_without_room_registers_nothing() -> None:
+    """A step or plain step that would register a state where the table has no room
+    answers -2 and leaves the states as they were; bad states, bytes and masks are
+    refused."""
+    automaton, stacks = _stacks()
+    start = automaton.walk(b"(")
+    assert automaton.table[start, 0] == -1
+    sets = automaton._sets
+    count = len(sets)
+    small = automaton._table[:count].copy()
+    flags = automaton._accepting
+    opening = _byte_flags(b"(")
+    assert stacks.step(start, ord("("), small, flags, sets) == -2
+    assert stacks.plain_step(start, opening, small, flags, sets) == -2
+    assert len(sets) == count
+    assert stacks.step(start, ord("x"), small, flags, sets) == 0  # dead
+    with pytest.raises(ValueError, match="expected a byte"):
+        stacks.step(start, 256, small, flags, sets)
+    with pytest.raises(ValueError, match="live state id"):
+        stacks.step(count + 3, 0, small, flags, sets)
+    with pytest.raises(ValueError, match="int32 table"):
+        stacks.step(start, 0, small.astype(np.int64), flags, sets)
+    with pytest.raises(ValueError, match="32 bytes of byte flags"):
+        stacks.plain_step(start, bytes(32), small, flags, sets)
+    with pytest.raises(ValueError, match="live state id"):
+        stacks.plain_step(0, opening, small, flags, sets)
+
+
+def test_a_walk_refuses_a_builder_of_other_parts(vocabulary: Any) -> None:
+    """A visit takes a pushdown automaton's builder whole (its stacks, flags, states and
+    three capsules): one short of a capsule, or with a capsule in another's place, is
+    refused before anything is read."""
+    automaton, _ = _stacks()
+    native = automaton._native_rows()
+    assert native is not None
+    builder = automaton._builder(native)
+    visit = _visitor(vocabulary).visit
+    with automaton._lock:
+        with pytest.raises(TypeError, match="expected builder as"):
+            visit(automaton._table, automaton.initial, builder[:4])
+        with pytest.raises(ValueError, match="incorrect name"):
+            visit(automaton._table, automaton.initial, (*builder[:4], builder[3], builder[5]))
+        assert visit(automaton._table, automaton.initial, builder)[0] != 0

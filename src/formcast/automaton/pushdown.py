@@ -394,13 +394,19 @@ class PushdownAutomaton(SetStatesAutomaton):
             self._build_natively(self._native, states)
 
     def _native_rows(self) -> tuple[Any, ...] | None:
-        """``(stacks, capsule)``: the C rows' :class:`formcast._pushdown.Stacks` and its
-        row construction for :mod:`formcast._trie_walk`; None where that module is not
-        built (see :meth:`TableAutomaton.walk_building
+        """``(stacks, build, step, plain step)``: the C rows'
+        :class:`formcast._pushdown.Stacks` and its capsules for :mod:`formcast._trie_walk`
+        (a row, one entry of a row, a string chain's next link); None where that module is
+        not built (see :meth:`TableAutomaton.walk_building
         <formcast.automaton.table.TableAutomaton.walk_building>`)."""
         if self._native is None or native_pushdown is None:
             return None
-        return (self._native, native_pushdown._build_state)
+        return (
+            self._native,
+            native_pushdown._build_state,
+            native_pushdown._step_state,
+            native_pushdown._plain_step,
+        )
 
     def _build_row(self, sid: int) -> None:
         """Compute and store the row of ``sid`` (caller holds the lock): every stack's top

@@ -236,11 +236,12 @@ class TableAutomaton(Generic[Members]):
 
     # -- rows built in C (formcast._subset, formcast._pushdown) ---------------------------
     def _native_rows(self) -> tuple[Any, ...] | None:
-        """What builds this automaton's rows in C: ``(builder,)`` or ``(builder,
-        capsule)``, the first item an object with ``build_rows(states, table, accepting,
-        sets)`` and the second the capsule of its row construction for
-        :mod:`formcast._trie_walk` (none: formcast._subset's); None where rows are built
-        in Python. A subclass whose rows a C module builds says so here."""
+        """What builds this automaton's rows in C: ``(builder,)`` or ``(builder, build,
+        step, plain step)``, the first item an object with ``build_rows(states, table,
+        accepting, sets)`` and the others the capsules of its row, entry and chain-link
+        constructions for :mod:`formcast._trie_walk` (none: formcast._subset's); None
+        where rows are built in Python. A subclass whose rows a C module builds says so
+        here."""
         return None
 
     @property
@@ -269,9 +270,9 @@ class TableAutomaton(Generic[Members]):
         """``run(table, builder)``: a walk of :mod:`formcast._trie_walk` over the current
         table. Where rows are built in C (:meth:`_native_rows`), under the row lock with
         room in the table for :data:`BUILD_ROOM` new states, ``builder`` being ``(builder
-        object, accepting, sets[, capsule])``: the walk builds the rows it reaches without
-        a return to Python per row. Else ``builder`` is None: the walk leaves the rows it
-        needs pending, for :meth:`build_rows`."""
+        object, accepting, sets[, build, step, plain step])``: the walk builds the rows it
+        reaches without a return to Python per row. Else ``builder`` is None: the walk
+        leaves the rows it needs pending, for :meth:`build_rows`."""
         native = self._native_rows()
         if native is None:
             return run(self._table, None)
@@ -284,9 +285,9 @@ class TableAutomaton(Generic[Members]):
 
     def _builder(self, native: tuple[Any, ...]) -> tuple[Any, ...]:
         """What a walk of :mod:`formcast._trie_walk` builds rows with: ``(builder object,
-        accepting, sets[, capsule])`` from :meth:`_native_rows`' answer (the flags and the
-        list as they are now: read after any growth of the table). Kept while the flags
-        are the same array: a first visit asks for it at every call."""
+        accepting, sets[, build, step, plain step])`` from :meth:`_native_rows`' answer
+        (the flags and the list as they are now: read after any growth of the table). Kept
+        while the flags are the same array: a first visit asks for it at every call."""
         kept = self._kept_builder
         if kept is not None and kept[0] is native[0] and kept[1] is self._accepting:
             return kept
