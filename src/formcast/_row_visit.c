@@ -1042,7 +1042,7 @@ static int walk_initials(const Visitor *v, Walk *w, const int32_t *lists, Py_ssi
         if (node < 0) continue;
         const NodeRecord *record = plain->records + node;
         Py_ssize_t before = w->filled, under = record->subtree_stop - record->subtree_first;
-        w->counted_state = lists[0];
+        w->counted_state = w->plain_loop_state = lists[0];
         w->counted = 0;
         status = walk_from(v, w, TRIE_PLAIN, &node, &start, 1);
         if (status != 1) break;
@@ -1060,7 +1060,7 @@ static int walk_initials(const Visitor *v, Walk *w, const int32_t *lists, Py_ssi
             w->out_states[w->filled++] = lists[0];
         }
     }
-    w->counted_state = DEAD;
+    w->counted_state = w->plain_loop_state = DEAD;
     w->counted_ids = NULL;
     w->read_entries = 0;
     return status;

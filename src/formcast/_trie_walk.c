@@ -260,6 +260,11 @@ static int visit(Walk *w, Entry entry, Entry **stack, Py_ssize_t *depth, Py_ssiz
         int32_t next = by_steps ? stepped[k] : row[children[k].byte];
         if (next == DEAD) continue;
         if (next < 0 || next >= w->states) return WALK_BAD_STATE;
+        if (next == w->plain_loop_state) { /* its subtree ends there: no visit to tell */
+            int status = emit_subtree(w, &children[k], next);
+            if (status != WALK_OK) return status;
+            continue;
+        }
         if (children[k].child_count <= 0) { /* a leaf: its token, without a push */
             int32_t leaf_token = children[k].token;
             if (leaf_token >= 0) {

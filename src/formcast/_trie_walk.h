@@ -114,6 +114,10 @@ typedef struct {
     Py_ssize_t counted;
     uint32_t *counted_bits;
     int32_t *counted_ids; /* where not NULL, the counted tokens in order (room for all) */
+    /* in a walk of plain tokens alone, a state that stays where it is on every plain
+     * byte (DEAD: none): a child it reaches ends there with its whole subtree, taken
+     * without a visit (an object key's walk under its names' initials) */
+    int32_t plain_loop_state;
 } Walk;
 
 enum {
