@@ -15,11 +15,14 @@
  *
  * Stacks(info_of, initials, max_stacks, too_many, automata, (call_byte, digits, width))
  *   What a machine state reads, calls and ends (formcast.automaton.machines.FrameInfo)
- *   is read once per machine state and kept here: from the rows of its machine's
- *   automaton (automata: the machines' LazyAutomaton objects), built by
- *   formcast._subset's construction under that automaton's lock, the calls read after
- *   the call byte through `width` digit bytes (`digits`, a digit's value its index);
- *   or, where that construction is not there, from info_of(machine, state) -> (row,
+ *   is read once per machine state and kept here: from its machine's automaton
+ *   (automata: the machines' LazyAutomaton objects) through formcast._subset, under
+ *   that automaton's lock (taken once a call into this module, see machine_use): the
+ *   bytes it reads off its edges, the calls read after the call byte through `width`
+ *   digit bytes (`digits`, a digit's value its index), and its row built and copied only
+ *   when a stack it tops steps (most frames are made for a row's successors, never a
+ *   top whose row is built); or, where that construction is not there, from
+ *   info_of(machine, state) -> (row,
  *   reads, accepting, calls, ends_only) (row an int32 buffer of 256 targets, calls
  *   (callee, return state) pairs). initials: each machine's initial state.
  *   too_many(count) -> exception: raised when a state would hold more than max_stacks
@@ -59,8 +62,10 @@
 #define PLAIN_PARTS (-3)  /* plain_step: the plain bytes do not all lead to one state */
 #define BOTTOM 0
 
-/* A machine state's info, INFO_FIELDS int64 each in Stacks.infos. */
-enum { INFO_FLAGS, INFO_ROW, INFO_CALLS, INFO_CALL_COUNT, INFO_FIELDS };
+/* A machine state's info, INFO_FIELDS int64 each in Stacks.infos. Its row (INFO_ROW, an
+ * offset in Stacks.rows) is copied the first time a stack it tops steps (-1 until then):
+ * most frames made are never a top whose row is built. */
+enum { INFO_FLAGS, INFO_ROW, INFO_CALLS, INFO_CALL_COUNT, INFO_MACHINE, INFO_STATE, INFO_FIELDS };
 enum { READS = 1, ACCEPTING = 2, ENDS_ONLY = 4 };
 
 /* A frame, FRAME_FIELDS int64 each in Stacks.frames. */
@@ -87,11 +92,28 @@ static int rows_reserve(Rows *r, Py_ssize_t extra) {
     return 0;
 }
 
-/* formcast._subset's construction of a DFA row (its capsule _build_state). */
+/* formcast._subset's construction of a DFA row (its capsule _build_state), one entry of
+ * a row (_step_state) and the bytes a state reads (_live_bytes). */
 typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
                           uint8_t *accepting, PyObject *sets);
+typedef int64_t (*StepState)(PyObject *nfa, int32_t state, int byte, int32_t *table,
+                             Py_ssize_t capacity, uint8_t *accepting, PyObject *sets);
+typedef int (*LiveBytes)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
+                         uint8_t *accepting, PyObject *sets, uint64_t *out);
 #define SUBSET_API "formcast._subset._build_state"
+#define SUBSET_STEP_API "formcast._subset._step_state"
+#define SUBSET_LIVE_API "formcast._subset._live_bytes"
 #define MACHINE_ROOM 512 /* free rows a machine's table is given when a row lacks room */
+
+/* A machine's LazyAutomaton held for formcast._subset's calls (see machine_use). */
+typedef struct {
+    PyObject *automaton, *nfa, *lock;
+    Py_buffer views[2]; /* its table and acceptance flags */
+    int took;           /* views held */
+    int locked;
+    Py_ssize_t states;  /* len(sets) when opened: more on close means _took_in */
+    Target at;          /* its table, flags and list of states */
+} Machine;
 
 typedef struct {
     PyObject_HEAD
@@ -99,7 +121,13 @@ typedef struct {
     /* the machines' LazyAutomaton objects, whose rows are built here by formcast._subset
      * (NULL where that module is not there: info_of answers then) */
     PyObject *automata;
+    /* per machine, its Nfa, lock and list of states (the same objects for its life),
+     * read the first time its rows are asked for: NULL until then, the Nfa None where
+     * formcast._subset does not build its rows */
+    PyObject **machine_parts;
     BuildState subset;
+    StepState subset_step;
+    LiveBytes subset_live;
     int call_byte, width;
     uint8_t digits[16], is_marker[256];
     int digit_count;
@@ -116,10 +144,14 @@ typedef struct {
     Map steps;       /* (state << 8 | byte) -> step_state's answer there */
     Map plain_steps; /* state -> plain_step's answer there */
     /* scratch */
-    Vec stack, kept, found, row_members, successors, frontier, following;
+    Vec stack, kept, found, row_members, successors, frontier, following, top_offsets;
     Rows columns;
     Seen seen;
     Py_ssize_t rows_computed;
+    /* the machine held (its lock taken) since the first of this call's machine reads,
+     * let go when the call returns (machines_let_go); -1: none */
+    int64_t held_machine;
+    Machine held;
 } Stacks;
 
 /* -- machine states ----------------------------------------------------------------------- */
@@ -133,23 +165,31 @@ static int read_int(PyObject *object, int64_t *value) {
 
 /* Keep a machine state's info as the next info number: its row (marker bytes DEAD),
  * flags and `count` calls, the last pairs of self->calls from `first` on. */
+/* Keep a machine state's info: its flags, its calls (self->calls[first ..], `count`
+ * pairs) and its row where `row` is given (else it is copied when first read, top_row). */
 static int store_info(Stacks *self, const int32_t *row, int64_t flags, Py_ssize_t first,
-                      Py_ssize_t count) {
-    if (rows_reserve(&self->rows, 256) < 0 || vec_reserve(&self->infos, INFO_FIELDS) < 0)
-        return -1;
-    memcpy(self->rows.data + self->rows.size, row, 256 * sizeof(int32_t));
+                      Py_ssize_t count, int64_t machine, int64_t state) {
+    if (vec_reserve(&self->infos, INFO_FIELDS) < 0) return -1;
+    int64_t offset = -1;
+    if (row) {
+        if (rows_reserve(&self->rows, 256) < 0) return -1;
+        offset = self->rows.size;
+        memcpy(self->rows.data + offset, row, 256 * sizeof(int32_t));
+        self->rows.size += 256;
+    }
     int64_t *info = self->infos.data + self->infos.size;
     info[INFO_FLAGS] = flags;
-    info[INFO_ROW] = self->rows.size;
+    info[INFO_ROW] = offset;
     info[INFO_CALLS] = first;
     info[INFO_CALL_COUNT] = count;
+    info[INFO_MACHINE] = machine;
+    info[INFO_STATE] = state;
     self->infos.size += INFO_FIELDS;
-    self->rows.size += 256;
     return 0;
 }
 
 /* Keep what info_of answered, (row, reads, accepting, calls, ends_only). */
-static int keep_answer(Stacks *self, PyObject *answer) {
+static int keep_answer(Stacks *self, PyObject *answer, int64_t machine, int64_t state) {
     if (!PyTuple_Check(answer) || PyTuple_GET_SIZE(answer) != 5) {
         PyErr_SetString(PyExc_TypeError,
                         "expected info_of to answer (row, reads, accepting, calls, ends_only)");
@@ -189,7 +229,7 @@ static int keep_answer(Stacks *self, PyObject *answer) {
         if (view.itemsize != 4 || view.len != 256 * 4)
             PyErr_SetString(PyExc_ValueError, "expected a machine row of 256 int32 targets");
         else
-            store_info(self, view.buf, flags, first, count);
+            store_info(self, view.buf, flags, first, count, machine, state);
         PyBuffer_Release(&view);
     }
     if (PyErr_Occurred()) {
@@ -199,101 +239,213 @@ static int keep_answer(Stacks *self, PyObject *answer) {
     return 0;
 }
 
-/* The row of `state` in `machine`'s automaton, built by formcast._subset's construction
- * under that automaton's lock if it is not built: copied to `out`, with its acceptance
- * in *accepting. 1 done; 0 where that construction is not there for it (the caller asks
- * info_of); -1 on error. */
-static int machine_row(Stacks *self, int64_t machine, int64_t state, int32_t *out,
-                       int *accepting) {
-    if (!self->subset) return 0;
-    PyObject *automaton = PyList_GET_ITEM(self->automata, machine);
-    PyObject *nfa = PyObject_CallMethod(automaton, "_native_nfa", NULL);
-    if (!nfa || nfa == Py_None) {
-        Py_XDECREF(nfa);
-        return nfa ? 0 : -1;
+/* -- a machine's automaton, read through formcast._subset ------------------------------
+ *
+ * A machine's rows are its LazyAutomaton's, built (or an entry or its live bytes read)
+ * by formcast._subset's C functions under that automaton's lock, into its table. The
+ * lock is taken and the buffers held once for all that one machine state's info asks. */
+
+
+/* Hold the machine's current table and flags in m->at: 0, or -1 with an exception. */
+static int machine_hold(Machine *m) {
+    PyObject *table = PyObject_GetAttrString(m->automaton, "_table");
+    PyObject *flags = PyObject_GetAttrString(m->automaton, "_accepting");
+    int status = -1;
+    if (table && flags &&
+        PyObject_GetBuffer(table, &m->views[0], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0 &&
+        ++m->took &&
+        PyObject_GetBuffer(flags, &m->views[1], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0 &&
+        ++m->took) {
+        m->at.table = m->views[0].buf;
+        m->at.capacity = m->views[0].len / (4 * 256);
+        m->at.accepting = m->views[1].buf;
+        if (m->views[0].itemsize == 4 && m->views[1].itemsize == 1 &&
+            m->views[1].len >= m->at.capacity)
+            status = 0;
+        else
+            PyErr_SetString(PyExc_ValueError, "expected a machine's int32 table and flags");
     }
-    PyObject *lock = PyObject_GetAttrString(automaton, "_lock"), *held = NULL;
-    if (lock) held = PyObject_CallMethod(lock, "acquire", NULL);
-    int status = held ? 2 : -1, building = 0;
-    while (status == 2) {
-        PyObject *table = PyObject_GetAttrString(automaton, "_table");
-        PyObject *flags = PyObject_GetAttrString(automaton, "_accepting");
-        PyObject *sets = PyObject_GetAttrString(automaton, "_sets");
-        Py_buffer views[2];
-        int took = 0;
-        status = -1;
-        if (table && flags && sets && PyList_Check(sets) &&
-            PyObject_GetBuffer(table, &views[0], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0 &&
-            ++took &&
-            PyObject_GetBuffer(flags, &views[1], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0 &&
-            ++took) {
-            Py_ssize_t capacity = views[0].len / (4 * 256);
-            if (views[0].itemsize != 4 || views[1].itemsize != 1 || views[1].len < capacity ||
-                state >= capacity || state >= PyList_GET_SIZE(sets)) {
-                PyErr_SetString(PyExc_ValueError, "expected a machine state in its table");
-            } else {
-                int32_t *row = (int32_t *)views[0].buf + state * 256;
-                building = row[0] == UNBUILT;
-                status = !building ? 1
-                                   : self->subset(nfa, (int32_t)state, views[0].buf, capacity,
-                                                  views[1].buf, sets);
-                if (status == 0 || status == 1) {
-                    memcpy(out, row, 256 * sizeof(int32_t));
-                    *accepting = ((uint8_t *)views[1].buf)[state] != 0;
-                }
-            }
-        }
-        for (int k = 0; k < took; k++) PyBuffer_Release(&views[k]);
-        Py_XDECREF(table);
-        Py_XDECREF(flags);
-        Py_XDECREF(sets);
-        if (status == 2) { /* more room in its table, then again */
-            PyObject *grown = PyObject_CallMethod(automaton, "_reserve", "i", MACHINE_ROOM);
-            if (!grown) status = -1;
-            Py_XDECREF(grown);
-        }
-    }
-    if (status >= 0 && building) { /* the states the row added count as written */
-        PyObject *noted = PyObject_CallMethod(automaton, "_took_in", NULL);
-        if (!noted) status = -1;
-        Py_XDECREF(noted);
-    }
-    if (held) {
-        PyObject *error_type, *error_value, *error_trace;
-        PyErr_Fetch(&error_type, &error_value, &error_trace);
-        PyObject *released = PyObject_CallMethod(lock, "release", NULL);
-        Py_XDECREF(released);
-        if (error_type) PyErr_Restore(error_type, error_value, error_trace);
-        else if (!released) status = -1;
-    }
-    Py_XDECREF(held);
-    Py_XDECREF(lock);
-    Py_DECREF(nfa);
-    return status < 0 ? -1 : 1;
+    Py_XDECREF(table);
+    Py_XDECREF(flags);
+    return status;
 }
 
-/* The info of (machine, state) from its machine's rows, as FrameInfo reads them
- * (formcast.automaton.machines): the calls after the call byte, one digit at a time;
- * ends_only where it accepts and no byte (marker or not) leads on. 1 kept, 0 where the
- * rows cannot be built here, -1 on error. */
-static int native_info(Stacks *self, int64_t machine, int64_t state) {
-    int32_t row[256], digit_row[256];
-    int accepting, dummy, built = machine_row(self, machine, state, row, &accepting);
-    if (built <= 0) return built;
-    int any = 0;
-    for (int byte = 0; byte < 256; byte++) any |= row[byte] != DEAD;
+static void machine_drop(Machine *m) {
+    for (int k = 0; k < m->took; k++) PyBuffer_Release(&m->views[k]);
+    m->took = 0;
+}
+
+/* MACHINE_ROOM more free rows in the machine's table, held again: 0, or -1. */
+static int machine_grow(Machine *m) {
+    machine_drop(m);
+    PyObject *grown = PyObject_CallMethod(m->automaton, "_reserve", "i", MACHINE_ROOM);
+    if (!grown) return -1;
+    Py_DECREF(grown);
+    return machine_hold(m);
+}
+
+/* The machine's Nfa, lock and list of states into self->machine_parts, read once: 0, or
+ * -1 with an exception set. */
+static int machine_parts(Stacks *self, int64_t machine, PyObject *automaton) {
+    PyObject **parts = self->machine_parts + 3 * machine;
+    if (parts[0]) return 0;
+    PyObject *nfa = PyObject_CallMethod(automaton, "_native_nfa", NULL);
+    PyObject *lock = nfa ? PyObject_GetAttrString(automaton, "_lock") : NULL;
+    PyObject *sets = lock ? PyObject_GetAttrString(automaton, "_sets") : NULL;
+    if (sets && !PyList_Check(sets))
+        PyErr_SetString(PyExc_TypeError, "expected a machine's list of states");
+    if (PyErr_Occurred()) {
+        Py_XDECREF(nfa);
+        Py_XDECREF(lock);
+        Py_XDECREF(sets);
+        return -1;
+    }
+    parts[0] = nfa;
+    parts[1] = lock;
+    parts[2] = sets;
+    return 0;
+}
+
+/* Open `machine`'s automaton: 1 held (close it), 0 where formcast._subset does not build
+ * its rows (nothing held: info_of answers), -1 on error (nothing held). */
+static int machine_open(Stacks *self, int64_t machine, Machine *m) {
+    memset(m, 0, sizeof(*m));
+    if (!self->subset) return 0;
+    m->automaton = PyList_GET_ITEM(self->automata, machine);
+    if (machine_parts(self, machine, m->automaton) < 0) return -1;
+    PyObject **parts = self->machine_parts + 3 * machine;
+    if (parts[0] == Py_None) return 0;
+    m->nfa = Py_NewRef(parts[0]);
+    m->lock = Py_NewRef(parts[1]);
+    m->at.sets = Py_NewRef(parts[2]);
+    PyObject *held = PyObject_CallMethod(m->lock, "acquire", NULL);
+    m->locked = held != NULL;
+    Py_XDECREF(held);
+    if (m->locked && machine_hold(m) == 0) m->states = PyList_GET_SIZE(m->at.sets);
+    return PyErr_Occurred() ? -1 : 1;
+}
+
+/* Let the machine go (the states its rows and entries added noted by its _took_in, its
+ * lock released): `status`, or -1 where that fails. The first exception set stays. */
+static int machine_close(Machine *m, int status) {
+    machine_drop(m);
+    int noting = m->at.sets && PyList_GET_SIZE(m->at.sets) > m->states;
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    const char *calls[2] = {noting ? "_took_in" : NULL, m->locked ? "release" : NULL};
+    PyObject *targets[2] = {m->automaton, m->lock};
+    for (int k = 0; k < 2; k++) {
+        if (!calls[k]) continue;
+        PyObject *done = PyObject_CallMethod(targets[k], calls[k], NULL);
+        if (done) {
+            Py_DECREF(done);
+        } else if (type) {
+            PyErr_Clear();
+        } else {
+            PyErr_Fetch(&type, &value, &trace);
+        }
+    }
+    if (type) {
+        PyErr_Restore(type, value, trace);
+        status = -1;
+    }
+    Py_XDECREF(m->at.sets);
+    Py_XDECREF(m->lock);
+    Py_XDECREF(m->nfa);
+    return status;
+}
+
+/* `machine` held for this call (machine_open the first time; another held before is let
+ * go): 1 with *m set, 0 where formcast._subset does not build its rows, -1 on error.
+ * Held until the call into this module returns (machines_let_go): a row of sets of
+ * stacks reads its tops' rows and makes its successors' frames, each a read of one
+ * machine, where each read's own lock and buffers were ~1 us. */
+static int machine_use(Stacks *self, int64_t machine, Machine **m) {
+    if (self->held_machine == machine) {
+        *m = &self->held;
+        return 1;
+    }
+    if (self->held_machine >= 0) {
+        self->held_machine = -1;
+        if (machine_close(&self->held, 0) < 0) return -1;
+    }
+    int opened = machine_open(self, machine, &self->held);
+    if (opened <= 0) return opened;
+    self->held_machine = machine;
+    *m = &self->held;
+    return 1;
+}
+
+/* Let go the machine held for this call, if any: `status`, or -1 where that fails (an
+ * exception set before stays set). */
+static int machines_let_go(Stacks *self, int status) {
+    if (self->held_machine < 0) return status;
+    self->held_machine = -1;
+    return machine_close(&self->held, status);
+}
+
+static int check_machine_state(const Machine *m, int64_t state) {
+    if (state >= m->at.capacity || state >= PyList_GET_SIZE(m->at.sets)) {
+        PyErr_SetString(PyExc_ValueError, "expected a machine state in its table");
+        return -1;
+    }
+    return 0;
+}
+
+/* The row of `state` (built if it is not) into `out`. 0, or -1. */
+static int machine_row(Stacks *self, Machine *m, int64_t state, int32_t *out) {
+    for (;;) {
+        if (check_machine_state(m, state) < 0) return -1;
+        int built = self->subset(m->nfa, (int32_t)state, m->at.table, m->at.capacity,
+                                 m->at.accepting, m->at.sets);
+        if (built < 0) return -1;
+        if (built < 2) break;
+        if (machine_grow(m) < 0) return -1; /* no room for its new states */
+    }
+    memcpy(out, m->at.table + state * 256, 256 * sizeof(int32_t));
+    return 0;
+}
+
+/* The entry of `state`'s row at `byte` (computed alone where the row is not built). */
+static int64_t machine_step(Stacks *self, Machine *m, int64_t state, int byte) {
+    for (;;) {
+        if (check_machine_state(m, state) < 0) return -1;
+        int64_t target = self->subset_step(m->nfa, (int32_t)state, byte, m->at.table,
+                                           m->at.capacity, m->at.accepting, m->at.sets);
+        if (target != STEP_NO_ROOM) return target;
+        if (machine_grow(m) < 0) return -1;
+    }
+}
+
+/* The info of (machine, state) as FrameInfo reads it (formcast.automaton.machines), its
+ * row left for top_row: whether it reads a byte and may end (its live bytes, its flag),
+ * its calls after the call byte, one digit at a time (the rows of the states inside the
+ * marker); ends_only where it accepts and no byte (marker or not) leads on. */
+static int machine_info(Stacks *self, Machine *m, int64_t machine, int64_t state) {
+    uint64_t live[4];
+    if (check_machine_state(m, state) < 0 ||
+        self->subset_live(m->nfa, (int32_t)state, m->at.table, m->at.capacity, m->at.accepting,
+                          m->at.sets, live) < 0)
+        return -1;
+    int accepting = m->at.accepting[state] != 0, any = 0, reads = 0;
+    for (int byte = 0; byte < 256; byte++) {
+        int lives = (int)(live[byte >> 6] >> (byte & 63) & 1);
+        any |= lives;
+        reads |= lives && !self->is_marker[byte];
+    }
     /* the frontier of (machine state, number so far) pairs (own vectors: this runs
      * inside closures and rows, which hold the others) */
     Vec *frontier = &self->frontier, *following = &self->following;
     frontier->size = following->size = 0;
-    if (row[self->call_byte] != DEAD &&
-        (vec_push(frontier, row[self->call_byte]) < 0 || vec_push(frontier, 0) < 0))
-        return -1;
+    if (live[self->call_byte >> 6] >> (self->call_byte & 63) & 1) {
+        int64_t called = machine_step(self, m, state, self->call_byte);
+        if (called < 0 || vec_push(frontier, called) < 0 || vec_push(frontier, 0) < 0) return -1;
+    }
+    int32_t digit_row[256];
     for (int level = 0; level < self->width && frontier->size; level++) {
         following->size = 0;
         for (Py_ssize_t k = 0; k < frontier->size; k += 2) {
-            built = machine_row(self, machine, frontier->data[k], digit_row, &dummy);
-            if (built <= 0) return built;
+            if (machine_row(self, m, frontier->data[k], digit_row) < 0) return -1;
             for (int value = 0; value < self->digit_count; value++) {
                 int32_t target = digit_row[self->digits[value]];
                 if (target == DEAD) continue;
@@ -311,14 +463,18 @@ static int native_info(Stacks *self, int64_t machine, int64_t state) {
         if (vec_push(&self->calls, frontier->data[k + 1] + 1) < 0 ||
             vec_push(&self->calls, frontier->data[k]) < 0)
             return -1;
-    int reads = 0;
-    for (int byte = 0; byte < 256; byte++) {
-        if (self->is_marker[byte]) row[byte] = DEAD;
-        reads |= row[byte] != DEAD;
-    }
     int64_t flags = (reads ? READS : 0) | (accepting ? ACCEPTING : 0) |
                     (accepting && !any ? ENDS_ONLY : 0);
-    return store_info(self, row, flags, first, count) < 0 ? -1 : 1;
+    return store_info(self, NULL, flags, first, count, machine, state);
+}
+
+/* machine_info where formcast._subset builds the machine's rows: 1 kept, 0 where it does
+ * not (info_of answers), -1 on error. */
+static int native_info(Stacks *self, int64_t machine, int64_t state) {
+    Machine *m;
+    int used = machine_use(self, machine, &m);
+    if (used <= 0) return used;
+    return machine_info(self, m, machine, state) < 0 ? -1 : 1;
 }
 
 /* The info number of (machine, state), asked of info_of the first time. */
@@ -335,7 +491,7 @@ static int info_number(Stacks *self, int64_t machine, int64_t state, int64_t *nu
         PyObject *answer = PyObject_CallFunction(self->info_of, "LL", (long long)machine,
                                                  (long long)state);
         if (!answer) return -1;
-        kept = keep_answer(self, answer);
+        kept = keep_answer(self, answer, machine, state);
         Py_DECREF(answer);
     }
     if (kept < 0) return -1;
@@ -405,6 +561,41 @@ static int64_t frame_of(Stacks *self, int64_t machine, int64_t state, int64_t be
 static int lone_end(const Stacks *self, int64_t frame) {
     const int64_t *f = frame_at(self, frame);
     return f[FRAME_BELOW] == BOTTOM && (info_at(self, f[FRAME_INFO])[INFO_FLAGS] & ACCEPTING);
+}
+
+/* -- the rows of stacks' tops ------------------------------------------------------ */
+
+/* The offset in self->rows of info `number`'s row (its machine state's targets, marker
+ * bytes DEAD), copied from its machine `m` (open) where it is not yet; -1 on error. */
+static int64_t top_row(Stacks *self, Machine *m, int64_t number) {
+    int32_t row[256];
+    if (machine_row(self, m, info_at(self, number)[INFO_STATE], row) < 0) return -1;
+    for (int byte = 0; byte < 256; byte++)
+        if (self->is_marker[byte]) row[byte] = DEAD;
+    if (rows_reserve(&self->rows, 256) < 0) return -1;
+    int64_t offset = self->rows.size;
+    memcpy(self->rows.data + offset, row, sizeof(row));
+    self->rows.size += 256;
+    self->infos.data[number * INFO_FIELDS + INFO_ROW] = offset;
+    return offset;
+}
+
+/* The offsets in self->rows of the rows of the tops of `members` (`count` frames), into
+ * `offsets`, those not copied yet copied (top_row). Offsets stay valid where pointers into self->rows do not: a copy may move
+ * them. 0, or -1. */
+static int top_rows(Stacks *self, const int64_t *members, Py_ssize_t count, int64_t *offsets) {
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int64_t number = frame_at(self, members[k])[FRAME_INFO];
+        const int64_t *info = info_at(self, number);
+        offsets[k] = info[INFO_ROW];
+        if (offsets[k] >= 0) continue;
+        Machine *m;
+        int used = machine_use(self, info[INFO_MACHINE], &m);
+        if (used == 0)
+            PyErr_SetString(PyExc_RuntimeError, "expected a machine whose rows are built in C");
+        if (used <= 0 || (offsets[k] = top_row(self, m, number)) < 0) return -1;
+    }
+    return 0;
 }
 
 /* -- closures ------------------------------------------------------------------------- */
@@ -506,15 +697,17 @@ static int step_column(Stacks *self, const int64_t *members, Py_ssize_t count,
 static int part_bytes(Stacks *self, const int64_t *members, Py_ssize_t count,
                       int16_t *column_of) {
     if (rows_reserve(&self->columns, 257 * count) < 0) return -1;
-    const int32_t **tops = PyMem_Malloc((size_t)count * sizeof(int32_t *));
+    const int32_t **tops = PyMem_Malloc((size_t)count * (sizeof(int32_t *) + sizeof(int64_t)));
     if (!tops) {
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t k = 0; k < count; k++) {
-        int64_t info = frame_at(self, members[k])[FRAME_INFO];
-        tops[k] = self->rows.data + info_at(self, info)[INFO_ROW];
+    int64_t *offsets = (int64_t *)(tops + count);
+    if (top_rows(self, members, count, offsets) < 0) {
+        PyMem_Free(tops);
+        return -1;
     }
+    for (Py_ssize_t k = 0; k < count; k++) tops[k] = self->rows.data + offsets[k];
     int32_t *columns = self->columns.data;
     int16_t slots[512]; /* distinct columns by hash (at most 256 of them) */
     memset(slots, 0xff, sizeof(slots));
@@ -583,7 +776,7 @@ static int held_state(Stacks *self, int32_t sid, const Target *at) {
  * the table may lack room for the states it adds (nothing registered then), -1 on error.
  * New states are numbered in the order of the bytes that first reach them, as in
  * pushdown.py. */
-static int build_state(Stacks *self, int32_t sid, const Target *at) {
+static int build_state_in(Stacks *self, int32_t sid, const Target *at) {
     Interned *states = &self->states;
     if (held_state(self, sid, at) < 0) return -1;
     int32_t *target = at->table + (Py_ssize_t)sid * 256;
@@ -672,11 +865,12 @@ static int64_t column_state(Stacks *self, int32_t sid, const int32_t *targets,
 static int top_targets(Stacks *self, int32_t sid, int byte, int32_t **targets) {
     const int64_t *held = interned_members(&self->states, sid);
     Py_ssize_t count = held[0];
-    if (rows_reserve(&self->columns, count) < 0) return -1;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        int64_t info = frame_at(self, held[1 + k])[FRAME_INFO];
-        self->columns.data[k] = self->rows.data[info_at(self, info)[INFO_ROW] + byte];
-    }
+    Vec *offsets = &self->top_offsets;
+    if (rows_reserve(&self->columns, count) < 0 || vec_reserve(offsets, count) < 0 ||
+        top_rows(self, held + 1, count, offsets->data) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < count; k++)
+        self->columns.data[k] = self->rows.data[offsets->data[k] + byte];
     *targets = self->columns.data;
     return 0;
 }
@@ -684,7 +878,7 @@ static int top_targets(Stacks *self, int32_t sid, int byte, int32_t **targets) {
 /* The state `byte` leads to from state `sid` (its row built or not), registering it when
  * new: >= 0, STEP_NO_ROOM (nothing registered), or -1 with an exception set. Kept by
  * (state, byte). */
-static int64_t step_state(Stacks *self, int32_t sid, int byte, const Target *at) {
+static int64_t step_state_in(Stacks *self, int32_t sid, int byte, const Target *at) {
     if (held_state(self, sid, at) < 0) return -1;
     if (byte < 0 || byte > 255) {
         PyErr_Format(PyExc_ValueError, "expected a byte, found %d", byte);
@@ -705,7 +899,8 @@ static int64_t step_state(Stacks *self, int32_t sid, int byte, const Target *at)
  * from state `sid`, its row built or not: DEAD where none lives, PLAIN_PARTS where they
  * part ways (a top's target differs between two plain bytes), registering the target
  * when new; STEP_NO_ROOM (nothing registered), -1 on error. Kept by state. */
-static int64_t plain_step(Stacks *self, int32_t sid, const uint64_t *plain, const Target *at) {
+static int64_t plain_step_in(Stacks *self, int32_t sid, const uint64_t *plain,
+                             const Target *at) {
     if (held_state(self, sid, at) < 0) return -1;
     int64_t kept;
     if (map_get(&self->plain_steps, sid, &kept)) return kept;
@@ -721,10 +916,9 @@ static int64_t plain_step(Stacks *self, int32_t sid, const uint64_t *plain, cons
     } else {
         int32_t *targets;
         if (top_targets(self, sid, bytes[0], &targets) < 0) return -1;
-        const int64_t *held = interned_members(&self->states, sid);
-        for (Py_ssize_t m = 0; m < held[0] && target != PLAIN_PARTS; m++) {
-            int64_t info = frame_at(self, held[1 + m])[FRAME_INFO];
-            const int32_t *top = self->rows.data + info_at(self, info)[INFO_ROW];
+        Py_ssize_t count = interned_members(&self->states, sid)[0];
+        for (Py_ssize_t m = 0; m < count && target != PLAIN_PARTS; m++) {
+            const int32_t *top = self->rows.data + self->top_offsets.data[m]; /* top_targets' */
             for (int k = 1; k < plains; k++)
                 if (top[bytes[k]] != targets[m]) {
                     target = PLAIN_PARTS;
@@ -735,6 +929,22 @@ static int64_t plain_step(Stacks *self, int32_t sid, const uint64_t *plain, cons
         if (target < 0 && target != PLAIN_PARTS) return target;
     }
     return map_put(&self->plain_steps, sid, target) < 0 ? -1 : target;
+}
+
+/* The three above, the machine they held let go before they return. */
+static int build_state(Stacks *self, int32_t sid, const Target *at) {
+    int status = build_state_in(self, sid, at);
+    return machines_let_go(self, status);
+}
+
+static int64_t step_state(Stacks *self, int32_t sid, int byte, const Target *at) {
+    int64_t target = step_state_in(self, sid, byte, at);
+    return machines_let_go(self, target == -1 ? -1 : 0) < 0 ? -1 : target;
+}
+
+static int64_t plain_step(Stacks *self, int32_t sid, const uint64_t *plain, const Target *at) {
+    int64_t target = plain_step_in(self, sid, plain, at);
+    return machines_let_go(self, target == -1 ? -1 : 0) < 0 ? -1 : target;
 }
 
 /* -- the type ------------------------------------------------------------------------- */
@@ -850,7 +1060,8 @@ static PyObject *Stacks_frame(Stacks *self, PyObject *args) {
     long long machine, state, below;
     if (!PyArg_ParseTuple(args, "LLL:frame", &machine, &state, &below)) return NULL;
     int64_t frame = frame_of(self, machine, state, below);
-    return frame < 0 ? NULL : PyLong_FromLongLong(frame);
+    if (machines_let_go(self, frame < 0 ? -1 : 0) < 0) return NULL;
+    return PyLong_FromLongLong(frame);
 }
 
 static PyObject *frame_tuple(const Stacks *self, int64_t frame) {
@@ -892,7 +1103,7 @@ static PyObject *Stacks_take_frames(Stacks *self, PyObject *arg) {
         if (frame_of(self, machine, state, below) < 0) break;
     }
     Py_DECREF(frames);
-    if (PyErr_Occurred()) return NULL;
+    if (machines_let_go(self, PyErr_Occurred() ? -1 : 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -903,7 +1114,7 @@ static PyObject *Stacks_closure(Stacks *self, PyObject *arg) {
         PyErr_SetString(PyExc_ValueError, "expected a frame, found the empty stack");
         return NULL;
     }
-    if (closure_at(self, frame, &offset) < 0) return NULL;
+    if (machines_let_go(self, closure_at(self, frame, &offset)) < 0) return NULL;
     return frozenset_of(self->pool.data + offset + 1, self->pool.data[offset]);
 }
 
@@ -990,6 +1201,13 @@ static int Stacks_init(Stacks *self, PyObject *args, PyObject *kwargs) {
     }
     Py_DECREF(fast);
     if (PyErr_Occurred()) return -1;
+    self->held_machine = -1;
+    self->machine_parts = PyMem_Calloc((size_t)(3 * PyList_GET_SIZE(automata) + 1),
+                                       sizeof(PyObject *));
+    if (!self->machine_parts) {
+        PyErr_NoMemory();
+        return -1;
+    }
     /* frame 0: BOTTOM, the empty stack, under every stack's last frame */
     if (vec_reserve(&self->frames, FRAME_FIELDS) < 0) return -1;
     const int64_t bottom[FRAME_FIELDS] = {-1, -1, -1, -1, -1, -1};
@@ -998,7 +1216,13 @@ static int Stacks_init(Stacks *self, PyObject *args, PyObject *kwargs) {
     self->max_stacks = max_stacks;
     /* formcast._subset builds the machines' rows here where it is there */
     self->subset = (BuildState)PyCapsule_Import(SUBSET_API, 0);
-    if (!self->subset) PyErr_Clear();
+    if (self->subset) self->subset_step = (StepState)PyCapsule_Import(SUBSET_STEP_API, 0);
+    if (self->subset_step) self->subset_live = (LiveBytes)PyCapsule_Import(SUBSET_LIVE_API, 0);
+    if (!self->subset_live) { /* all three, or the machines' rows are asked of info_of */
+        PyErr_Clear();
+        self->subset = NULL;
+        self->subset_step = NULL;
+    }
     Py_INCREF(info_of);
     Py_INCREF(too_many);
     Py_INCREF(automata);
@@ -1011,11 +1235,15 @@ static int Stacks_init(Stacks *self, PyObject *args, PyObject *kwargs) {
 static void Stacks_dealloc(Stacks *self) {
     Py_CLEAR(self->info_of);
     Py_CLEAR(self->too_many);
+    if (self->machine_parts && self->automata)
+        for (Py_ssize_t k = 0; k < 3 * PyList_GET_SIZE(self->automata); k++)
+            Py_CLEAR(self->machine_parts[k]);
+    PyMem_Free(self->machine_parts);
     Py_CLEAR(self->automata);
     Vec *vecs[] = {&self->initials, &self->infos, &self->calls, &self->frames, &self->pool,
                    &self->stack,
                    &self->kept, &self->found, &self->row_members, &self->successors,
-                   &self->frontier, &self->following};
+                   &self->frontier, &self->following, &self->top_offsets};
     for (size_t k = 0; k < sizeof(vecs) / sizeof(vecs[0]); k++) vec_free(vecs[k]);
     map_free(&self->info_index);
     map_free(&self->frame_heads);

@@ -52,6 +52,10 @@
  *   (nothing but the target registered); -3 where they part ways. Exported to
  *   formcast._trie_walk as the capsule `_plain_step`: a string's chain past the links
  *   its walk reads.
+ * .live_bytes(state, table, accepting, sets) -> bytes: 32 bytes of flags, the bytes on
+ *   which `state` leads to a live state, read off the edges where the row is not built
+ *   (nothing registered). Exported to formcast._pushdown as the capsule `_live_bytes`:
+ *   what a machine state reads, for a frame whose row no walk may ask for.
  * .closure(state) -> frozenset: the "important" states (a byte edge out, or the final
  *   state) reachable from `state` by epsilon edges.
  * .members(state) -> frozenset: the NFA members of a DFA state held here.
@@ -77,6 +81,7 @@
 #define UTF8_API "formcast._subset._utf8_steps"
 #define STEP_API "formcast._subset._step_state"
 #define PLAIN_API "formcast._subset._plain_step"
+#define LIVE_API "formcast._subset._live_bytes"
 
 typedef struct {
     int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
@@ -704,6 +709,37 @@ static int64_t plain_step(Nfa *self, int32_t sid, const uint64_t *plain, const T
     return map_put(&self->plain_steps, sid, target) < 0 ? -1 : target;
 }
 
+/* -- the bytes a state reads ------------------------------------------------------------
+ *
+ * formcast._pushdown reads what a machine state does (whether it reads a byte, and
+ * which, and where its call marker leads) for every frame it makes, most of them never
+ * a stack's top whose row is built. live_bytes answers the first without the row. */
+
+/* The bytes on which DFA state `sid` leads to a live state, as four words into `out`:
+ * read off its row where it is built, else off its members' edges whose targets'
+ * closures hold a state (a byte leads to the union of those closures). Nothing is
+ * interned or written. 0, or -1 with an exception set. */
+static int live_bytes(Nfa *self, int32_t sid, const Target *at, uint64_t *out) {
+    if (held_state(self, sid, at) < 0) return -1;
+    memset(out, 0, 4 * sizeof(uint64_t));
+    const int32_t *row = at->table + (Py_ssize_t)sid * 256;
+    if (row[0] != UNBUILT) {
+        for (int byte = 0; byte < 256; byte++)
+            if (row[byte] != DEAD) out[byte >> 6] |= (uint64_t)1 << (byte & 63);
+        return 0;
+    }
+    if (state_edges(self, sid) < 0) return -1;
+    for (Py_ssize_t e = 0; e < self->edges.size; e += 3) {
+        const int64_t *edge = self->edges.data + e;
+        int64_t offset;
+        if (closure_of(self, edge[2], &offset) < 0) return -1;
+        if (self->pool.data[offset] == 0) continue; /* a dead end */
+        for (int64_t byte = edge[0]; byte <= edge[1]; byte++)
+            out[byte >> 6] |= (uint64_t)1 << (byte & 63);
+    }
+    return 0;
+}
+
 /* -- UTF-8 characters taken whole ----------------------------------------------------
  *
  * A string's state loops on every plain byte, and (most often) on every well-formed
@@ -942,6 +978,15 @@ static int64_t step_state_api(PyObject *nfa, int32_t sid, int byte, int32_t *tab
     return step_state((Nfa *)nfa, sid, byte, &at);
 }
 
+/* The C API for formcast._pushdown (a capsule named LIVE_API): live_bytes, where `nfa`
+ * is an Nfa. */
+static int live_bytes_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_t capacity,
+                          uint8_t *accepting, PyObject *sets, uint64_t *out) {
+    Target at = {table, accepting, capacity, sets};
+    if (!api_arguments(nfa, sets)) return -1;
+    return live_bytes((Nfa *)nfa, sid, &at, out);
+}
+
 /* The table and flags a Python call passes (`objects`: the int32 table, uint8 flags a
  * row), held in `views` as the Target's (its sets the caller's): 1, or 0 with an
  * exception set and nothing held. release_target lets them go after a 1. */
@@ -1004,6 +1049,27 @@ static PyObject *Nfa_plain_step(Nfa *self, PyObject *args) {
     int64_t target = plain_step(self, state, mask, &at);
     release_target(views);
     return target == -1 ? NULL : PyLong_FromLongLong(target);
+}
+
+/* live_bytes(state, table, accepting, sets) -> bytes: see live_bytes (32 bytes of flags,
+ * bit b & 7 of byte b >> 3). */
+static PyObject *Nfa_live_bytes(Nfa *self, PyObject *args) {
+    int state;
+    PyObject *objects[2];
+    Target at;
+    if (!PyArg_ParseTuple(args, "iOOO!:live_bytes", &state, &objects[0], &objects[1],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    Py_buffer views[2];
+    if (!hold_target(objects, views, &at)) return NULL;
+    uint64_t live[4];
+    int status = live_bytes(self, state, &at, live);
+    release_target(views);
+    if (status < 0) return NULL;
+    uint8_t flags[32];
+    for (int byte = 0; byte < 256; byte++)
+        if (!(byte & 7)) flags[byte >> 3] = (uint8_t)(live[byte >> 6] >> (byte & 63) & 0xff);
+    return PyBytes_FromStringAndSize((const char *)flags, 32);
 }
 
 /* kept_step(state, byte) -> target: the entry step_state computed there and keeps, or -1
@@ -1233,6 +1299,9 @@ static PyMethodDef Nfa_methods[] = {
      "step(state, byte, table, accepting, sets) -> target: the entry of `state`'s row at"
      " `byte`, computed alone where the row is not built (the table is left as it is; a"
      " new state is registered as a row registers it); -2 where the table lacks room."},
+    {"live_bytes", (PyCFunction)Nfa_live_bytes, METH_VARARGS,
+     "live_bytes(state, table, accepting, sets) -> bytes: 32 bytes of flags, the bytes on "
+     "which `state` leads to a live state."},
     {"plain_step", (PyCFunction)Nfa_plain_step, METH_VARARGS,
      "plain_step(state, plain, table, accepting, sets) -> target: the one state every byte "
      "`plain` flags (32 bytes) leads to, its row built or not (-3: they part ways; -2: no "
@@ -1275,7 +1344,8 @@ PyMODINIT_FUNC PyInit__subset(void) {
     if (!module) return NULL;
     if (add_capsule(module, (void *)utf8_steps_api, UTF8_API, "_utf8_steps") < 0 ||
         add_capsule(module, (void *)step_state_api, STEP_API, "_step_state") < 0 ||
-        add_capsule(module, (void *)plain_step_api, PLAIN_API, "_plain_step") < 0) {
+        add_capsule(module, (void *)plain_step_api, PLAIN_API, "_plain_step") < 0 ||
+        add_capsule(module, (void *)live_bytes_api, LIVE_API, "_live_bytes") < 0) {
         Py_DECREF(module);
         return NULL;
     }
