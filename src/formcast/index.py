@@ -151,7 +151,7 @@ class _Row:
     instead of listing it) takes ``palette[0]``, which is :data:`DEAD` in other rows."""
 
     # What a row holds, None where it holds nothing of the kind: class defaults, so that a
-    # sorted row a visit answered sets its two alone (_sorted_row: ~0.2 us less a first
+    # sorted row a visit answered sets its two alone (_row_of_visit: ~0.2 us less a first
     # visit than an __init__ setting all ten)
     _ids: IntArray | None = None
     _next: IntArray | None = None
@@ -606,9 +606,9 @@ class TokenIndex:
         way's calls and checks were ~1.7 us of a small first visit's ~3 of Python
         (first_visits.py small)."""
         state, width = key
-        if width < self._size or (width + 31) >> 5 != self._words or not self._visits:
+        if width != self._size and (width < self._size or (width + 31) >> 5 != self._words):
             return None
-        if state in self._rows or state == DEAD:
+        if state in self._rows or state == DEAD or not self._visits:
             return None
         visited = self._visited(state)  # the one way to the Visitor: tests switch it off
         if visited is None:
@@ -744,8 +744,7 @@ class TokenIndex:
         (see :func:`_row_of_visit`)."""
         if state == DEAD or not self._visits:
             return None
-        automaton = self.automaton
-        assert isinstance(automaton, TableAutomaton)  # as _visits says
+        automaton: Any = self.automaton  # a TableAutomaton, as _visits says
         found = automaton.visit_building(self._visit, state)
         return None if found is None else _row_of_visit(found, self.vocabulary)
 
@@ -1707,15 +1706,6 @@ def _ints(data: bytes) -> IntArray:
 _new_object = object.__new__
 
 
-def _sorted_row(found: tuple[Any, ...]) -> _Row:
-    """The row of a visit's sorted answer (kind, ids, states, bits), read in place: its bits
-    and the answer alone set (see :attr:`_Row._raw`)."""
-    row: _Row = _new_object(_Row)
-    row.bits = np.frombuffer(found[3], _UINT32)
-    row._raw = found
-    return row
-
-
 def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
     """The row a Visitor's visit answered (its arrays as bytes, read in place): sorted
     with its bits; coded one byte a token, or a table of states, with its bits; a
@@ -1723,15 +1713,18 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
     object key's row (:meth:`TokenIndex._first_byte_row`); or a row inside a string that
     its template could not make (:func:`_scattered`)."""
     kind = found[0]
-    if kind == _VISIT_SORTED:
-        return _sorted_row(found)
+    if kind == _VISIT_SORTED:  # most first visits answer this: its bits and answer alone
+        row: _Row = _new_object(_Row)
+        row.bits = np.frombuffer(found[3], _UINT32)
+        row._raw = found
+        return row
     if kind == _VISIT_CODED:
         codes = np.frombuffer(found[1], _UINT8)
         return _Row(None, None, np.frombuffer(found[3], _UINT32), codes, _ints(found[2]))
     if kind == _VISIT_TABLE:
         return _Row(None, None, np.frombuffer(found[2], _UINT32), _ints(found[1]))
-    if kind == _VISIT_TEMPLATED:  # the fields alone, as _sorted_row sets them
-        row: _Row = _new_object(_Row)
+    if kind == _VISIT_TEMPLATED:  # the fields alone, as a sorted row's
+        row = _new_object(_Row)
         row.bits = np.frombuffer(found[5], _UINT32)
         row.dense = found[1]
         row.palette = np.frombuffer(found[2], _INT32)
