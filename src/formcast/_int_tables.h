@@ -439,6 +439,76 @@ static int hold_buffers(PyObject *const *objects, int count, const Py_ssize_t *i
     return count;
 }
 
+/* The table and flags a Python call passes (`objects`: the int32 table, uint8 flags a
+ * row), held in `views` as the Target's (its sets the caller's): 1, or 0 with an
+ * exception set and nothing held. release_target lets them go after a 1. */
+static int hold_target(PyObject *const *objects, Py_buffer *views, Target *at) {
+    const Py_ssize_t itemsizes[2] = {4, 1};
+    const int writable[2] = {1, 1};
+    int held = hold_buffers(objects, 2, itemsizes, writable, views,
+                            "expected an int32 table and uint8 flags");
+    if (held == 2) {
+        at->table = views[0].buf;
+        at->capacity = views[0].len / (4 * 256);
+        at->accepting = views[1].buf;
+        if (views[1].len >= at->capacity) return 1;
+        PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
+    }
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    return 0;
+}
+
+static void release_target(Py_buffer *views) {
+    PyBuffer_Release(&views[0]);
+    PyBuffer_Release(&views[1]);
+}
+
+/* A construction's entry of `sid`'s row at `byte`, computed alone (-2: no room), and the
+ * one state every byte flagged in `plain` (four words) leads to (-3: they part ways). */
+typedef int64_t (*StepAt)(PyObject *self, int32_t sid, int byte, const Target *at);
+typedef int64_t (*PlainStepAt)(PyObject *self, int32_t sid, const uint64_t *plain,
+                               const Target *at);
+
+/* step(state, byte, table, accepting, sets) -> target, for any construction. */
+static PyObject *step_with(PyObject *self, PyObject *args, StepAt step) {
+    int state, byte;
+    PyObject *objects[2];
+    Target at;
+    if (!PyArg_ParseTuple(args, "iiOOO!:step", &state, &byte, &objects[0], &objects[1],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    Py_buffer views[2];
+    if (!hold_target(objects, views, &at)) return NULL;
+    int64_t target = step(self, state, byte, &at);
+    release_target(views);
+    return target == -1 ? NULL : PyLong_FromLongLong(target);
+}
+
+/* plain_step(state, plain, table, accepting, sets) -> target, for any construction
+ * (plain: 32 bytes of byte flags, some set). */
+static PyObject *plain_step_with(PyObject *self, PyObject *args, PlainStepAt plain_step) {
+    int state;
+    Py_buffer plain;
+    PyObject *objects[2];
+    Target at;
+    if (!PyArg_ParseTuple(args, "iy*OOO!:plain_step", &state, &plain, &objects[0], &objects[1],
+                          &PyList_Type, &at.sets))
+        return NULL;
+    uint64_t mask[4] = {0, 0, 0, 0};
+    int good = plain.len == 32;
+    if (good) memcpy(mask, plain.buf, 32);
+    PyBuffer_Release(&plain);
+    if (!good || !(mask[0] | mask[1] | mask[2] | mask[3])) {
+        PyErr_SetString(PyExc_ValueError, "expected 32 bytes of byte flags, some set");
+        return NULL;
+    }
+    Py_buffer views[2];
+    if (!hold_target(objects, views, &at)) return NULL;
+    int64_t target = plain_step(self, state, mask, &at);
+    release_target(views);
+    return target == -1 ? NULL : PyLong_FromLongLong(target);
+}
+
 /* A construction's row of `sid` into the target: 1 built, 0 built already, 2 the table
  * may lack room for the states it adds (nothing registered then), -1 error. */
 typedef int (*BuildRow)(PyObject *self, int32_t sid, const Target *at);

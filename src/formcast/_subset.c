@@ -987,68 +987,24 @@ static int live_bytes_api(PyObject *nfa, int32_t sid, int32_t *table, Py_ssize_t
     return live_bytes((Nfa *)nfa, sid, &at, out);
 }
 
-/* The table and flags a Python call passes (`objects`: the int32 table, uint8 flags a
- * row), held in `views` as the Target's (its sets the caller's): 1, or 0 with an
- * exception set and nothing held. release_target lets them go after a 1. */
-static int hold_target(PyObject *const *objects, Py_buffer *views, Target *at) {
-    const Py_ssize_t itemsizes[2] = {4, 1};
-    const int writable[2] = {1, 1};
-    int held = hold_buffers(objects, 2, itemsizes, writable, views,
-                            "expected an int32 table and uint8 flags");
-    if (held == 2) {
-        at->table = views[0].buf;
-        at->capacity = views[0].len / (4 * 256);
-        at->accepting = views[1].buf;
-        if (views[1].len >= at->capacity) return 1;
-        PyErr_SetString(PyExc_ValueError, "expected a flag for every table row");
-    }
-    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    return 0;
+static int64_t step_of(PyObject *self, int32_t sid, int byte, const Target *at) {
+    return step_state((Nfa *)self, sid, byte, at);
 }
 
-static void release_target(Py_buffer *views) {
-    PyBuffer_Release(&views[0]);
-    PyBuffer_Release(&views[1]);
+static int64_t plain_step_of(PyObject *self, int32_t sid, const uint64_t *plain,
+                             const Target *at) {
+    return plain_step((Nfa *)self, sid, plain, at);
 }
 
 /* step(state, byte, table, accepting, sets) -> target: see step_state (-2: no room). */
 static PyObject *Nfa_step(Nfa *self, PyObject *args) {
-    int state, byte;
-    PyObject *objects[2];
-    Target at;
-    if (!PyArg_ParseTuple(args, "iiOOO!:step", &state, &byte, &objects[0], &objects[1],
-                          &PyList_Type, &at.sets))
-        return NULL;
-    Py_buffer views[2];
-    if (!hold_target(objects, views, &at)) return NULL;
-    int64_t target = step_state(self, state, byte, &at);
-    release_target(views);
-    return target == -1 ? NULL : PyLong_FromLongLong(target);
+    return step_with((PyObject *)self, args, step_of);
 }
 
 /* plain_step(state, plain, table, accepting, sets) -> target: see plain_step (plain: 32
  * bytes of byte flags; -3 where the plain bytes part ways, -2 no room). */
 static PyObject *Nfa_plain_step(Nfa *self, PyObject *args) {
-    int state;
-    Py_buffer plain;
-    PyObject *objects[2];
-    Target at;
-    if (!PyArg_ParseTuple(args, "iy*OOO!:plain_step", &state, &plain, &objects[0], &objects[1],
-                          &PyList_Type, &at.sets))
-        return NULL;
-    uint64_t mask[4] = {0, 0, 0, 0};
-    int good = plain.len == 32;
-    if (good) memcpy(mask, plain.buf, 32);
-    PyBuffer_Release(&plain);
-    if (!good || !(mask[0] | mask[1] | mask[2] | mask[3])) {
-        PyErr_SetString(PyExc_ValueError, "expected 32 bytes of byte flags, some set");
-        return NULL;
-    }
-    Py_buffer views[2];
-    if (!hold_target(objects, views, &at)) return NULL;
-    int64_t target = plain_step(self, state, mask, &at);
-    release_target(views);
-    return target == -1 ? NULL : PyLong_FromLongLong(target);
+    return plain_step_with((PyObject *)self, args, plain_step_of);
 }
 
 /* live_bytes(state, table, accepting, sets) -> bytes: see live_bytes (32 bytes of flags,

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_native_subset import _LETTERS, _PLAIN, _byte_flags
 from test_pushdown import GRAMMARS
 
 import formcast
@@ -264,17 +265,6 @@ def test_frames_closures_and_members_read_back() -> None:
     assert top in stacks.closure(top) or stacks.closure(top) <= initial
     assert stacks.rows_computed >= 3
     assert automaton.stacks(end)  # frames read back through frame_of
-
-
-def _byte_flags(data: bytes) -> bytes:
-    flags = np.zeros(256, dtype=np.uint8)
-    flags[list(data)] = 1
-    return np.packbits(flags, bitorder="little").tobytes()
-
-
-# a JSON string's plain bytes (printable ASCII but the quote and the backslash), letters
-_PLAIN = _byte_flags(bytes(b for b in range(32, 127) if b not in b'"\\'))
-_LETTERS = _byte_flags(b"abcdefghijklmnopqrstuvwxyz")
 
 
 def _unbuilt(automaton: PushdownAutomaton, name: str, most: int = 12) -> list[int]:
