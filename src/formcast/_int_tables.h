@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_row_api.h"
+
 /* -- growable int64 vectors ------------------------------------------------------------ */
 typedef struct {
     int64_t *data;
@@ -255,8 +257,6 @@ static uint64_t hash_members(const int64_t *ids, Py_ssize_t count) {
  * from Python, None for one made in C (no Python object a state; the automaton asks
  * members() for it when it needs one). A state registered from Python is taken in
  * (interned_sync) before any state is made in C. */
-#define UNBUILT (-1) /* a table entry not built yet (formcast.automaton.table) */
-#define DEAD 0         /* the dead state (formcast.automaton.table) */
 
 typedef struct {
     Vec member_at, members, next_same;

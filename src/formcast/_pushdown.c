@@ -55,11 +55,6 @@
 
 #include "_int_tables.h"
 
-#define PUSHDOWN_API "formcast._pushdown._build_state"
-#define PUSHDOWN_STEP_API "formcast._pushdown._step_state"
-#define PUSHDOWN_PLAIN_API "formcast._pushdown._plain_step"
-#define STEP_NO_ROOM (-2) /* step_state, plain_step: no room in the table for the target */
-#define PLAIN_PARTS (-3)  /* plain_step: the plain bytes do not all lead to one state */
 #define BOTTOM 0
 
 /* A machine state's info, INFO_FIELDS int64 each in Stacks.infos. Its row (INFO_ROW, an
@@ -92,17 +87,6 @@ static int rows_reserve(Rows *r, Py_ssize_t extra) {
     return 0;
 }
 
-/* formcast._subset's construction of a DFA row (its capsule _build_state), one entry of
- * a row (_step_state) and the bytes a state reads (_live_bytes). */
-typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
-                          uint8_t *accepting, PyObject *sets);
-typedef int64_t (*StepState)(PyObject *nfa, int32_t state, int byte, int32_t *table,
-                             Py_ssize_t capacity, uint8_t *accepting, PyObject *sets);
-typedef int (*LiveBytes)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
-                         uint8_t *accepting, PyObject *sets, uint64_t *out);
-#define SUBSET_API "formcast._subset._build_state"
-#define SUBSET_STEP_API "formcast._subset._step_state"
-#define SUBSET_LIVE_API "formcast._subset._live_bytes"
 #define MACHINE_ROOM 512 /* free rows a machine's table is given when a row lacks room */
 
 /* A machine's LazyAutomaton held for formcast._subset's calls (see machine_use). */
@@ -125,6 +109,8 @@ typedef struct {
      * read the first time its rows are asked for: NULL until then, the Nfa None where
      * formcast._subset does not build its rows */
     PyObject **machine_parts;
+    /* formcast._subset's row, entry and live bytes, for the machines' rows (all NULL
+     * where that module is not there) */
     BuildState subset;
     StepState subset_step;
     LiveBytes subset_live;
@@ -163,10 +149,9 @@ static int read_int(PyObject *object, int64_t *value) {
     return 0;
 }
 
-/* Keep a machine state's info as the next info number: its row (marker bytes DEAD),
- * flags and `count` calls, the last pairs of self->calls from `first` on. */
-/* Keep a machine state's info: its flags, its calls (self->calls[first ..], `count`
- * pairs) and its row where `row` is given (else it is copied when first read, top_row). */
+/* Keep a machine state's info as the next info number: its flags, its calls
+ * (self->calls[first ..], `count` pairs) and its row where `row` is given (marker bytes
+ * DEAD; else it is copied when first read, top_row). */
 static int store_info(Stacks *self, const int32_t *row, int64_t flags, Py_ssize_t first,
                       Py_ssize_t count, int64_t machine, int64_t state) {
     if (vec_reserve(&self->infos, INFO_FIELDS) < 0) return -1;
@@ -243,8 +228,8 @@ static int keep_answer(Stacks *self, PyObject *answer, int64_t machine, int64_t 
  *
  * A machine's rows are its LazyAutomaton's, built (or an entry or its live bytes read)
  * by formcast._subset's C functions under that automaton's lock, into its table. The
- * lock is taken and the buffers held once for all that one machine state's info asks. */
-
+ * lock is taken and the buffers held from a call's first read of the machine to the
+ * call's end (machine_use, machines_let_go). */
 
 /* Hold the machine's current table and flags in m->at: 0, or -1 with an exception. */
 static int machine_hold(Machine *m) {
@@ -306,25 +291,6 @@ static int machine_parts(Stacks *self, int64_t machine, PyObject *automaton) {
     return 0;
 }
 
-/* Open `machine`'s automaton: 1 held (close it), 0 where formcast._subset does not build
- * its rows (nothing held: info_of answers), -1 on error (nothing held). */
-static int machine_open(Stacks *self, int64_t machine, Machine *m) {
-    memset(m, 0, sizeof(*m));
-    if (!self->subset) return 0;
-    m->automaton = PyList_GET_ITEM(self->automata, machine);
-    if (machine_parts(self, machine, m->automaton) < 0) return -1;
-    PyObject **parts = self->machine_parts + 3 * machine;
-    if (parts[0] == Py_None) return 0;
-    m->nfa = Py_NewRef(parts[0]);
-    m->lock = Py_NewRef(parts[1]);
-    m->at.sets = Py_NewRef(parts[2]);
-    PyObject *held = PyObject_CallMethod(m->lock, "acquire", NULL);
-    m->locked = held != NULL;
-    Py_XDECREF(held);
-    if (m->locked && machine_hold(m) == 0) m->states = PyList_GET_SIZE(m->at.sets);
-    return PyErr_Occurred() ? -1 : 1;
-}
-
 /* Let the machine go (the states its rows and entries added noted by its _took_in, its
  * lock released): `status`, or -1 where that fails. The first exception set stays. */
 static int machine_close(Machine *m, int status) {
@@ -353,6 +319,26 @@ static int machine_close(Machine *m, int status) {
     Py_XDECREF(m->lock);
     Py_XDECREF(m->nfa);
     return status;
+}
+
+/* Open `machine`'s automaton: 1 held (close it), 0 where formcast._subset does not build
+ * its rows (nothing held: info_of answers), -1 on error (nothing held). */
+static int machine_open(Stacks *self, int64_t machine, Machine *m) {
+    memset(m, 0, sizeof(*m));
+    if (!self->subset) return 0;
+    m->automaton = PyList_GET_ITEM(self->automata, machine);
+    if (machine_parts(self, machine, m->automaton) < 0) return -1;
+    PyObject **parts = self->machine_parts + 3 * machine;
+    if (parts[0] == Py_None) return 0;
+    m->nfa = Py_NewRef(parts[0]);
+    m->lock = Py_NewRef(parts[1]);
+    m->at.sets = Py_NewRef(parts[2]);
+    m->states = PyList_GET_SIZE(m->at.sets);
+    PyObject *held = PyObject_CallMethod(m->lock, "acquire", NULL);
+    m->locked = held != NULL;
+    Py_XDECREF(held);
+    if (m->locked && machine_hold(m) == 0) return 1;
+    return machine_close(m, -1); /* what was taken let go */
 }
 
 /* `machine` held for this call (machine_open the first time; another held before is let
@@ -581,8 +567,8 @@ static int64_t top_row(Stacks *self, Machine *m, int64_t number) {
 }
 
 /* The offsets in self->rows of the rows of the tops of `members` (`count` frames), into
- * `offsets`, those not copied yet copied (top_row). Offsets stay valid where pointers into self->rows do not: a copy may move
- * them. 0, or -1. */
+ * `offsets`, those not copied yet copied (top_row). Offsets stay valid where pointers
+ * into self->rows do not: a copy may move them. 0, or -1. */
 static int top_rows(Stacks *self, const int64_t *members, Py_ssize_t count, int64_t *offsets) {
     for (Py_ssize_t k = 0; k < count; k++) {
         int64_t number = frame_at(self, members[k])[FRAME_INFO];
@@ -951,26 +937,24 @@ static int64_t plain_step(Stacks *self, int32_t sid, const uint64_t *plain, cons
 
 static PyTypeObject StacksType;
 
-/* The capsule PUSHDOWN_API: build_state for formcast._trie_walk's walks (the signature of
- * formcast._subset's; `stacks` must be a Stacks). */
-static int build_state_api(PyObject *stacks, int32_t sid, int32_t *table, Py_ssize_t capacity,
-                           uint8_t *accepting, PyObject *sets) {
-    if (!PyObject_TypeCheck(stacks, &StacksType) || !PyList_Check(sets)) {
-        PyErr_SetString(PyExc_TypeError, "expected Stacks and a list of states");
-        return -1;
-    }
-    Target at = {table, accepting, capacity, sets};
-    return build_state((Stacks *)stacks, sid, &at);
-}
-
-/* The C API for formcast._trie_walk (capsules PUSHDOWN_STEP_API, PUSHDOWN_PLAIN_API):
- * step_state's and plain_step's codes, where `stacks` is a Stacks. */
+/* Whether the C API's callers passed Stacks and a list of states (else TypeError). */
 static int api_arguments(PyObject *stacks, PyObject *sets) {
     if (PyObject_TypeCheck(stacks, &StacksType) && PyList_Check(sets)) return 1;
     PyErr_SetString(PyExc_TypeError, "expected Stacks and a list of states");
     return 0;
 }
 
+/* The capsule PUSHDOWN_API: build_state for formcast._trie_walk's walks (the signature of
+ * formcast._subset's; `stacks` must be a Stacks). */
+static int build_state_api(PyObject *stacks, int32_t sid, int32_t *table, Py_ssize_t capacity,
+                           uint8_t *accepting, PyObject *sets) {
+    Target at = {table, accepting, capacity, sets};
+    if (!api_arguments(stacks, sets)) return -1;
+    return build_state((Stacks *)stacks, sid, &at);
+}
+
+/* The capsules PUSHDOWN_STEP_API and PUSHDOWN_PLAIN_API: step_state's and plain_step's
+ * codes. */
 static int64_t step_state_api(PyObject *stacks, int32_t sid, int byte, int32_t *table,
                               Py_ssize_t capacity, uint8_t *accepting, PyObject *sets) {
     Target at = {table, accepting, capacity, sets};
@@ -1176,8 +1160,8 @@ static int Stacks_init(Stacks *self, PyObject *args, PyObject *kwargs) {
     self->max_stacks = max_stacks;
     /* formcast._subset builds the machines' rows here where it is there */
     self->subset = (BuildState)PyCapsule_Import(SUBSET_API, 0);
-    if (self->subset) self->subset_step = (StepState)PyCapsule_Import(SUBSET_STEP_API, 0);
-    if (self->subset_step) self->subset_live = (LiveBytes)PyCapsule_Import(SUBSET_LIVE_API, 0);
+    if (self->subset) self->subset_step = (StepState)PyCapsule_Import(STEP_API, 0);
+    if (self->subset_step) self->subset_live = (LiveBytes)PyCapsule_Import(LIVE_API, 0);
     if (!self->subset_live) { /* all three, or the machines' rows are asked of info_of */
         PyErr_Clear();
         self->subset = NULL;

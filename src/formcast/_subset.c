@@ -77,11 +77,6 @@
 #define BLOCK_FIELDS 11
 #define DESCENT_CACHE 8 /* depths of nested blocks whose last block a descent keeps */
 #define BUFFERS 11
-#define SUBSET_API "formcast._subset._build_state"
-#define UTF8_API "formcast._subset._utf8_steps"
-#define STEP_API "formcast._subset._step_state"
-#define PLAIN_API "formcast._subset._plain_step"
-#define LIVE_API "formcast._subset._live_bytes"
 
 typedef struct {
     int64_t base, span, copies, s0, size_c, v0, x_start, x_end, low, bounded, exit;
@@ -573,7 +568,6 @@ static int build_state(Nfa *self, int32_t sid, const Target *at) {
 /* The state `byte` leads to from DFA state `sid` (its row built or not), registering it
  * when new: >= 0, or STEP_NO_ROOM where the table lacks room for it (nothing is
  * registered), -1 on error (an exception set). */
-#define STEP_NO_ROOM (-2)
 static int64_t step_state(Nfa *self, int32_t sid, int byte, const Target *at) {
     Interned *states = &self->states;
     if (states->count < PyList_GET_SIZE(at->sets) &&
@@ -623,7 +617,6 @@ static int64_t step_state(Nfa *self, int32_t sid, int byte, const Target *at) {
  * the plain bytes' edges alone: nothing but the target is interned, and no row is
  * written. */
 
-#define PLAIN_PARTS (-3) /* plain_step: the plain bytes do not all lead to one state */
 
 /* self->edges cut to the bytes `mask` (four words) marks, kept in place. 0, or -1 with
  * an exception set. */
@@ -749,7 +742,6 @@ static int live_bytes(Nfa *self, int32_t sid, const Target *at, uint64_t *out) {
  * utf8_steps decides it from the NFA, reading the states inside a character's bytes off
  * their members alone: nothing is interned, nothing written to the table. */
 
-#define UTF8_LEADS 64   /* the bytes 0xC0 .. 0xFF, of which 0xC2 .. 0xF4 start one */
 #define UTF8_CLASSES 7
 
 /* The class of lead byte `lead` (the ranges its continuations take, utf8_ranges), or -1
@@ -942,7 +934,7 @@ done:
 
 /* The C API for formcast._trie_walk (a capsule named SUBSET_API): the walk builds the
  * rows it needs without going back to Python. Returns build_state's codes; `nfa` must be
- * an Nfa. The signature is repeated in _trie_walk.c. */
+ * an Nfa. Its signature is BuildState (_row_api.h). */
 static PyTypeObject NfaType;
 
 /* Whether the C API's callers passed an Nfa and a list of states (else TypeError). */

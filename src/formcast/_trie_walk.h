@@ -7,52 +7,17 @@
 #include <Python.h>
 #include <stdint.h>
 
-#define UNBUILT (-1)
-#define DEAD 0
+#include "_row_api.h"
 
 typedef struct {
     int32_t node;
     int32_t state;
 } Entry;
 
-/* The row construction formcast._subset exports (the capsule SUBSET_API; the same
- * signature there): build the row of a DFA state into the table, registering the states
- * it adds. Returns 1 built, 0 built already, 2 no room for its new states, -1 error. */
-typedef int (*BuildState)(PyObject *nfa, int32_t state, int32_t *table, Py_ssize_t capacity,
-                          uint8_t *accepting, PyObject *sets);
-#define SUBSET_API "formcast._subset._build_state"
-/* formcast._subset's utf8_steps (the capsule UTF8_API): the state every well-formed
- * non-ASCII character leads to from a state whose row is built, and the states inside a
- * character (3 x 64: by depth, then lead byte - 0xC0); 0 where characters part ways, -1
- * on error. */
-typedef int32_t (*Utf8Steps)(PyObject *nfa, int32_t state, const int32_t *table,
-                             Py_ssize_t states, int32_t *steps);
-#define UTF8_API "formcast._subset._utf8_steps"
-#define UTF8_LEADS 64
-/* formcast._subset's step_state (the capsule STEP_API): the entry of a state's row at one
- * byte, computed alone where the row is not built, registering a new state as a row
- * would; STEP_NO_ROOM where the table lacks room for it, -1 on error. */
-typedef int64_t (*StepState)(PyObject *nfa, int32_t state, int byte, int32_t *table,
-                             Py_ssize_t capacity, uint8_t *accepting, PyObject *sets);
-#define STEP_API "formcast._subset._step_state"
-#define STEP_NO_ROOM (-2)
-/* formcast._subset's plain_step (the capsule PLAIN_API): the one state every byte `plain`
- * (four words of byte flags) leads to from a state, its row built or not, registering it
- * as a row would; DEAD where none lives, PLAIN_PARTS where they part ways, STEP_NO_ROOM,
- * -1 on error. */
-typedef int64_t (*PlainStep)(PyObject *nfa, int32_t state, const uint64_t *plain,
-                             int32_t *table, Py_ssize_t capacity, uint8_t *accepting,
-                             PyObject *sets);
-#define PLAIN_API "formcast._subset._plain_step"
-#define PLAIN_PARTS (-3)
 /* A node with at most this many children, whose state's row is not built, reads its
  * children's entries by StepState instead of building the row, where the walk says so
  * (Walk.read_entries; see visit). */
 #define STEP_CHILDREN 4
-/* the same three, for sets of stacks */
-#define PUSHDOWN_API "formcast._pushdown._build_state"
-#define PUSHDOWN_STEP_API "formcast._pushdown._step_state"
-#define PUSHDOWN_PLAIN_API "formcast._pushdown._plain_step"
 
 /* What the walk reads of a node, side by side (vocabulary.FlatTrie.node_records): the
  * fields of the arrays below, in one cache line a node. */
