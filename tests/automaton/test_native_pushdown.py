@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_native_subset import _LETTERS, _PLAIN, _byte_flags
+from test_native_subset import (
+    _LETTERS,
+    _PLAIN,
+    _byte_flags,
+    plain_steps_against_rows,
+    steps_against_rows,
+)
 from test_pushdown import GRAMMARS
 
 import formcast
@@ -287,17 +293,7 @@ def test_an_entry_stepped_alone_is_the_one_its_row_holds(
     stacks = automaton._native
     unbuilt = _unbuilt(automaton, name)
     assert unbuilt
-    for state in unbuilt:
-        with automaton._lock:
-            automaton._reserve(256)
-            entries = [
-                stacks.step(state, b, automaton._table, automaton._accepting, automaton._sets)
-                for b in range(256)
-            ]
-            automaton._took_in()
-        assert automaton.table[state, 0] == -1
-        automaton.build_rows([state])
-        assert automaton.table[state].tolist() == entries, (name, state)
+    steps_against_rows(automaton, stacks, unbuilt, name)
     for state in range(1, automaton.num_states):
         assert automaton.is_accepting(state) == stacks.accepts(automaton._members(state))
     built = automaton.table[: automaton.num_states, 0] != -1
@@ -322,24 +318,8 @@ def test_the_state_every_plain_byte_leads_to_is_the_one_its_row_holds(
     automaton = _compiled(PATTERNS[name], True, monkeypatch)
     stacks = automaton._native
     chosen = np.flatnonzero(np.unpackbits(np.frombuffer(plain, np.uint8), bitorder="little"))
-    answers = set()
-    for state in _unbuilt(automaton, name, 60):
-        with automaton._lock:
-            automaton._reserve(1)
-            found = stacks.plain_step(
-                state, plain, automaton._table, automaton._accepting, automaton._sets
-            )
-            automaton._took_in()
-        assert automaton.table[state, 0] == -1
-        automaton.build_rows([state])
-        targets = set(automaton.table[state, chosen].tolist())
-        assert found == (targets.pop() if len(targets) == 1 else -3), (name, state)
-        with automaton._lock:
-            again = stacks.plain_step(
-                state, plain, automaton._table, automaton._accepting, automaton._sets
-            )
-        assert again == found
-        answers.add(min(found, 1))
+    found = plain_steps_against_rows(automaton, stacks, _unbuilt(automaton, name, 60), plain, name)
+    answers = {min(answer, 1) for answer in found}
     built = automaton.table[: automaton.num_states, 0] != -1
     for state in np.flatnonzero(built)[1:13].tolist():  # first asked with its row built
         targets = set(automaton.table[state, chosen].tolist())

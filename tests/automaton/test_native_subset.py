@@ -393,6 +393,59 @@ def test_plain_chain_refuses_bad_arguments() -> None:
 # ------------------------------------------------------------------- one entry alone
 
 
+def steps_against_rows(
+    automaton: Any, native: Any, states: list[int], label: object
+) -> list[list[int]]:
+    """Every entry of each of ``states`` (rows not built) computed alone by
+    ``native.step`` (the automaton's Nfa or Stacks: the pushdown tests use this too), the
+    row left unbuilt meanwhile, then the row built: the same states, entry by entry. The
+    entries, a list a state; ``label`` names the automaton in a failure."""
+    stepped = []
+    for state in states:
+        with automaton._lock:
+            automaton._reserve(256)
+            entries = [
+                native.step(state, byte, automaton._table, automaton._accepting, automaton._sets)
+                for byte in range(256)
+            ]
+            automaton._took_in()
+        assert automaton.table[state, 0] == -1  # the row is left as it was
+        automaton.build_rows([state])
+        assert automaton.table[state].tolist() == entries, (label, state)
+        stepped.append(entries)
+    return stepped
+
+
+def plain_steps_against_rows(
+    automaton: Any, native: Any, states: list[int], plain: bytes, label: object
+) -> list[int]:
+    """For each of ``states`` (rows not built), ``native.plain_step`` over the bytes
+    ``plain`` flags, then the state's row built: where the row sends all those bytes to
+    one state, that state (the same id, registered as the row registers it), else -3; and
+    asked again with the row built, read off it, the same. The answers."""
+    flags = np.frombuffer(plain, dtype=np.uint8)
+    chosen = np.flatnonzero(np.unpackbits(flags, bitorder="little"))
+    answers = []
+    for state in states:
+        with automaton._lock:
+            automaton._reserve(1)
+            found = native.plain_step(
+                state, plain, automaton._table, automaton._accepting, automaton._sets
+            )
+            automaton._took_in()
+        assert automaton.table[state, 0] == -1  # the row is left as it was
+        automaton.build_rows([state])
+        targets = set(automaton.table[state, chosen].tolist())
+        assert found == (targets.pop() if len(targets) == 1 else -3), (label, state)
+        with automaton._lock:
+            again = native.plain_step(
+                state, plain, automaton._table, automaton._accepting, automaton._sets
+            )
+        assert again == found
+        answers.append(found)
+    return answers
+
+
 def _stepped_then_built(nfa: Nfa, explored: int) -> None:
     """The automaton of ``nfa`` with ``explored`` rows built breadth-first, then every
     entry of every other registered state (up to 12 of them) computed alone by ``step``
@@ -404,18 +457,9 @@ def _stepped_then_built(nfa: Nfa, explored: int) -> None:
     assert native is not None
     unbuilt = [s for s in range(1, automaton.num_states) if automaton.table[s, 0] == -1][:12]
     assert unbuilt or automaton.table[: automaton.num_states, 0].min() >= 0
-    for state in unbuilt:
-        with automaton._lock:
-            automaton._reserve(256)
-            entries = [
-                native.step(state, byte, automaton._table, automaton._accepting, automaton._sets)
-                for byte in range(256)
-            ]
-            automaton._took_in()
+    stepped = steps_against_rows(automaton, native, unbuilt, nfa.pattern)
+    for state, entries in zip(unbuilt, stepped, strict=True):
         assert all(native.kept_step(state, b) == entries[b] for b in range(256))
-        assert automaton.table[state, 0] == -1  # the row is left as it was
-        automaton.build_rows([state])
-        assert automaton.table[state].tolist() == entries, (nfa.pattern, state)
     for state in range(1, automaton.num_states):
         assert automaton.is_accepting(state) == (nfa.final in automaton._members(state))
 
@@ -468,26 +512,8 @@ def _plain_stepped_then_built(nfa: Nfa, explored: int, plain: bytes) -> None:
     automaton.build_breadth_first(explored)
     native = automaton._native_nfa()
     assert native is not None
-    flags = np.frombuffer(plain, dtype=np.uint8)
-    chosen = np.flatnonzero(np.unpackbits(flags, bitorder="little"))
     unbuilt = [s for s in range(1, automaton.num_states) if automaton.table[s, 0] == -1][:12]
-    for state in unbuilt:
-        with automaton._lock:
-            automaton._reserve(1)
-            found = native.plain_step(
-                state, plain, automaton._table, automaton._accepting, automaton._sets
-            )
-            automaton._took_in()
-        assert automaton.table[state, 0] == -1  # the row is left as it was
-        automaton.build_rows([state])
-        targets = set(automaton.table[state, chosen].tolist())
-        assert found == (targets.pop() if len(targets) == 1 else -3), (nfa.pattern, state)
-        # asked again with the row built: read off it, the same
-        with automaton._lock:
-            again = native.plain_step(
-                state, plain, automaton._table, automaton._accepting, automaton._sets
-            )
-        assert again == found
+    plain_steps_against_rows(automaton, native, unbuilt, plain, nfa.pattern)
     for state in range(1, automaton.num_states):
         assert automaton.is_accepting(state) == (nfa.final in automaton._members(state))
 
