@@ -1727,7 +1727,7 @@ def _row_of_visit(found: tuple[Any, ...], vocabulary: Vocabulary) -> _Row:
         row = _new_object(_Row)
         row.bits = np.frombuffer(found[5], _UINT32)
         row.dense = found[1]
-        row.palette = np.frombuffer(found[2], _INT32)
+        row.palette = _ints(found[2])
         row.overrides = (found[3], found[4])
         return row
     if kind == _VISIT_FIRST_BYTE:
